@@ -1,0 +1,165 @@
+/*
+ * strata.h — the public C API of strata, an ONNX runtime for CPUs and GPUs.
+ *
+ * Handles are opaque.  Every function that can fail returns an st_status;
+ * on failure st_last_error() gives a one-line message, built where the
+ * failure was understood, that says what was wrong and where
+ * ("node 'Conv_12' (Conv): input 1 has 3 dims, expected 4").  The message
+ * is per thread, so two threads driving two sessions never see each
+ * other's errors.
+ *
+ * Threading: a model is immutable once loaded and may be shared by any
+ * number of sessions on any threads.  A session is driven by one thread at
+ * a time; a call made while another thread is inside the same session
+ * returns ST_ERR_BUSY instead of corrupting it.
+ *
+ * Memory: outputs are views into the session's memory (st_tensor).  A view
+ * keeps its storage alive, so freeing the session before the tensor is
+ * legal.  A run is submitted asynchronously; st_tensor_read waits for
+ * exactly the pending commands that write the bytes it reads.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_MAX_RANK 8
+
+typedef enum st_status {
+    ST_OK = 0,
+    ST_ERR_INVALID_ARG,   /* a caller passed a bad argument */
+    ST_ERR_IO,            /* a file could not be read or written */
+    ST_ERR_MODEL,         /* the model is malformed or inconsistent */
+    ST_ERR_UNSUPPORTED,   /* valid ONNX that strata does not implement */
+    ST_ERR_SHAPE,         /* a shape or rank mismatch */
+    ST_ERR_DTYPE,         /* a dtype mismatch */
+    ST_ERR_NOMEM,         /* an allocation failed or exceeded the limit */
+    ST_ERR_BACKEND,       /* the device or its driver failed */
+    ST_ERR_HAZARD,        /* the sanitizer found unordered conflicting commands */
+    ST_ERR_BUSY,          /* the session is in use by another thread */
+    ST_ERR_INTERNAL       /* a bug in strata */
+} st_status;
+
+/* ONNX TensorProto.DataType numbering, so values pass through unchanged. */
+typedef enum st_dtype {
+    ST_UNDEFINED = 0,
+    ST_F32 = 1,
+    ST_U8 = 2,
+    ST_I8 = 3,
+    ST_U16 = 4,
+    ST_I16 = 5,
+    ST_I32 = 6,
+    ST_I64 = 7,
+    ST_STRING = 8, /* recognised so it can be refused by name */
+    ST_BOOL = 9,
+    ST_F16 = 10,
+    ST_F64 = 11,
+    ST_U32 = 12,
+    ST_U64 = 13,
+    ST_BF16 = 16
+} st_dtype;
+
+typedef enum st_backend_kind {
+    ST_BACKEND_CPU = 0,
+    ST_BACKEND_CUDA = 1,
+    ST_BACKEND_OPENCL = 2
+} st_backend_kind;
+
+/* How the hazard tracker decides that two commands conflict.  Only RANGES
+ * is correct and fast; the others exist to reproduce and measure the bug
+ * classes of the seed report (see DESIGN.md rules 3 and 7). */
+typedef enum st_hazard_mode {
+    ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage */
+    ST_HAZARD_STORAGE = 1,      /* any two uses of one storage: correct, coarse */
+    ST_HAZARD_BASE_POINTER = 2  /* only views that start at the same byte: the seed's bug */
+} st_hazard_mode;
+
+typedef enum st_schedule {
+    ST_SCHEDULE_DEFAULT = 0,    /* ready commands in program order, on the thread pool */
+    ST_SCHEDULE_RANDOM = 1      /* ready commands in a seeded random order, completed late */
+} st_schedule;
+
+typedef struct st_model st_model;
+typedef struct st_session st_session;
+typedef struct st_tensor st_tensor;
+
+typedef struct st_session_options {
+    st_backend_kind backend;
+    int threads;              /* 0: one per core */
+    st_dtype precision;       /* ST_F32 (default), ST_F16 or ST_BF16 */
+    int sanitize;             /* 1: check every conflicting pair is ordered, poison fresh memory */
+    st_schedule schedule;
+    uint64_t seed;            /* for ST_SCHEDULE_RANDOM */
+    st_hazard_mode hazard_mode;
+    int device;               /* GPU ordinal */
+    uint64_t memory_limit;    /* bytes a session may allocate; 0: the machine's memory */
+} st_session_options;
+
+/* Name, dtype and shape of a model input or output.  dims[i] < 0 marks a
+ * symbolic or unknown dim; dim_names[i] then holds its name (or NULL). */
+typedef struct st_value_info {
+    const char *name;
+    st_dtype dtype;
+    int rank;                 /* -1: unknown rank */
+    int64_t dims[ST_MAX_RANK];
+    const char *dim_names[ST_MAX_RANK];
+} st_value_info;
+
+/* ---- errors ---- */
+const char *st_last_error(void);
+const char *st_status_name(st_status s);
+const char *st_dtype_name(st_dtype t);
+size_t st_dtype_size(st_dtype t);
+
+/* ---- models ---- */
+st_status st_model_load(const char *path, st_model **out);
+/* base_dir resolves external data files; NULL forbids external data. */
+st_status st_model_load_memory(const void *data, size_t size, const char *base_dir,
+                               st_model **out);
+void st_model_free(st_model *m);
+
+int st_model_input_count(const st_model *m);
+int st_model_output_count(const st_model *m);
+st_status st_model_input_info(const st_model *m, int index, st_value_info *info);
+st_status st_model_output_info(const st_model *m, int index, st_value_info *info);
+
+/* ---- sessions ---- */
+void st_session_options_init(st_session_options *o);
+st_status st_session_create(const st_model *m, const st_session_options *o, st_session **out);
+void st_session_free(st_session *s);
+
+/* Copies data (packed, row-major, of the given dtype and dims) into the
+ * session.  A float input of another float dtype is converted. */
+st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank,
+                               const int64_t *dims, const void *data);
+/* Submits the run and returns; reading an output waits for what it needs. */
+st_status st_session_run(st_session *s);
+/* Waits for every command of the last run; reports a kernel failure. */
+st_status st_session_wait(st_session *s);
+/* A view of an output of the last run.  Free it with st_tensor_free. */
+st_status st_session_output(st_session *s, const char *name, st_tensor **out);
+/* The same for a graph input, so a caller can write it in place. */
+st_status st_session_input(st_session *s, const char *name, st_tensor **out);
+
+/* ---- tensors ---- */
+st_dtype st_tensor_dtype(const st_tensor *t);      /* the model's dtype */
+int st_tensor_rank(const st_tensor *t);
+int64_t st_tensor_dim(const st_tensor *t, int i);
+int64_t st_tensor_numel(const st_tensor *t);
+/* Reads the whole tensor, packed row-major, converted to dtype.  Waits only
+ * for pending commands that write the bytes read. */
+st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t dst_bytes);
+/* Writes the whole tensor from packed data of dtype.  Waits for pending
+ * commands that read or write those bytes. */
+st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t src_bytes);
+void st_tensor_free(st_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

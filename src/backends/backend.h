@@ -1,0 +1,64 @@
+/*
+ * backend.h — the small vtable every device implements.
+ *
+ * A backend is a process-wide object per device: it allocates storages,
+ * copies bytes between the host and storage ranges, and creates one
+ * executor per session.  An executor runs a hazard DAG (exec/dag.h): it
+ * starts each command once its predecessors are done, and can wait for any
+ * set of commands.  Everything about ordering is decided above the backend
+ * by byte ranges; a backend only maps the DAG's edges onto its own
+ * mechanism (a thread pool's counters, CUDA events, OpenCL event lists).
+ */
+#ifndef ST_BACKEND_H
+#define ST_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/storage.h"
+#include "strata.h"
+
+struct st_dag;
+struct st_op_def;
+typedef struct st_exec st_exec;
+
+typedef struct st_backend {
+    st_backend_kind kind;
+    const char *name;
+    st_status (*storage_alloc)(struct st_backend *b, uint64_t size, const char *label, st_storage **out);
+    /* Optional: a storage over host memory that someone else owns (the
+     * plan's constants) without copying it.  NULL: allocate and write. */
+    st_status (*storage_wrap)(struct st_backend *b, void *host, uint64_t size, const char *label,
+                              st_storage **out);
+    void (*storage_free)(struct st_backend *b, st_storage *s);
+    /* Host <-> storage copies.  They do not wait for commands: the caller
+     * (exec/access.c) has already waited for the overlapping ones. */
+    st_status (*write)(struct st_backend *b, st_storage *s, uint64_t off, const void *src, uint64_t n);
+    st_status (*read)(struct st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n);
+    st_status (*fill)(struct st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n);
+    st_status (*exec_create)(struct st_backend *b, const st_session_options *o, st_exec **out);
+    /* Optional: the backend has a kernel for this op. */
+    bool (*supports)(const struct st_op_def *op);
+} st_backend;
+
+typedef struct st_exec_vt {
+    /* Starts every command of dag; returns once they are queued. */
+    st_status (*submit)(st_exec *e, const struct st_dag *dag);
+    /* Waits for the listed commands of the running dag (n < 0: all of them)
+     * and returns the first kernel failure, if any. */
+    st_status (*wait)(st_exec *e, const int *cmds, int n);
+    void (*destroy)(st_exec *e);
+} st_exec_vt;
+
+struct st_exec {
+    const st_exec_vt *vt;
+    st_backend *backend;
+};
+
+/* The backend for kind, created on first use.  NULL with an error message
+ * when the kind is not built in or has no device. */
+st_backend *st_backend_get(st_backend_kind kind, int device);
+
+st_backend *st_cpu_backend(void);
+
+#endif

@@ -1,0 +1,353 @@
+/*
+ * cpu.c — the CPU backend: host storages and an executor that runs the
+ * hazard DAG on a thread pool.
+ *
+ * The executor keeps, per command, how many predecessors are not yet
+ * complete.  A command whose count reaches zero is ready; workers take
+ * ready commands (in program order, or in a seeded random order with
+ * ST_SCHEDULE_RANDOM) and run them concurrently with each other and with
+ * the loop chunks of running kernels.  Nothing else orders commands: if
+ * the DAG lacked an edge, this executor would run the pair in either
+ * order, which is what the random schedule exists to expose.
+ *
+ * With ST_SCHEDULE_RANDOM a finished command is often "completed late":
+ * its successors are released only some steps later, in random order, the
+ * way a GPU may retire work long after it was issued.
+ *
+ * With sanitize on, a command that starts while a running command touches
+ * conflicting bytes is a hard error (a run-time check of the same property
+ * the static check in exec/dag.c proves).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/pool.h"
+#include "core/status.h"
+#include "exec/dag.h"
+
+#define ST_CPU_ALIGN 64
+
+/* ---- storages ---- */
+
+static void cpu_storage_free(st_backend *b, st_storage *s)
+{
+    (void)b;
+    st_storage_index_remove(s);
+    if (!s->borrowed) free(s->host);
+    free(s);
+}
+
+static st_status cpu_storage_new(st_backend *b, void *host, uint64_t size, bool borrowed, const char *label,
+                                 st_storage **out)
+{
+    st_storage *s = calloc(1, sizeof *s);
+    if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
+    atomic_init(&s->refs, 1);
+    s->backend = b;
+    s->size = size;
+    s->host = host;
+    s->addr = (uintptr_t)host;
+    s->borrowed = borrowed;
+    snprintf(s->label, sizeof s->label, "%s", label);
+    st_storage_index_add(s);
+    *out = s;
+    return ST_OK;
+}
+
+static st_status cpu_storage_alloc(st_backend *b, uint64_t size, const char *label, st_storage **out)
+{
+    void *host = NULL;
+    uint64_t rounded = (size + ST_CPU_ALIGN - 1) / ST_CPU_ALIGN * ST_CPU_ALIGN;
+    if (posix_memalign(&host, ST_CPU_ALIGN, rounded ? rounded : ST_CPU_ALIGN) != 0)
+        return st_error(ST_ERR_NOMEM, "cannot allocate %llu bytes for %s", (unsigned long long)size, label);
+    st_status s = cpu_storage_new(b, host, size, false, label, out);
+    if (s != ST_OK) free(host);
+    return s;
+}
+
+static st_status cpu_storage_wrap(st_backend *b, void *host, uint64_t size, const char *label, st_storage **out)
+{
+    return cpu_storage_new(b, host, size, true, label, out);
+}
+
+static st_status cpu_write(st_backend *b, st_storage *s, uint64_t off, const void *src, uint64_t n)
+{
+    (void)b;
+    if (off > s->size || n > s->size - off)
+        return st_error(ST_ERR_INTERNAL, "write of %llu bytes at %llu outside storage '%s' (%llu bytes)",
+                        (unsigned long long)n, (unsigned long long)off, s->label, (unsigned long long)s->size);
+    if (n) memcpy((char *)s->host + off, src, n);
+    return ST_OK;
+}
+
+static st_status cpu_read(st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n)
+{
+    (void)b;
+    if (off > s->size || n > s->size - off)
+        return st_error(ST_ERR_INTERNAL, "read of %llu bytes at %llu outside storage '%s' (%llu bytes)",
+                        (unsigned long long)n, (unsigned long long)off, s->label, (unsigned long long)s->size);
+    if (n) memcpy(dst, (char *)s->host + off, n);
+    return ST_OK;
+}
+
+static st_status cpu_fill(st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n)
+{
+    (void)b;
+    if (off > s->size || n > s->size - off) return st_error(ST_ERR_INTERNAL, "fill outside storage '%s'", s->label);
+    if (n) memset((char *)s->host + off, byte, n);
+    return ST_OK;
+}
+
+/* ---- the executor ---- */
+
+enum { CMD_WAITING = 0, CMD_READY, CMD_RUNNING, CMD_SKIPPED, CMD_EXECUTED, CMD_COMPLETE };
+
+typedef struct cpu_exec {
+    st_exec base;
+    st_pool *pool;
+    bool random;
+    bool sanitize;
+    uint64_t rng;
+    const st_dag *dag;
+    int *remaining;
+    unsigned char *state;
+    int *ready;
+    int n_ready;
+    int *late;                 /* executed, successors not yet released */
+    int n_late;
+    int n_executed;
+    int *running;
+    int n_running;
+    st_status err;
+    char errmsg[1024];
+    int cap;
+} cpu_exec;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* splitmix64: small, seedable, and good enough to shuffle schedules */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void release(cpu_exec *e, int c)
+{
+    const st_cmd *cmd = &e->dag->cmds[c];
+    e->state[c] = CMD_COMPLETE;
+    for (int k = 0; k < cmd->n_succ; k++) {
+        int s = e->dag->succs[cmd->succ_first + k];
+        if (--e->remaining[s] == 0) {
+            e->state[s] = CMD_READY;
+            e->ready[e->n_ready++] = s;
+        }
+    }
+}
+
+static void release_late(cpu_exec *e, int i)
+{
+    int c = e->late[i];
+    e->late[i] = e->late[--e->n_late];
+    release(e, c);
+}
+
+static bool fp_conflict(const st_dag *d, int a, int b)
+{
+    const st_cmd *ca = &d->cmds[a], *cb = &d->cmds[b];
+    for (int i = ca->fp_first; i < ca->fp_first + ca->n_fp; i++)
+        for (int j = cb->fp_first; j < cb->fp_first + cb->n_fp; j++) {
+            const st_fp *x = &d->fps[i], *y = &d->fps[j];
+            if (x->storage == y->storage && x->lo < y->hi && y->lo < x->hi && (x->write || y->write)) return true;
+        }
+    return false;
+}
+
+static bool exec_next(void *ctx, int *task)
+{
+    cpu_exec *e = ctx;
+    if (!e->dag) return false;
+    if (e->random) {
+        /* release some late completions at random moments */
+        while (e->n_late && (e->n_ready == 0 || rng_next(&e->rng) % 3 == 0))
+            release_late(e, (int)(rng_next(&e->rng) % (uint64_t)e->n_late));
+    }
+    if (e->n_ready == 0) return false;
+    int pick = 0;
+    if (e->random) pick = (int)(rng_next(&e->rng) % (uint64_t)e->n_ready);
+    else
+        for (int i = 1; i < e->n_ready; i++)
+            if (e->ready[i] < e->ready[pick]) pick = i;
+    int c = e->ready[pick];
+    e->ready[pick] = e->ready[--e->n_ready];
+    /* after a failure the rest of the run is skipped, but still retired in
+     * DAG order so waiters wake */
+    e->state[c] = e->err == ST_OK ? CMD_RUNNING : CMD_SKIPPED;
+    if (e->sanitize) {
+        for (int i = 0; i < e->n_running; i++)
+            if (fp_conflict(e->dag, e->running[i], c) && e->err == ST_OK) {
+                e->err = ST_ERR_HAZARD;
+                snprintf(e->errmsg, sizeof e->errmsg,
+                         "sanitizer: command #%d '%s' started while conflicting command #%d '%s' was running", c,
+                         e->dag->cmds[c].gnode->name, e->running[i], e->dag->cmds[e->running[i]].gnode->name);
+            }
+        e->running[e->n_running++] = c;
+    }
+    *task = c;
+    return true;
+}
+
+static void exec_run(void *ctx, int c)
+{
+    cpu_exec *e = ctx;
+    const st_cmd *cmd = &e->dag->cmds[c];
+    if (e->state[c] == CMD_SKIPPED) return; /* set under the lock before this call */
+    st_operand ops[cmd->n_in + cmd->n_out > 0 ? cmd->n_in + cmd->n_out : 1];
+    for (int k = 0; k < cmd->n_in + cmd->n_out; k++)
+        ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool};
+    st_status s = cmd->op->cpu(&k);
+    if (s != ST_OK) {
+        st_pool_lock(e->pool);
+        if (e->err == ST_OK) {
+            e->err = s;
+            snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name,
+                     st_last_error());
+        }
+        st_pool_unlock(e->pool);
+    }
+}
+
+static void exec_done(void *ctx, int c)
+{
+    cpu_exec *e = ctx;
+    e->state[c] = CMD_EXECUTED;
+    e->n_executed++;
+    if (e->sanitize)
+        for (int i = 0; i < e->n_running; i++)
+            if (e->running[i] == c) {
+                e->running[i] = e->running[--e->n_running];
+                break;
+            }
+    if (e->random && rng_next(&e->rng) % 2 == 0) e->late[e->n_late++] = c;
+    else release(e, c);
+    if (e->random && e->n_executed == e->dag->n_cmds)
+        while (e->n_late) release_late(e, 0);
+    st_pool_broadcast(e->pool);
+}
+
+static st_status exec_submit(st_exec *base, const st_dag *d)
+{
+    cpu_exec *e = (cpu_exec *)base;
+    if (d->n_cmds > e->cap) {
+        int cap = d->n_cmds;
+        int *r = realloc(e->remaining, (size_t)cap * sizeof *r);
+        if (r) e->remaining = r;
+        unsigned char *st = realloc(e->state, (size_t)cap);
+        if (st) e->state = st;
+        int *rd = realloc(e->ready, (size_t)cap * sizeof *rd);
+        if (rd) e->ready = rd;
+        int *lt = realloc(e->late, (size_t)cap * sizeof *lt);
+        if (lt) e->late = lt;
+        int *rn = realloc(e->running, (size_t)cap * sizeof *rn);
+        if (rn) e->running = rn;
+        if (!r || !st || !rd || !lt || !rn) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        e->cap = cap;
+    }
+    st_pool_lock(e->pool);
+    e->dag = d;
+    e->n_ready = e->n_late = e->n_running = e->n_executed = 0;
+    e->err = ST_OK;
+    e->errmsg[0] = 0;
+    for (int c = 0; c < d->n_cmds; c++) {
+        e->remaining[c] = d->cmds[c].n_pred;
+        e->state[c] = CMD_WAITING;
+        if (d->cmds[c].n_pred == 0) {
+            e->state[c] = CMD_READY;
+            e->ready[e->n_ready++] = c;
+        }
+    }
+    st_pool_broadcast(e->pool);
+    st_pool_unlock(e->pool);
+    return ST_OK;
+}
+
+static st_status exec_wait(st_exec *base, const int *cmds, int n)
+{
+    cpu_exec *e = (cpu_exec *)base;
+    st_pool_lock(e->pool);
+    if (!e->dag) {
+        st_pool_unlock(e->pool);
+        return ST_OK;
+    }
+    for (;;) {
+        bool pending = false;
+        if (n < 0) pending = e->n_executed < e->dag->n_cmds;
+        else
+            for (int i = 0; i < n && !pending; i++) pending = e->state[cmds[i]] < CMD_EXECUTED;
+        if (!pending) break;
+        st_pool_wait(e->pool);
+    }
+    st_status s = e->err;
+    if (s != ST_OK) st_error(s, "%s", e->errmsg);
+    st_pool_unlock(e->pool);
+    return s;
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cpu_exec *e = (cpu_exec *)base;
+    exec_wait(base, NULL, -1);
+    st_pool_destroy(e->pool);
+    free(e->remaining);
+    free(e->state);
+    free(e->ready);
+    free(e->late);
+    free(e->running);
+    free(e);
+}
+
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy};
+
+static int default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
+{
+    cpu_exec *e = calloc(1, sizeof *e);
+    if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
+    e->base.vt = &cpu_exec_vt;
+    e->base.backend = b;
+    e->random = o->schedule == ST_SCHEDULE_RANDOM;
+    e->sanitize = o->sanitize != 0;
+    e->rng = o->seed;
+    e->pool = st_pool_create(o->threads > 0 ? o->threads : default_threads());
+    if (!e->pool) {
+        free(e);
+        return st_error(ST_ERR_BACKEND, "cannot start CPU worker threads");
+    }
+    st_task_source src = {e, exec_next, exec_run, exec_done};
+    st_pool_set_source(e->pool, &src);
+    *out = &e->base;
+    return ST_OK;
+}
+
+static st_backend st_cpu = {
+    .kind = ST_BACKEND_CPU,
+    .name = "cpu",
+    .storage_alloc = cpu_storage_alloc,
+    .storage_wrap = cpu_storage_wrap,
+    .storage_free = cpu_storage_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .fill = cpu_fill,
+    .exec_create = cpu_exec_create,
+};
+
+st_backend *st_cpu_backend(void) { return &st_cpu; }

@@ -1,0 +1,524 @@
+/*
+ * k_elementwise.c — CPU kernels of the elementwise ops.
+ *
+ * All take strided, broadcast operands (stride 0 on broadcast dims) and a
+ * strided output.  Work is split by rows of the coalesced iteration space.
+ * Floating types (f32, f16, bf16) compute in f32 on blocks: a block is
+ * loaded (a no-op for unit-stride f32), transformed by one tight loop, and
+ * stored, so the dtype and stride handling stays out of the math.  f64
+ * computes in double and integers in int64, element by element.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/pool.h"
+#include "ops/elementwise.h"
+
+#define BLOCK 256
+#define ROWS_PER_TASK_MIN_ELEMS 16384
+
+/* ---- block load/store ---- */
+
+static const float *load_block(st_dtype dt, const char *base, int64_t step, int64_t n, float *scratch)
+{
+    if (dt == ST_F32 && step == 1) return (const float *)base;
+    size_t es = st_dtype_size(dt);
+    if (step == 0) {
+        float v = st_load_f32(dt, base);
+        for (int64_t i = 0; i < n; i++) scratch[i] = v;
+        return scratch;
+    }
+    for (int64_t i = 0; i < n; i++) scratch[i] = st_load_f32(dt, base + i * step * (int64_t)es);
+    return scratch;
+}
+
+static float *out_block(st_dtype dt, char *base, int64_t step, float *scratch)
+{
+    return dt == ST_F32 && step == 1 ? (float *)base : scratch;
+}
+
+static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const float *v)
+{
+    if (dt == ST_F32 && step == 1) return; /* computed in place */
+    size_t es = st_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) st_store_f32(dt, base + i * step * (int64_t)es, v[i]);
+}
+
+/* ---- the math ---- */
+
+static float erf_f(float x) { return erff(x); }
+
+static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n, float lo, float hi)
+{
+    float a = s->alpha, b = s->beta, g = s->gamma;
+    int64_t i;
+    switch ((st_unary)s->code) {
+    case ST_U_RELU: for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f; break;
+    case ST_U_SIGMOID: for (i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
+    case ST_U_SILU: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])); break;
+    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
+    case ST_U_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
+    case ST_U_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
+    case ST_U_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
+    case ST_U_NEG: for (i = 0; i < n; i++) y[i] = -x[i]; break;
+    case ST_U_ABS: for (i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
+    case ST_U_RECIPROCAL: for (i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+    case ST_U_FLOOR: for (i = 0; i < n; i++) y[i] = floorf(x[i]); break;
+    case ST_U_CEIL: for (i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
+    case ST_U_ROUND: for (i = 0; i < n; i++) y[i] = nearbyintf(x[i]); break; /* ties to even */
+    case ST_U_ERF: for (i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
+    case ST_U_SIN: for (i = 0; i < n; i++) y[i] = sinf(x[i]); break;
+    case ST_U_COS: for (i = 0; i < n; i++) y[i] = cosf(x[i]); break;
+    case ST_U_TAN: for (i = 0; i < n; i++) y[i] = tanf(x[i]); break;
+    case ST_U_ASIN: for (i = 0; i < n; i++) y[i] = asinf(x[i]); break;
+    case ST_U_ACOS: for (i = 0; i < n; i++) y[i] = acosf(x[i]); break;
+    case ST_U_ATAN: for (i = 0; i < n; i++) y[i] = atanf(x[i]); break;
+    case ST_U_SINH: for (i = 0; i < n; i++) y[i] = sinhf(x[i]); break;
+    case ST_U_COSH: for (i = 0; i < n; i++) y[i] = coshf(x[i]); break;
+    case ST_U_ASINH: for (i = 0; i < n; i++) y[i] = asinhf(x[i]); break;
+    case ST_U_ACOSH: for (i = 0; i < n; i++) y[i] = acoshf(x[i]); break;
+    case ST_U_ATANH: for (i = 0; i < n; i++) y[i] = atanhf(x[i]); break;
+    case ST_U_SIGN: for (i = 0; i < n; i++) y[i] = (float)((x[i] > 0) - (x[i] < 0)); break;
+    case ST_U_LEAKY_RELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i]; break;
+    case ST_U_HARD_SIGMOID: for (i = 0; i < n; i++) y[i] = fmaxf(0.0f, fminf(1.0f, a * x[i] + b)); break;
+    case ST_U_HARD_SWISH:
+        for (i = 0; i < n; i++) y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] / 6.0f + 0.5f));
+        break;
+    case ST_U_ELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * (expf(x[i]) - 1.0f); break;
+    case ST_U_SELU: for (i = 0; i < n; i++) y[i] = g * (x[i] > 0 ? x[i] : a * (expf(x[i]) - 1.0f)); break;
+    case ST_U_CELU: for (i = 0; i < n; i++) y[i] = fmaxf(0.0f, x[i]) + fminf(0.0f, a * (expf(x[i] / a) - 1.0f)); break;
+    case ST_U_SOFTPLUS: for (i = 0; i < n; i++) y[i] = x[i] > 20.0f ? x[i] : log1pf(expf(x[i])); break;
+    case ST_U_SOFTSIGN: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + fabsf(x[i])); break;
+    case ST_U_THRESHOLDED_RELU: for (i = 0; i < n; i++) y[i] = x[i] > a ? x[i] : 0.0f; break;
+    case ST_U_MISH:
+        for (i = 0; i < n; i++) y[i] = x[i] * tanhf(x[i] > 20.0f ? x[i] : log1pf(expf(x[i])));
+        break;
+    case ST_U_GELU: for (i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f)); break;
+    case ST_U_GELU_TANH:
+        for (i = 0; i < n; i++)
+            y[i] = 0.5f * x[i] * (1.0f + tanhf(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        break;
+    case ST_U_ISNAN: for (i = 0; i < n; i++) y[i] = isnan(x[i]) ? 1.0f : 0.0f; break;
+    case ST_U_ISINF:
+        for (i = 0; i < n; i++)
+            y[i] = (isinf(x[i]) && ((x[i] > 0 && s->detect_pos) || (x[i] < 0 && s->detect_neg))) ? 1.0f : 0.0f;
+        break;
+    case ST_U_CLIP: for (i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i]; break;
+    case ST_U_NOT: for (i = 0; i < n; i++) y[i] = x[i] == 0.0f; break;
+    }
+}
+
+static double unary_f64(const st_ew_state *s, double x, double lo, double hi)
+{
+    double a = s->alpha, b = s->beta, g = s->gamma;
+    switch ((st_unary)s->code) {
+    case ST_U_RELU: return x > 0 ? x : 0;
+    case ST_U_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case ST_U_SILU: return x / (1.0 + exp(-x));
+    case ST_U_TANH: return tanh(x);
+    case ST_U_EXP: return exp(x);
+    case ST_U_LOG: return log(x);
+    case ST_U_SQRT: return sqrt(x);
+    case ST_U_NEG: return -x;
+    case ST_U_ABS: return fabs(x);
+    case ST_U_RECIPROCAL: return 1.0 / x;
+    case ST_U_FLOOR: return floor(x);
+    case ST_U_CEIL: return ceil(x);
+    case ST_U_ROUND: return nearbyint(x);
+    case ST_U_ERF: return erf(x);
+    case ST_U_SIN: return sin(x);
+    case ST_U_COS: return cos(x);
+    case ST_U_TAN: return tan(x);
+    case ST_U_ASIN: return asin(x);
+    case ST_U_ACOS: return acos(x);
+    case ST_U_ATAN: return atan(x);
+    case ST_U_SINH: return sinh(x);
+    case ST_U_COSH: return cosh(x);
+    case ST_U_ASINH: return asinh(x);
+    case ST_U_ACOSH: return acosh(x);
+    case ST_U_ATANH: return atanh(x);
+    case ST_U_SIGN: return (x > 0) - (x < 0);
+    case ST_U_LEAKY_RELU: return x >= 0 ? x : a * x;
+    case ST_U_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a * x + b));
+    case ST_U_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case ST_U_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
+    case ST_U_SELU: return g * (x > 0 ? x : a * (exp(x) - 1.0));
+    case ST_U_CELU: return fmax(0.0, x) + fmin(0.0, a * (exp(x / a) - 1.0));
+    case ST_U_SOFTPLUS: return x > 30.0 ? x : log1p(exp(x));
+    case ST_U_SOFTSIGN: return x / (1.0 + fabs(x));
+    case ST_U_THRESHOLDED_RELU: return x > a ? x : 0.0;
+    case ST_U_MISH: return x * tanh(x > 30.0 ? x : log1p(exp(x)));
+    case ST_U_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+    case ST_U_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+    case ST_U_ISNAN: return isnan(x);
+    case ST_U_ISINF: return isinf(x) && ((x > 0 && s->detect_pos) || (x < 0 && s->detect_neg));
+    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case ST_U_NOT: return x == 0.0;
+    }
+    return x;
+}
+
+static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi)
+{
+    switch ((st_unary)s->code) {
+    case ST_U_RELU: return x > 0 ? x : 0;
+    case ST_U_NEG: return (int64_t)(0 - (uint64_t)x);
+    case ST_U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case ST_U_SIGN: return (x > 0) - (x < 0);
+    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case ST_U_NOT: return x == 0;
+    default: return x;
+    }
+}
+
+/* ---- unary driver ---- */
+
+typedef struct unary_job {
+    const st_kctx *k;
+    const st_ew_state *s;
+    st_iter it;
+    int64_t rows, rows_per_task;
+    double lo, hi;
+} unary_job;
+
+static void unary_rows(void *arg, int64_t task)
+{
+    const unary_job *j = arg;
+    const st_operand *x = &j->k->in[0], *y = &j->k->out[0];
+    st_iter it = j->it;
+    int64_t r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
+    if (r1 > j->rows) r1 = j->rows;
+    st_iter_seek(&it, r0);
+    size_t xs = st_dtype_size(x->dtype), ys = st_dtype_size(y->dtype);
+    bool flt = x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16 || x->dtype == ST_BOOL;
+    float sx[BLOCK], sy[BLOCK];
+    for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
+        const char *xb = (const char *)x->data + it.off[1] * (int64_t)xs;
+        char *yb = (char *)y->data + it.off[0] * (int64_t)ys;
+        if (flt && y->dtype != ST_F64) {
+            for (int64_t i = 0; i < it.inner; i += BLOCK) {
+                int64_t n = it.inner - i < BLOCK ? it.inner - i : BLOCK;
+                const float *xv = load_block(x->dtype, xb + i * it.step[1] * (int64_t)xs, it.step[1], n, sx);
+                float *yv = out_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], sy);
+                unary_f32(j->s, xv, yv, n, (float)j->lo, (float)j->hi);
+                store_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], n, yv);
+            }
+        } else if (x->dtype == ST_F64) {
+            for (int64_t i = 0; i < it.inner; i++)
+                st_store_f64(y->dtype, yb + i * it.step[0] * (int64_t)ys,
+                             unary_f64(j->s, st_load_f64(x->dtype, xb + i * it.step[1] * (int64_t)xs), j->lo, j->hi));
+        } else {
+            for (int64_t i = 0; i < it.inner; i++)
+                st_store_i64(y->dtype, yb + i * it.step[0] * (int64_t)ys,
+                             unary_i64(j->s, st_load_i64(x->dtype, xb + i * it.step[1] * (int64_t)xs), (int64_t)j->lo,
+                                       (int64_t)j->hi));
+        }
+    }
+}
+
+/* Splits rows into tasks of a fixed element budget, so the split is the same
+ * whatever the thread count (bit-identical results). */
+static int64_t rows_per_task(int64_t rows, int64_t inner)
+{
+    int64_t per = ROWS_PER_TASK_MIN_ELEMS / (inner > 0 ? inner : 1);
+    if (per < 1) per = 1;
+    if (per > rows) per = rows > 0 ? rows : 1;
+    return per;
+}
+
+static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, double hi)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    unary_job j = {k, s, {0}, 0, 0, lo, hi};
+    if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
+    j.rows = st_iter_rows(&j.it);
+    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
+    st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, unary_rows, &j);
+    return ST_OK;
+}
+
+st_status st_cpu_unary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    return run_unary(k, s, 0, 0);
+}
+
+st_status st_cpu_clip(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    bool flt = st_dtype_is_float(k->in[0].dtype);
+    double lo = flt ? s->alpha : (double)INT64_MIN, hi = flt ? s->beta : (double)INT64_MAX;
+    if (!flt) { /* integer clip without bounds: the type's range */
+        lo = -9.2e18;
+        hi = 9.2e18;
+    }
+    if (k->n_in > 1 && k->in[1].data) lo = st_load_f64(k->in[1].dtype, k->in[1].data);
+    if (k->n_in > 2 && k->in[2].data) hi = st_load_f64(k->in[2].dtype, k->in[2].data);
+    if (flt) {
+        /* the f32 path computes in float: keep the bounds representable */
+        if (lo < -3.402823466e38) lo = -INFINITY;
+        if (hi > 3.402823466e38) hi = INFINITY;
+    }
+    return run_unary(k, s, lo, hi);
+}
+
+/* ---- binary ---- */
+
+static void binary_f32(int code, const float *a, const float *b, float *y, int64_t n)
+{
+    int64_t i;
+    switch ((st_binary)code) {
+    case ST_B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
+    case ST_B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; break;
+    case ST_B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; break;
+    case ST_B_DIV: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; break;
+    case ST_B_POW: for (i = 0; i < n; i++) y[i] = powf(a[i], b[i]); break;
+    case ST_B_MOD: for (i = 0; i < n; i++) y[i] = fmodf(a[i], b[i]); break;
+    case ST_B_MAX: for (i = 0; i < n; i++) y[i] = isnan(a[i]) || a[i] > b[i] ? a[i] : b[i]; break;
+    case ST_B_MIN: for (i = 0; i < n; i++) y[i] = isnan(a[i]) || a[i] < b[i] ? a[i] : b[i]; break;
+    case ST_B_MEAN: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
+    case ST_B_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] == b[i]; break;
+    case ST_B_LESS: for (i = 0; i < n; i++) y[i] = a[i] < b[i]; break;
+    case ST_B_GREATER: for (i = 0; i < n; i++) y[i] = a[i] > b[i]; break;
+    case ST_B_LESS_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] <= b[i]; break;
+    case ST_B_GREATER_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] >= b[i]; break;
+    case ST_B_AND: for (i = 0; i < n; i++) y[i] = (a[i] != 0) && (b[i] != 0); break;
+    case ST_B_OR: for (i = 0; i < n; i++) y[i] = (a[i] != 0) || (b[i] != 0); break;
+    case ST_B_XOR: for (i = 0; i < n; i++) y[i] = (a[i] != 0) != (b[i] != 0); break;
+    case ST_B_PRELU: for (i = 0; i < n; i++) y[i] = a[i] >= 0 ? a[i] : a[i] * b[i]; break;
+    default: for (i = 0; i < n; i++) y[i] = 0; break;
+    }
+}
+
+static double binary_f64(int code, double a, double b, bool fmod_mode)
+{
+    switch ((st_binary)code) {
+    case ST_B_ADD: case ST_B_MEAN: return a + b;
+    case ST_B_SUB: return a - b;
+    case ST_B_MUL: return a * b;
+    case ST_B_DIV: return a / b;
+    case ST_B_POW: return pow(a, b);
+    case ST_B_MOD: return fmod_mode ? fmod(a, b) : a - floor(a / b) * b;
+    case ST_B_MAX: return isnan(a) || a > b ? a : b;
+    case ST_B_MIN: return isnan(a) || a < b ? a : b;
+    case ST_B_EQUAL: return a == b;
+    case ST_B_LESS: return a < b;
+    case ST_B_GREATER: return a > b;
+    case ST_B_LESS_EQUAL: return a <= b;
+    case ST_B_GREATER_EQUAL: return a >= b;
+    case ST_B_AND: return a != 0 && b != 0;
+    case ST_B_OR: return a != 0 || b != 0;
+    case ST_B_XOR: return (a != 0) != (b != 0);
+    case ST_B_PRELU: return a >= 0 ? a : a * b;
+    default: return 0;
+    }
+}
+
+static int64_t ipow(int64_t base, int64_t e)
+{
+    if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)base;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
+
+/* Integers: wrapping arithmetic (through uint64) and truncating division,
+ * as the ONNX reference computes with numpy's fixed-width types. */
+static int64_t binary_i64(int code, int64_t a, int64_t b, bool fmod_mode, bool is_unsigned)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch ((st_binary)code) {
+    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
+    case ST_B_SUB: return (int64_t)(ua - ub);
+    case ST_B_MUL: return (int64_t)(ua * ub);
+    case ST_B_DIV:
+        if (b == 0) return 0;
+        if (is_unsigned) return (int64_t)(ua / ub);
+        if (a == INT64_MIN && b == -1) return INT64_MIN;
+        return a / b;
+    case ST_B_POW: return ipow(a, b);
+    case ST_B_MOD: {
+        if (b == 0) return 0;
+        if (is_unsigned) return (int64_t)(ua % ub);
+        if (a == INT64_MIN && b == -1) return 0;
+        int64_t r = a % b;
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    case ST_B_MAX: return is_unsigned ? (ua > ub ? a : b) : (a > b ? a : b);
+    case ST_B_MIN: return is_unsigned ? (ua < ub ? a : b) : (a < b ? a : b);
+    case ST_B_EQUAL: return a == b;
+    case ST_B_LESS: return is_unsigned ? ua < ub : a < b;
+    case ST_B_GREATER: return is_unsigned ? ua > ub : a > b;
+    case ST_B_LESS_EQUAL: return is_unsigned ? ua <= ub : a <= b;
+    case ST_B_GREATER_EQUAL: return is_unsigned ? ua >= ub : a >= b;
+    case ST_B_AND: return a && b;
+    case ST_B_OR: return a || b;
+    case ST_B_XOR: return (a != 0) != (b != 0);
+    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
+    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
+    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
+    }
+    return 0;
+}
+
+typedef struct binary_job {
+    const st_operand *a, *b, *y;
+    int code;
+    bool fmod_mode;
+    st_iter it;
+    int64_t rows, rows_per_task;
+} binary_job;
+
+static bool f32_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+static void binary_rows(void *arg, int64_t task)
+{
+    const binary_job *j = arg;
+    const st_operand *a = j->a, *b = j->b, *y = j->y;
+    st_iter it = j->it;
+    int64_t r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
+    if (r1 > j->rows) r1 = j->rows;
+    st_iter_seek(&it, r0);
+    size_t as = st_dtype_size(a->dtype), bs = st_dtype_size(b->dtype), ys = st_dtype_size(y->dtype);
+    bool flt = f32_class(a->dtype) && f32_class(b->dtype);
+    bool dbl = !flt && (st_dtype_is_float(a->dtype) || st_dtype_is_float(b->dtype));
+    bool uns = !st_dtype_is_signed(a->dtype) && a->dtype != ST_BOOL;
+    float sa[BLOCK], sb[BLOCK], sy[BLOCK];
+    for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
+        const char *ab = (const char *)a->data + it.off[1] * (int64_t)as;
+        const char *bb = (const char *)b->data + it.off[2] * (int64_t)bs;
+        char *yb = (char *)y->data + it.off[0] * (int64_t)ys;
+        if (flt) {
+            for (int64_t i = 0; i < it.inner; i += BLOCK) {
+                int64_t n = it.inner - i < BLOCK ? it.inner - i : BLOCK;
+                const float *av = load_block(a->dtype, ab + i * it.step[1] * (int64_t)as, it.step[1], n, sa);
+                const float *bv = load_block(b->dtype, bb + i * it.step[2] * (int64_t)bs, it.step[2], n, sb);
+                float *yv = out_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], sy);
+                binary_f32(j->code, av, bv, yv, n);
+                store_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], n, yv);
+            }
+        } else if (dbl) {
+            for (int64_t i = 0; i < it.inner; i++) {
+                double va = st_load_f64(a->dtype, ab + i * it.step[1] * (int64_t)as);
+                double vb = st_load_f64(b->dtype, bb + i * it.step[2] * (int64_t)bs);
+                st_store_f64(y->dtype, yb + i * it.step[0] * (int64_t)ys, binary_f64(j->code, va, vb, j->fmod_mode));
+            }
+        } else {
+            for (int64_t i = 0; i < it.inner; i++) {
+                int64_t va = st_load_i64(a->dtype, ab + i * it.step[1] * (int64_t)as);
+                int64_t vb = st_load_i64(b->dtype, bb + i * it.step[2] * (int64_t)bs);
+                st_store_i64(y->dtype, yb + i * it.step[0] * (int64_t)ys, binary_i64(j->code, va, vb, j->fmod_mode, uns));
+            }
+        }
+    }
+}
+
+/* Strides of x broadcast to y's shape: right-aligned, 0 where x has size 1. */
+void st_broadcast_strides(const st_operand *x, const st_operand *y, int64_t *strides)
+{
+    int off = y->rank - x->rank;
+    for (int d = 0; d < y->rank; d++) {
+        int k = d - off;
+        strides[d] = (k < 0 || x->sizes[k] == 1) ? 0 : x->strides[k];
+    }
+}
+
+static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *b, const st_operand *y, int code,
+                       bool fmod_mode)
+{
+    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
+    st_broadcast_strides(a, y, sa);
+    st_broadcast_strides(b, y, sb);
+    binary_job j = {a, b, y, code, fmod_mode, {0}, 0, 0};
+    if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return;
+    j.rows = st_iter_rows(&j.it);
+    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
+    st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, binary_rows, &j);
+}
+
+st_status st_cpu_binary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    run_binary(k, &k->in[0], &k->in[1], &k->out[0], s->code, s->fmod != 0);
+    return ST_OK;
+}
+
+/* Sum/Max/Min/Mean fold their inputs pairwise into the output. */
+st_status st_cpu_variadic(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    const st_operand *y = &k->out[0];
+    int64_t sx[ST_MAX_RANK];
+    st_broadcast_strides(&k->in[0], y, sx);
+    st_operand x0 = k->in[0];
+    x0.rank = y->rank;
+    memcpy(x0.sizes, y->sizes, sizeof x0.sizes);
+    memcpy(x0.strides, sx, sizeof x0.strides);
+    st_copy_strided(y, &x0);
+    for (int i = 1; i < k->n_in; i++) run_binary(k, y, &k->in[i], y, s->code, false);
+    if (s->code == ST_B_MEAN && k->n_in > 1) {
+        st_operand d = *y;
+        float inv = (float)k->n_in;
+        double invd = (double)k->n_in;
+        char buf[8];
+        st_store_f64(y->dtype, buf, y->dtype == ST_F64 ? invd : inv);
+        d.data = buf;
+        d.rank = 0;
+        run_binary(k, y, &d, y, ST_B_DIV, false);
+    }
+    return ST_OK;
+}
+
+/* ---- Where ---- */
+
+typedef struct where_job {
+    const st_operand *c, *x, *yv, *out;
+    st_iter it;
+    int64_t rows, rows_per_task;
+} where_job;
+
+static void where_rows(void *arg, int64_t task)
+{
+    const where_job *j = arg;
+    st_iter it = j->it;
+    int64_t r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
+    if (r1 > j->rows) r1 = j->rows;
+    st_iter_seek(&it, r0);
+    size_t es = st_dtype_size(j->out->dtype);
+    for (int64_t r = r0; r < r1; r++, st_iter_next(&it))
+        for (int64_t i = 0; i < it.inner; i++) {
+            bool pick = ((const uint8_t *)j->c->data)[it.off[1] + i * it.step[1]] != 0;
+            const char *src = pick ? (const char *)j->x->data + (it.off[2] + i * it.step[2]) * (int64_t)es
+                                   : (const char *)j->yv->data + (it.off[3] + i * it.step[3]) * (int64_t)es;
+            memcpy((char *)j->out->data + (it.off[0] + i * it.step[0]) * (int64_t)es, src, es);
+        }
+}
+
+st_status st_cpu_where(const st_kctx *k)
+{
+    const st_operand *out = &k->out[0];
+    int64_t sc[ST_MAX_RANK], sx[ST_MAX_RANK], sy[ST_MAX_RANK];
+    st_broadcast_strides(&k->in[0], out, sc);
+    st_broadcast_strides(&k->in[1], out, sx);
+    st_broadcast_strides(&k->in[2], out, sy);
+    where_job j = {&k->in[0], &k->in[1], &k->in[2], out, {0}, 0, 0};
+    if (!st_iter_init(&j.it, out->rank, out->sizes, 4, (const int64_t *[]){out->strides, sc, sx, sy})) return ST_OK;
+    j.rows = st_iter_rows(&j.it);
+    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
+    st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, where_rows, &j);
+    return ST_OK;
+}
+
+/* ---- Cast ---- */
+
+st_status st_cpu_cast(const st_kctx *k)
+{
+    st_copy_strided(&k->out[0], &k->in[0]);
+    return ST_OK;
+}

@@ -1,0 +1,350 @@
+/*
+ * k_linalg.c — CPU MatMul and Gemm, and the strided GEMM that Conv uses.
+ *
+ * f32, f16 and bf16 go through OpenBLAS's sgemm, accumulating in f32:
+ * operands whose rows or columns are unit-stride are passed as they are
+ * (a transposed view becomes a transposed GEMM, not a copy); anything else,
+ * and every f16/bf16 operand, is packed to f32 first.  An output that is
+ * not row-major with unit stride (a slice of a last-dim concat has a row
+ * stride wider than N, which sgemm takes as ldc; a transposed output does
+ * not fit) is computed into a packed block and then copied into place.
+ * Work is split into tasks of at most ST_GEMM_ROWS rows of one batch, a
+ * split that does not depend on the thread count, so results are
+ * bit-identical however many threads run.
+ * f64 and integer matmuls use plain loops: they are rare and small.
+ */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/linalg.h"
+#include "ops/linalg.h"
+
+#define ST_GEMM_ROWS 64
+
+void st_blas_init(void)
+{
+    /* strata parallelises GEMMs itself; OpenBLAS's own threads would
+     * oversubscribe the cores */
+    openblas_set_num_threads(1);
+}
+
+st_status st_mat_f32(const st_operand *o, int rdim, int cdim, int64_t base_off, st_mat *m, float **owned)
+{
+    int64_t rows = rdim >= 0 ? o->sizes[rdim] : 1, cols = cdim >= 0 ? o->sizes[cdim] : 1;
+    int64_t rs = rdim >= 0 ? o->strides[rdim] : 0, cs = cdim >= 0 ? o->strides[cdim] : 0;
+    *owned = NULL;
+    m->rows = rows;
+    m->cols = cols;
+    if (o->dtype == ST_F32) {
+        /* a single row or column may carry any stride: pick the layout
+         * BLAS can take (row-major: cs == 1, lda = rs >= cols; column-
+         * major: rs == 1, lda = cs >= rows) */
+        if (cols == 1) cs = 1;
+        if (rows == 1) rs = cs == 1 ? cols : 1;
+        m->p = (const float *)o->data + base_off;
+        m->rs = rs;
+        m->cs = cs;
+        if ((cs == 1 && (rows == 1 || rs >= cols)) || (rs == 1 && (cols == 1 || cs >= rows))) return ST_OK;
+        rs = rdim >= 0 ? o->strides[rdim] : 0;
+        cs = cdim >= 0 ? o->strides[cdim] : 0;
+    }
+    float *buf = malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof *buf);
+    if (!buf) return st_error(ST_ERR_NOMEM, "out of memory packing a %lldx%lld matrix", (long long)rows, (long long)cols);
+    size_t es = st_dtype_size(o->dtype);
+    const char *src = (const char *)o->data + base_off * (int64_t)es;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) buf[i * cols + j] = st_load_f32(o->dtype, src + (i * rs + j * cs) * (int64_t)es);
+    m->p = buf;
+    m->rs = cols;
+    m->cs = 1;
+    *owned = buf;
+    return ST_OK;
+}
+
+void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, float beta, float *c, int64_t ldc,
+              int64_t m, int64_t n, int64_t k)
+{
+    /* logical A is [m, k] = op(a); a.cs == 1 means a is row-major */
+    bool a_rm = a->cs == 1, b_rm = b->cs == 1;
+    int64_t lda = a_rm ? a->rs : a->cs, ldb = b_rm ? b->rs : b->cs;
+    CBLAS_TRANSPOSE opa = (a_rm != ta) ? CblasNoTrans : CblasTrans;
+    CBLAS_TRANSPOSE opb = (b_rm != tb) ? CblasNoTrans : CblasTrans;
+    /* BLAS wants lda >= the row length it reads; a single row or column
+     * may carry any stride, so fix it up */
+    int64_t need_a = (opa == CblasNoTrans) ? k : m, need_b = (opb == CblasNoTrans) ? n : k;
+    if (lda < need_a) lda = need_a;
+    if (ldb < need_b) ldb = need_b;
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, alpha, a->p, (int)lda, b->p, (int)ldb, beta, c, (int)ldc);
+}
+
+/* ---- MatMul ---- */
+
+typedef struct mm_job {
+    const st_kctx *k;
+    const st_operand *a, *b, *y;
+    int64_t m, n, kk;
+    int64_t batches, mtiles;
+    int nb;                          /* batch rank of the output */
+    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
+    bool a_vec, b_vec;               /* 1-D operands */
+    float alpha;
+    st_status err;
+} mm_job;
+
+static void batch_offsets(const mm_job *j, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oy)
+{
+    *oa = *ob = *oy = 0;
+    for (int d = j->nb - 1; d >= 0; d--) {
+        int64_t i = bi % j->y->sizes[d];
+        bi /= j->y->sizes[d];
+        *oa += i * j->sa[d];
+        *ob += i * j->sb[d];
+        *oy += i * j->y->strides[d];
+    }
+}
+
+static void mm_task(void *arg, int64_t t)
+{
+    mm_job *j = arg;
+    int64_t bi = t / j->mtiles, m0 = (t % j->mtiles) * ST_GEMM_ROWS;
+    int64_t m1 = m0 + ST_GEMM_ROWS < j->m ? m0 + ST_GEMM_ROWS : j->m, rows = m1 - m0;
+    int64_t oa, ob, oy;
+    batch_offsets(j, bi, &oa, &ob, &oy);
+    const st_operand *a = j->a, *b = j->b, *y = j->y;
+    int ra = a->rank;
+    st_operand as = *a;
+    /* rows [m0, m1) of A */
+    int adim_r = j->a_vec ? -1 : ra - 2, adim_c = ra - 1;
+    if (adim_r >= 0) {
+        as.sizes[adim_r] = rows;
+        oa += m0 * a->strides[adim_r];
+    }
+    int bdim_r = j->b_vec ? b->rank - 1 : b->rank - 2, bdim_c = j->b_vec ? -1 : b->rank - 1;
+    st_mat ma, mb;
+    float *pa = NULL, *pb = NULL, *pc = NULL;
+    st_status s = st_mat_f32(&as, adim_r, adim_c, oa, &ma, &pa);
+    if (s == ST_OK) s = st_mat_f32(b, bdim_r, bdim_c, ob, &mb, &pb);
+    /* output rows [m0, m1): direct when row-major f32 */
+    int ydim_r = j->a_vec ? -1 : (j->b_vec ? y->rank - 1 : y->rank - 2);
+    int ydim_c = j->b_vec ? -1 : y->rank - 1;
+    int64_t yrs = ydim_r >= 0 ? y->strides[ydim_r] : 0, ycs = ydim_c >= 0 ? y->strides[ydim_c] : 1;
+    float *cdst;
+    int64_t ldc;
+    bool direct = y->dtype == ST_F32 && (ycs == 1 || j->n == 1) && (rows == 1 || yrs >= j->n);
+    if (s == ST_OK) {
+        if (direct) {
+            cdst = (float *)y->data + oy + m0 * yrs;
+            ldc = rows == 1 ? j->n : yrs;
+        } else {
+            pc = malloc((size_t)(rows * j->n > 0 ? rows * j->n : 1) * sizeof *pc);
+            if (!pc) s = st_error(ST_ERR_NOMEM, "out of memory in MatMul");
+            cdst = pc;
+            ldc = j->n;
+        }
+    }
+    if (s == ST_OK) {
+        st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, j->n, j->kk);
+        if (!direct) {
+            size_t es = st_dtype_size(y->dtype);
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t c = 0; c < j->n; c++)
+                    st_store_f32(y->dtype, (char *)y->data + (oy + (m0 + i) * yrs + c * ycs) * (int64_t)es, pc[i * j->n + c]);
+        }
+    }
+    free(pa);
+    free(pb);
+    free(pc);
+    if (s != ST_OK) j->err = s; /* any one failure is reported */
+}
+
+/* f64 and integers: plain loops over strided elements. */
+static void mm_generic(const mm_job *j)
+{
+    const st_operand *a = j->a, *b = j->b, *y = j->y;
+    size_t ea = st_dtype_size(a->dtype), eb = st_dtype_size(b->dtype), ey = st_dtype_size(y->dtype);
+    bool flt = st_dtype_is_float(a->dtype);
+    for (int64_t bi = 0; bi < j->batches; bi++) {
+        int64_t oa, ob, oy;
+        batch_offsets(j, bi, &oa, &ob, &oy);
+        int64_t ars = j->a_vec ? 0 : a->strides[a->rank - 2], acs = a->strides[a->rank - 1];
+        int64_t brs = j->b_vec ? b->strides[b->rank - 1] : b->strides[b->rank - 2], bcs = j->b_vec ? 0 : b->strides[b->rank - 1];
+        int64_t yrs = j->a_vec ? 0 : y->strides[j->b_vec ? y->rank - 1 : y->rank - 2], ycs = j->b_vec ? 0 : y->strides[y->rank - 1];
+        for (int64_t i = 0; i < j->m; i++)
+            for (int64_t c = 0; c < j->n; c++) {
+                double fs = 0;
+                int64_t is = 0;
+                for (int64_t p = 0; p < j->kk; p++) {
+                    const char *pa = (const char *)a->data + (oa + i * ars + p * acs) * (int64_t)ea;
+                    const char *pb = (const char *)b->data + (ob + p * brs + c * bcs) * (int64_t)eb;
+                    if (flt) fs += st_load_f64(a->dtype, pa) * st_load_f64(b->dtype, pb);
+                    else is += (int64_t)((uint64_t)st_load_i64(a->dtype, pa) * (uint64_t)st_load_i64(b->dtype, pb));
+                }
+                char *py = (char *)y->data + (oy + i * yrs + c * ycs) * (int64_t)ey;
+                if (flt) st_store_f64(y->dtype, py, fs);
+                else st_store_i64(y->dtype, py, is);
+            }
+    }
+}
+
+st_status st_cpu_matmul(const st_kctx *k)
+{
+    const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    mm_job j = {0};
+    j.k = k;
+    j.a = a;
+    j.b = b;
+    j.y = y;
+    j.alpha = 1.0f;
+    j.a_vec = a->rank == 1;
+    j.b_vec = b->rank == 1;
+    j.m = j.a_vec ? 1 : a->sizes[a->rank - 2];
+    j.kk = a->sizes[a->rank - 1];
+    j.n = j.b_vec ? 1 : b->sizes[b->rank - 1];
+    j.nb = y->rank - (j.a_vec ? 0 : 1) - (j.b_vec ? 0 : 1);
+    /* batch strides of A and B in the output's batch space */
+    int abr = a->rank - (j.a_vec ? 1 : 2), bbr = b->rank - (j.b_vec ? 1 : 2);
+    for (int d = 0; d < j.nb; d++) {
+        int ka = d - (j.nb - abr), kb = d - (j.nb - bbr);
+        j.sa[d] = ka < 0 || a->sizes[ka] == 1 ? 0 : a->strides[ka];
+        j.sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
+    }
+    j.batches = st_numel(j.nb, y->sizes);
+    if (j.batches == 0 || j.m == 0 || j.n == 0) return ST_OK;
+    if (a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16) {
+        j.mtiles = (j.m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS;
+        j.err = ST_OK;
+        st_parallel_for(k->pool, j.batches * j.mtiles, mm_task, &j);
+        return j.err;
+    }
+    mm_generic(&j);
+    return ST_OK;
+}
+
+/* ---- Gemm ---- */
+
+typedef struct gemm_job {
+    const st_operand *a, *b, *y;
+    const st_matmul_state *s;
+    st_mat ma, mb;
+    int64_t m, n, kk;
+    bool direct;
+    float *tmp;
+    st_status err;
+} gemm_job;
+
+static void gemm_task(void *arg, int64_t t)
+{
+    gemm_job *j = arg;
+    int64_t m0 = t * ST_GEMM_ROWS, rows = j->m - m0 < ST_GEMM_ROWS ? j->m - m0 : ST_GEMM_ROWS;
+    st_mat ma = j->ma;
+    /* rows [m0, m0 + rows) of op(A) */
+    if (j->s->trans_a) ma.p += m0 * ma.cs;
+    else ma.p += m0 * ma.rs;
+    float *c;
+    int64_t ldc;
+    if (j->direct) {
+        c = (float *)j->y->data + m0 * j->y->strides[0];
+        ldc = j->y->strides[0];
+    } else {
+        c = j->tmp + m0 * j->n;
+        ldc = j->n;
+    }
+    if (ldc < j->n) ldc = j->n;
+    st_sgemm(&ma, j->s->trans_a, &j->mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, j->n, j->kk);
+}
+
+st_status st_cpu_gemm(const st_kctx *k)
+{
+    const st_matmul_state *s = k->state;
+    const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    const st_operand *cin = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    int64_t m = y->sizes[0], n = y->sizes[1], kk = s->trans_a ? a->sizes[0] : a->sizes[1];
+    if (!(a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16)) {
+        /* f64 and integers: plain loops */
+        size_t ea = st_dtype_size(a->dtype), ey = st_dtype_size(y->dtype);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t c = 0; c < n; c++) {
+                double acc = 0;
+                for (int64_t p = 0; p < kk; p++) {
+                    int64_t ia = s->trans_a ? p * a->strides[0] + i * a->strides[1] : i * a->strides[0] + p * a->strides[1];
+                    int64_t ib = s->trans_b ? c * b->strides[0] + p * b->strides[1] : p * b->strides[0] + c * b->strides[1];
+                    acc += st_load_f64(a->dtype, (const char *)a->data + ia * (int64_t)ea) *
+                           st_load_f64(b->dtype, (const char *)b->data + ib * (int64_t)ea);
+                }
+                acc *= s->alpha;
+                if (cin) {
+                    int64_t idx[2] = {i, c}, sc[ST_MAX_RANK];
+                    st_broadcast_strides(cin, y, sc);
+                    acc += s->beta * st_load_f64(cin->dtype, (const char *)cin->data +
+                                                                  (idx[0] * sc[0] + idx[1] * sc[1]) * (int64_t)st_dtype_size(cin->dtype));
+                }
+                st_store_f64(y->dtype, (char *)y->data + (i * y->strides[0] + c * y->strides[1]) * (int64_t)ey, acc);
+            }
+        return ST_OK;
+    }
+    gemm_job j = {0};
+    j.a = a;
+    j.b = b;
+    j.y = y;
+    j.s = s;
+    j.m = m;
+    j.n = n;
+    j.kk = kk;
+    float *pa = NULL, *pb = NULL;
+    st_status r = st_mat_f32(a, 0, 1, 0, &j.ma, &pa);
+    if (r == ST_OK) r = st_mat_f32(b, 0, 1, 0, &j.mb, &pb);
+    j.direct = y->dtype == ST_F32 && (y->strides[1] == 1 || n == 1) && (m == 1 || y->strides[0] >= n);
+    if (r == ST_OK && !j.direct) {
+        j.tmp = malloc((size_t)(m * n > 0 ? m * n : 1) * sizeof *j.tmp);
+        if (!j.tmp) r = st_error(ST_ERR_NOMEM, "out of memory in Gemm");
+    }
+    if (r == ST_OK) {
+        /* start from beta * C (broadcast), or zero, then accumulate A*B */
+        st_operand acc = *y;
+        if (!j.direct) {
+            st_view v;
+            st_view_init(&v, ST_F32, 2, y->sizes);
+            acc = st_operand_of(&v, j.tmp);
+        }
+        if (cin && s->beta != 0.0f) {
+            int64_t sc[ST_MAX_RANK];
+            st_broadcast_strides(cin, y, sc);
+            st_operand cb = *cin;
+            cb.rank = 2;
+            cb.sizes[0] = m;
+            cb.sizes[1] = n;
+            cb.strides[0] = sc[0];
+            cb.strides[1] = sc[1];
+            st_copy_strided(&acc, &cb);
+            if (s->beta != 1.0f) {
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t c = 0; c < n; c++) {
+                        float *p = (float *)acc.data + i * acc.strides[0] + c * acc.strides[1];
+                        *p *= s->beta;
+                    }
+            }
+        } else {
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t c = 0; c < n; c++) ((float *)acc.data)[i * acc.strides[0] + c * acc.strides[1]] = 0.0f;
+        }
+        st_parallel_for(k->pool, (m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS, gemm_task, &j);
+        if (!j.direct) {
+            st_view v;
+            st_view_init(&v, ST_F32, 2, y->sizes);
+            st_operand src = st_operand_of(&v, j.tmp);
+            st_copy_strided(y, &src);
+        }
+    }
+    free(pa);
+    free(pb);
+    free(j.tmp);
+    return r;
+}

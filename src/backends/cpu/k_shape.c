@@ -1,0 +1,128 @@
+/*
+ * k_shape.c — CPU kernels of the layout ops: the copy a view op makes when
+ * it cannot be a pure view, Concat's copies of inputs not in place, Gather
+ * with an index tensor, Shape and Size.
+ */
+#include <string.h>
+
+#include "backends/cpu/kernels.h"
+#include "ops/concat.h"
+#include "ops/ops.h"
+
+/* A view op that runs (folded, or its layout cannot be a view): apply the
+ * op's own view rule to the input operand and copy.  Reshape-like rules
+ * fail on layouts that mix dims; then the elements are copied in
+ * row-major order, which is what a reshape means. */
+st_status st_cpu_view_copy(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0];
+    for (int o = 0; o < k->n_out; o++) {
+        const st_operand *y = &k->out[o];
+        if (!y->data && st_operand_numel(y) > 0) continue; /* omitted output */
+        st_view in = {0};
+        in.dtype = x->dtype;
+        in.rank = x->rank;
+        memcpy(in.sizes, x->sizes, sizeof in.sizes);
+        memcpy(in.strides, x->strides, sizeof in.strides);
+        st_view res;
+        if (k->node->op->view(k->state, o, &in, &res)) {
+            st_operand src = st_operand_of(&res, (char *)x->data);
+            st_copy_strided(y, &src);
+            continue;
+        }
+        /* row-major order: view the output with the input's shape.  A
+         * non-packed output cannot take that view, so go through a packed
+         * copy only when it must. */
+        st_view yv = {0};
+        yv.dtype = y->dtype;
+        yv.rank = y->rank;
+        memcpy(yv.sizes, y->sizes, sizeof yv.sizes);
+        memcpy(yv.strides, y->strides, sizeof yv.strides);
+        if (!st_view_reshape(&yv, x->rank, x->sizes))
+            return st_error(ST_ERR_INTERNAL, "reshape into a non-packed output");
+        st_operand dst = st_operand_of(&yv, y->data);
+        st_copy_strided(&dst, x);
+    }
+    return ST_OK;
+}
+
+st_status st_cpu_concat(const st_kctx *k)
+{
+    const st_concat_state *s = k->state;
+    const st_operand *y = &k->out[0];
+    int64_t start = 0;
+    for (int i = 0; i < k->n_in; i++) {
+        const st_operand *x = &k->in[i];
+        if (!x->data && st_operand_numel(x) > 0) continue;
+        int64_t len = x->sizes[s->axis];
+        if (!(k->skip && k->skip[i]) && len > 0) {
+            st_operand slot = *y;
+            slot.sizes[s->axis] = len;
+            slot.data = (char *)y->data + start * y->strides[s->axis] * (int64_t)st_dtype_size(y->dtype);
+            st_copy_strided(&slot, x);
+        }
+        start += len;
+    }
+    return ST_OK;
+}
+
+st_status st_cpu_gather(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    int axis = ((const st_gather_state *)k->state)->axis;
+    int64_t dim = x->sizes[axis];
+    int64_t nidx = st_operand_numel(ix);
+    /* y = x[..., idx[j], ...]: for each index, copy a slice */
+    int64_t idx[ST_MAX_RANK] = {0};
+    for (int64_t j = 0; j < nidx; j++) {
+        /* multi-index of j in ix */
+        int64_t rem = j;
+        for (int d = ix->rank - 1; d >= 0; d--) {
+            idx[d] = rem % ix->sizes[d];
+            rem /= ix->sizes[d];
+        }
+        int64_t v = st_load_i64(ix->dtype, (const char *)ix->data + st_offset_of(ix, idx) * (int64_t)st_dtype_size(ix->dtype));
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim)
+            return st_error(ST_ERR_SHAPE, "gather index %lld is out of range for axis %d of size %lld", (long long)v, axis,
+                            (long long)dim);
+        st_operand src = *x, dst = *y;
+        /* src: x with axis removed at v; dst: y with the index dims fixed */
+        src.data = (char *)x->data + v * x->strides[axis] * (int64_t)st_dtype_size(x->dtype);
+        for (int d = axis; d + 1 < x->rank; d++) {
+            src.sizes[d] = x->sizes[d + 1];
+            src.strides[d] = x->strides[d + 1];
+        }
+        src.rank = x->rank - 1;
+        int64_t off = 0;
+        for (int d = 0; d < ix->rank; d++) off += idx[d] * y->strides[axis + d];
+        dst.data = (char *)y->data + off * (int64_t)st_dtype_size(y->dtype);
+        for (int d = 0; d < axis; d++) {
+            dst.sizes[d] = y->sizes[d];
+            dst.strides[d] = y->strides[d];
+        }
+        for (int d = axis; d < src.rank; d++) {
+            dst.sizes[d] = y->sizes[d + ix->rank];
+            dst.strides[d] = y->strides[d + ix->rank];
+        }
+        dst.rank = src.rank;
+        st_copy_strided(&dst, &src);
+    }
+    return ST_OK;
+}
+
+st_status st_cpu_shape(const st_kctx *k)
+{
+    const st_shape_state *s = k->state;
+    const st_operand *y = &k->out[0];
+    for (int64_t d = s->start; d < s->end; d++)
+        st_store_i64(y->dtype, (char *)y->data + (d - s->start) * y->strides[0] * (int64_t)st_dtype_size(y->dtype),
+                     k->in[0].sizes[d]);
+    return ST_OK;
+}
+
+st_status st_cpu_size(const st_kctx *k)
+{
+    st_store_i64(k->out[0].dtype, k->out[0].data, st_operand_numel(&k->in[0]));
+    return ST_OK;
+}

@@ -1,0 +1,135 @@
+/* pool.c — worker threads serving loop chunks and DAG tasks (see pool.h). */
+#include "backends/cpu/pool.h"
+
+#include <stdlib.h>
+
+typedef struct job {
+    void (*fn)(void *arg, int64_t i);
+    void *arg;
+    int64_t n, next, finished;
+    struct job *link;
+} job;
+
+struct st_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int threads;
+    pthread_t *tids;
+    bool stop;
+    job *jobs;                 /* loops with chunks left, newest first */
+    st_task_source src;
+    bool has_src;
+};
+
+static job *open_job(st_pool *p)
+{
+    for (job *j = p->jobs; j; j = j->link)
+        if (j->next < j->n) return j;
+    return NULL;
+}
+
+static void run_chunk(st_pool *p, job *j)
+{
+    int64_t i = j->next++;
+    pthread_mutex_unlock(&p->mu);
+    j->fn(j->arg, i);
+    pthread_mutex_lock(&p->mu);
+    if (++j->finished == j->n) pthread_cond_broadcast(&p->cv);
+}
+
+static void *worker(void *arg)
+{
+    st_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        job *j = open_job(p);
+        if (j) {
+            run_chunk(p, j);
+            continue;
+        }
+        int task;
+        if (p->has_src && p->src.next(p->src.ctx, &task)) {
+            st_task_source src = p->src;
+            pthread_mutex_unlock(&p->mu);
+            src.run(src.ctx, task);
+            pthread_mutex_lock(&p->mu);
+            src.done(src.ctx, task);
+            continue;
+        }
+        pthread_cond_wait(&p->cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+st_pool *st_pool_create(int threads)
+{
+    st_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    if (threads < 1) threads = 1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->tids = calloc((size_t)threads, sizeof *p->tids);
+    if (!p->tids) {
+        free(p);
+        return NULL;
+    }
+    for (int i = 0; i < threads; i++) {
+        if (pthread_create(&p->tids[i], NULL, worker, p) != 0) break;
+        p->threads++;
+    }
+    if (p->threads == 0) {
+        st_pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+void st_pool_destroy(st_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->threads; i++) pthread_join(p->tids[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->tids);
+    free(p);
+}
+
+int st_pool_threads(const st_pool *p) { return p ? p->threads : 1; }
+
+void st_pool_set_source(st_pool *p, const st_task_source *src)
+{
+    pthread_mutex_lock(&p->mu);
+    p->has_src = src != NULL;
+    if (src) p->src = *src;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_pool_lock(st_pool *p) { pthread_mutex_lock(&p->mu); }
+void st_pool_unlock(st_pool *p) { pthread_mutex_unlock(&p->mu); }
+void st_pool_broadcast(st_pool *p) { pthread_cond_broadcast(&p->cv); }
+void st_pool_wait(st_pool *p) { pthread_cond_wait(&p->cv, &p->mu); }
+
+void st_parallel_for(st_pool *p, int64_t n, void (*fn)(void *arg, int64_t i), void *arg)
+{
+    if (n <= 0) return;
+    if (!p || p->threads <= 1 || n == 1) {
+        for (int64_t i = 0; i < n; i++) fn(arg, i);
+        return;
+    }
+    job j = {fn, arg, n, 0, 0, NULL};
+    pthread_mutex_lock(&p->mu);
+    j.link = p->jobs;
+    p->jobs = &j;
+    pthread_cond_broadcast(&p->cv);
+    while (j.next < j.n) run_chunk(p, &j);
+    while (j.finished < j.n) pthread_cond_wait(&p->cv, &p->mu);
+    job **pp = &p->jobs;
+    while (*pp != &j) pp = &(*pp)->link;
+    *pp = j.link;
+    pthread_mutex_unlock(&p->mu);
+}

@@ -1,0 +1,50 @@
+/*
+ * pool.h — the CPU thread pool: inter-op tasks and intra-op loops.
+ *
+ * Workers take two kinds of work: chunks of a parallel loop that some
+ * kernel started (st_parallel_for), and tasks (commands of the running
+ * DAG) from a task source.  A thread that starts a parallel loop runs its
+ * chunks too and returns when all are done, so a kernel on one worker and
+ * a kernel on another can each spread over whatever workers are idle.
+ *
+ * Determinism: a loop is split into chunks by the caller, independent of
+ * the thread count, and each chunk owns its outputs, so results are
+ * bit-identical whichever thread runs which chunk.
+ */
+#ifndef ST_POOL_H
+#define ST_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct st_pool st_pool;
+
+typedef struct st_task_source {
+    void *ctx;
+    /* Called with the pool lock held: picks a task, or returns false. */
+    bool (*next)(void *ctx, int *task);
+    /* Called without the lock. */
+    void (*run)(void *ctx, int task);
+    /* Called with the lock held after run returns. */
+    void (*done)(void *ctx, int task);
+} st_task_source;
+
+st_pool *st_pool_create(int threads);
+void st_pool_destroy(st_pool *p);
+int st_pool_threads(const st_pool *p);
+void st_pool_set_source(st_pool *p, const st_task_source *src);
+
+/* Lock for the task source's own state, and the signal it uses. */
+void st_pool_lock(st_pool *p);
+void st_pool_unlock(st_pool *p);
+/* Wakes workers (new tasks) and waiters (tasks done). */
+void st_pool_broadcast(st_pool *p);
+/* Waits on the pool's condition with the lock held. */
+void st_pool_wait(st_pool *p);
+
+/* Runs fn(arg, i) for i in [0, n).  Serial when p is NULL or has one
+ * thread.  Returns when every i is done. */
+void st_parallel_for(st_pool *p, int64_t n, void (*fn)(void *arg, int64_t i), void *arg);
+
+#endif

@@ -1,0 +1,91 @@
+/* storage.c — reference counting and the address-range index (rule 2). */
+#include "core/storage.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+
+void st_storage_retain(st_storage *s) { atomic_fetch_add(&s->refs, 1); }
+
+void st_storage_release(st_storage *s)
+{
+    if (!s) return;
+    if (atomic_fetch_sub(&s->refs, 1) == 1) s->backend->storage_free(s->backend, s);
+}
+
+/* A sorted array of live allocations per address space.  Lookups are
+ * O(log n); additions and removals are O(n) memmoves, fine for the tens to
+ * thousands of allocations a process holds (the arena keeps it small). */
+typedef struct {
+    st_storage **v;
+    size_t n, cap;
+} range_index;
+
+static range_index st_index[3];
+static pthread_mutex_t st_index_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t lower_bound(const range_index *ix, uintptr_t addr)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ix->v[mid]->addr < addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void st_storage_index_add(st_storage *s)
+{
+    range_index *ix = &st_index[s->backend->kind];
+    pthread_mutex_lock(&st_index_lock);
+    if (ix->n == ix->cap) {
+        size_t cap = ix->cap ? ix->cap * 2 : 64;
+        st_storage **v = realloc(ix->v, cap * sizeof *v);
+        if (!v) { /* the index is a debugging aid; losing an entry is not fatal */
+            pthread_mutex_unlock(&st_index_lock);
+            return;
+        }
+        ix->v = v;
+        ix->cap = cap;
+    }
+    size_t i = lower_bound(ix, s->addr);
+    memmove(ix->v + i + 1, ix->v + i, (ix->n - i) * sizeof *ix->v);
+    ix->v[i] = s;
+    ix->n++;
+    pthread_mutex_unlock(&st_index_lock);
+}
+
+void st_storage_index_remove(st_storage *s)
+{
+    range_index *ix = &st_index[s->backend->kind];
+    pthread_mutex_lock(&st_index_lock);
+    for (size_t i = lower_bound(ix, s->addr); i < ix->n && ix->v[i]->addr == s->addr; i++) {
+        if (ix->v[i] == s) {
+            memmove(ix->v + i, ix->v + i + 1, (ix->n - i - 1) * sizeof *ix->v);
+            ix->n--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st_index_lock);
+}
+
+st_storage *st_storage_resolve(st_backend_kind kind, uintptr_t p, uint64_t *offset)
+{
+    range_index *ix = &st_index[kind];
+    st_storage *found = NULL;
+    pthread_mutex_lock(&st_index_lock);
+    /* the last allocation starting at or before p is the only candidate */
+    size_t i = lower_bound(ix, p + 1);
+    if (i > 0) {
+        st_storage *s = ix->v[i - 1];
+        if (p >= s->addr && p - s->addr < s->size) {
+            found = s;
+            if (offset) *offset = p - s->addr;
+        }
+    }
+    pthread_mutex_unlock(&st_index_lock);
+    return found;
+}

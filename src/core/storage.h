@@ -1,0 +1,48 @@
+/*
+ * storage.h — one allocation on one device, and the index that resolves
+ * any address inside an allocation back to it.
+ *
+ * Rule 1 of DESIGN.md: each allocation is exactly one st_storage, and a
+ * tensor is a view {storage, byte offset, dtype, sizes, strides}.  No
+ * second handle is ever made over the same memory.  Rule 2: code that
+ * holds a raw address resolves it to (storage, offset) through an index of
+ * address *ranges* (st_storage_resolve), never by looking up a base
+ * address.
+ *
+ * Storages are reference counted.  A view that outlives its session keeps
+ * its storage, and the storage keeps its backend, alive.
+ */
+#ifndef ST_STORAGE_H
+#define ST_STORAGE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata.h"
+
+struct st_backend;
+
+typedef struct st_storage {
+    atomic_int refs;
+    struct st_backend *backend;   /* who allocated it and frees it */
+    uint64_t size;                /* bytes */
+    void *host;                   /* host-addressable base, or NULL on a device */
+    void *dev;                    /* device handle (CUDA pointer, cl_mem), or NULL */
+    uintptr_t addr;               /* the base address in the backend's address space */
+    bool borrowed;                /* memory belongs to someone else (a model's weights) */
+    char label[48];               /* "arena", "input 'x'", for messages */
+} st_storage;
+
+void st_storage_retain(st_storage *s);
+void st_storage_release(st_storage *s);
+
+/* The address index (rule 2).  Backends register each allocation. */
+void st_storage_index_add(st_storage *s);
+void st_storage_index_remove(st_storage *s);
+/* Finds the storage whose range [addr, addr + size) holds p, in the address
+ * space of backend kind.  Returns NULL if none does. */
+st_storage *st_storage_resolve(st_backend_kind kind, uintptr_t p, uint64_t *offset);
+
+#endif

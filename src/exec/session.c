@@ -1,0 +1,391 @@
+/*
+ * session.c — the public session API: options, binding inputs, planning
+ * per input-shape signature (cached), and submitting runs.
+ *
+ * Owns: the plan cache, the arena storage, the executor and its tracker.
+ * A run waits for the previous run before it touches the arena, so only
+ * one DAG is ever in flight per session; within it, host accesses wait by
+ * byte range (exec/access.c).  A session is used by one thread at a time;
+ * a second thread entering gets ST_ERR_BUSY.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/status.h"
+#include "exec/session.h"
+#include "graph/model.h"
+
+#define ST_PLAN_CACHE 8
+
+typedef struct bound_input {
+    bool set;
+    st_dtype dtype;           /* the model's dtype: data is converted on binding */
+    int rank;
+    int64_t dims[ST_MAX_RANK];
+    void *data;
+    size_t bytes, cap;
+} bound_input;
+
+struct st_session {
+    const st_model *model;
+    st_session_options opt;
+    st_backend *backend;
+    st_tracker *tracker;
+    atomic_int busy;
+    bound_input *bound;
+    st_plan *cache[ST_PLAN_CACHE];
+    uint64_t cache_used[ST_PLAN_CACHE];
+    int n_cache;
+    uint64_t clock;
+    st_plan *cur;             /* plan of the last run */
+    st_storage *arena;
+};
+
+void st_session_options_init(st_session_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = ST_BACKEND_CPU;
+    o->precision = ST_F32;
+    o->schedule = ST_SCHEDULE_DEFAULT;
+    o->hazard_mode = ST_HAZARD_RANGES;
+    const char *e = getenv("STRATA_SANITIZE");
+    if (e && *e && strcmp(e, "0") != 0) o->sanitize = 1;
+}
+
+static bool enter(st_session *s)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&s->busy, &expected, 1)) {
+        st_error(ST_ERR_BUSY, "session is being used by another thread");
+        return false;
+    }
+    return true;
+}
+
+static void leave(st_session *s) { atomic_store(&s->busy, 0); }
+
+static uint64_t machine_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : (uint64_t)1 << 40;
+}
+
+st_status st_session_create(const st_model *m, const st_session_options *o, st_session **out)
+{
+    if (!m || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_create: NULL argument");
+    *out = NULL;
+    st_session_options opt;
+    if (o) opt = *o;
+    else st_session_options_init(&opt);
+    if (!opt.precision) opt.precision = ST_F32;
+    if (opt.precision != ST_F32 && opt.precision != ST_F16 && opt.precision != ST_BF16)
+        return st_error(ST_ERR_INVALID_ARG, "precision must be float32, float16 or bfloat16, not %s",
+                        st_dtype_name(opt.precision));
+    if (!opt.memory_limit) opt.memory_limit = machine_memory();
+    const char *e = getenv("STRATA_SANITIZE");
+    if (e && *e && strcmp(e, "0") != 0) opt.sanitize = 1;
+
+    /* refuse unsupported ops now, not at the first run */
+    const st_graph *g = m->g;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].op)
+            return st_error(ST_ERR_UNSUPPORTED, "node '%s': unsupported op '%s' (domain '%s', opset %d)",
+                            g->nodes[i].name, g->nodes[i].op_type,
+                            g->nodes[i].domain[0] ? g->nodes[i].domain : "ai.onnx", g->nodes[i].opset);
+    st_backend *b = st_backend_get(opt.backend, opt.device);
+    if (!b) return ST_ERR_UNSUPPORTED;
+    if (b->supports)
+        for (int i = 0; i < g->n_nodes; i++)
+            if (!b->supports(g->nodes[i].op))
+                return st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend '%s'",
+                                g->nodes[i].name, g->nodes[i].op_type, b->name);
+
+    st_session *s = calloc(1, sizeof *s);
+    st_tracker *t = calloc(1, sizeof *t);
+    bound_input *bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    if (!s || !t || !bound) {
+        free(s);
+        free(t);
+        free(bound);
+        return st_error(ST_ERR_NOMEM, "out of memory creating a session");
+    }
+    s->model = m;
+    s->opt = opt;
+    s->backend = b;
+    s->bound = bound;
+    atomic_init(&s->busy, 0);
+    atomic_init(&t->refs, 1);
+    pthread_mutex_init(&t->mu, NULL);
+    s->tracker = t;
+    st_status r = b->exec_create(b, &opt, &t->exec);
+    if (r == ST_OK) r = b->storage_alloc(b, 0, "arena", &s->arena);
+    if (r != ST_OK) {
+        if (t->exec) t->exec->vt->destroy(t->exec);
+        st_tracker_release(t);
+        free(bound);
+        free(s);
+        return r;
+    }
+    st_model_retain(m);
+    *out = s;
+    return ST_OK;
+}
+
+void st_session_free(st_session *s)
+{
+    if (!s) return;
+    st_tracker *t = s->tracker;
+    pthread_mutex_lock(&t->mu);
+    t->exec->vt->wait(t->exec, NULL, -1);
+    t->dag = NULL;
+    t->exec->vt->destroy(t->exec);
+    t->exec = NULL;
+    pthread_mutex_unlock(&t->mu);
+    st_tracker_release(t);
+    for (int i = 0; i < s->n_cache; i++) st_plan_free(s->cache[i]);
+    st_storage_release(s->arena);
+    for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
+    free(s->bound);
+    st_model_release(s->model);
+    free(s);
+}
+
+static int input_index(const st_session *s, const char *name)
+{
+    const st_graph *g = s->model->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (strcmp(g->values[g->inputs[i]].name, name) == 0) return i;
+    return -1;
+}
+
+st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                               const void *data)
+{
+    if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
+    int i = input_index(s, name);
+    if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    const st_value *v = &s->model->g->values[s->model->g->inputs[i]];
+    if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
+    if (dtype != v->dtype && !(st_dtype_is_float(dtype) && st_dtype_is_float(v->dtype)))
+        return st_error(ST_ERR_DTYPE, "input '%s': expected %s, got %s", name, st_dtype_name(v->dtype),
+                        st_dtype_name(dtype));
+    if (rank < 0 || rank > ST_MAX_RANK)
+        return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
+    if (v->rank >= 0 && rank != v->rank)
+        return st_error(ST_ERR_SHAPE, "input '%s': expected rank %d, got %d", name, v->rank, rank);
+    uint64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
+        if (v->rank >= 0 && v->dims[d] >= 0 && dims[d] != v->dims[d])
+            return st_error(ST_ERR_SHAPE, "input '%s': dim %d must be %lld, got %lld", name, d, (long long)v->dims[d],
+                            (long long)dims[d]);
+        if (dims[d] && numel > (1ull << 40) / (uint64_t)dims[d])
+            return st_error(ST_ERR_NOMEM, "input '%s': shape is too large", name);
+        numel *= (uint64_t)dims[d];
+    }
+    if (numel && !data) return st_error(ST_ERR_INVALID_ARG, "input '%s': data is NULL", name);
+    if (!enter(s)) return ST_ERR_BUSY;
+    bound_input *b = &s->bound[i];
+    size_t bytes = (size_t)numel * st_dtype_size(v->dtype);
+    if (bytes + 1 > b->cap) {
+        void *d = realloc(b->data, bytes + 1);
+        if (!d) {
+            leave(s);
+            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, bytes);
+        }
+        b->data = d;
+        b->cap = bytes + 1;
+    }
+    st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
+    b->set = true;
+    b->dtype = v->dtype;
+    b->rank = rank;
+    memcpy(b->dims, dims, (size_t)rank * sizeof *dims);
+    b->bytes = bytes;
+    leave(s);
+    return ST_OK;
+}
+
+/* Points every cached plan's arena views at the current arena. */
+static void rebind_arena(st_session *s, st_plan *p)
+{
+    st_storage *old = p->storages[0];
+    if (old == s->arena) return;
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].view.storage == old) p->values[v].view.storage = s->arena;
+    if (p->dag) {
+        int nv = 0;
+        for (int c = 0; c < p->dag->n_cmds; c++) nv += p->dag->cmds[c].n_in + p->dag->cmds[c].n_out;
+        for (int i = 0; i < nv; i++)
+            if (p->dag->view_pool[i].storage == old) p->dag->view_pool[i].storage = s->arena;
+    }
+    st_storage_retain(s->arena);
+    p->storages[0] = s->arena;
+    st_storage_release(old);
+}
+
+static st_status get_plan(st_session *s, st_plan **out)
+{
+    const st_graph *g = s->model->g;
+    int rank[g->n_inputs + 1];
+    const void *data[g->n_inputs + 1];
+    int64_t (*dims)[ST_MAX_RANK] = calloc((size_t)g->n_inputs + 1, sizeof *dims);
+    if (!dims) return st_error(ST_ERR_NOMEM, "out of memory planning");
+    for (int i = 0; i < g->n_inputs; i++) {
+        rank[i] = s->bound[i].rank;
+        data[i] = s->bound[i].data;
+        memcpy(dims[i], s->bound[i].dims, sizeof dims[i]);
+    }
+    for (int i = 0; i < s->n_cache; i++)
+        if (st_plan_matches(s->cache[i], rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
+            s->cache_used[i] = ++s->clock;
+            *out = s->cache[i];
+            free(dims);
+            return ST_OK;
+        }
+    st_plan *p = NULL;
+    st_status r = st_plan_build(s->model, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
+    free(dims);
+    if (r != ST_OK) return r;
+    if (p->arena_bytes > s->opt.memory_limit) {
+        r = st_error(ST_ERR_NOMEM, "the plan needs %llu bytes of activations, over the memory limit of %llu bytes",
+                     (unsigned long long)p->arena_bytes, (unsigned long long)s->opt.memory_limit);
+        st_plan_free(p);
+        return r;
+    }
+    r = st_plan_bind(p, s->backend, s->arena);
+    if (r == ST_OK) r = st_dag_build(p, s->opt.hazard_mode, &p->dag);
+    if (r == ST_OK && s->opt.sanitize) r = st_dag_check(p->dag);
+    if (r != ST_OK) {
+        st_plan_free(p);
+        return r;
+    }
+    if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used */
+        int lru = 0;
+        for (int i = 1; i < s->n_cache; i++)
+            if (s->cache_used[i] < s->cache_used[lru]) lru = i;
+        if (s->cache[lru] == s->cur) s->cur = NULL;
+        st_plan_free(s->cache[lru]);
+        s->cache[lru] = s->cache[--s->n_cache];
+        s->cache_used[lru] = s->cache_used[s->n_cache];
+    }
+    s->cache[s->n_cache] = p;
+    s->cache_used[s->n_cache++] = ++s->clock;
+    *out = p;
+    return ST_OK;
+}
+
+static st_status run_locked(st_session *s)
+{
+    const st_graph *g = s->model->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!s->bound[i].set)
+            return st_error(ST_ERR_INVALID_ARG, "input '%s' was not set", g->values[g->inputs[i]].name);
+    st_tracker *t = s->tracker;
+    /* one DAG in flight: the previous run must be done before the arena changes */
+    pthread_mutex_lock(&t->mu);
+    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
+    t->dag = NULL;
+    pthread_mutex_unlock(&t->mu);
+    (void)r; /* the previous run's failure was reported by its own wait */
+
+    st_plan *p = NULL;
+    ST_TRY(get_plan(s, &p));
+    if (p->arena_bytes > s->arena->size) {
+        st_storage *a;
+        ST_TRY(s->backend->storage_alloc(s->backend, p->arena_bytes, "arena", &a));
+        st_storage_release(s->arena);
+        s->arena = a;
+    }
+    rebind_arena(s, p);
+    st_backend *b = s->backend;
+    if (s->opt.sanitize) /* poison: NaN in every float dtype, -1 in integers */
+        ST_TRY(b->fill(b, s->arena, 0, 0xff, s->arena->size));
+    for (int i = 0; i < g->n_inputs; i++) {
+        const st_pvalue *pv = &p->values[g->inputs[i]];
+        const bound_input *bi = &s->bound[i];
+        if (pv->kind != ST_PV_INPUT || bi->bytes == 0) continue; /* value inputs are constants */
+        if (pv->t.dtype == bi->dtype) {
+            ST_TRY(b->write(b, s->arena, (uint64_t)pv->view.offset, bi->data, bi->bytes));
+        } else {
+            size_t n = bi->bytes / st_dtype_size(bi->dtype);
+            void *tmp = malloc(n * st_dtype_size(pv->t.dtype) + 1);
+            if (!tmp) return st_error(ST_ERR_NOMEM, "out of memory converting input '%s'", g->values[g->inputs[i]].name);
+            st_convert(pv->t.dtype, tmp, bi->dtype, bi->data, n);
+            r = b->write(b, s->arena, (uint64_t)pv->view.offset, tmp, n * st_dtype_size(pv->t.dtype));
+            free(tmp);
+            ST_TRY(r);
+        }
+    }
+    pthread_mutex_lock(&t->mu);
+    r = t->exec->vt->submit(t->exec, p->dag);
+    if (r == ST_OK) t->dag = p->dag;
+    pthread_mutex_unlock(&t->mu);
+    if (r == ST_OK) s->cur = p;
+    return r;
+}
+
+st_status st_session_run(st_session *s)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_run: NULL session");
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_status r = run_locked(s);
+    leave(s);
+    return r;
+}
+
+st_status st_session_wait(st_session *s)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_wait: NULL session");
+    st_tracker *t = s->tracker;
+    pthread_mutex_lock(&t->mu);
+    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+static st_status value_tensor(st_session *s, int v, st_tensor **out)
+{
+    const st_pvalue *pv = &s->cur->values[v];
+    if (pv->kind == ST_PV_CONST) {
+        /* a constant output gets its own storage, so it outlives the plan */
+        st_backend *cpu = st_cpu_backend();
+        uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        st_storage *st;
+        ST_TRY(cpu->storage_alloc(cpu, bytes, "constant output", &st));
+        cpu->write(cpu, st, 0, pv->t.data, bytes);
+        st_view view;
+        st_view_init(&view, pv->t.dtype, pv->t.rank, pv->t.dims);
+        view.storage = st;
+        st_status r = st_tensor_new(&view, pv->model_dtype, NULL, out);
+        st_storage_release(st);
+        return r;
+    }
+    return st_tensor_new(&pv->view, pv->model_dtype, s->tracker, out);
+}
+
+st_status st_session_output(st_session *s, const char *name, st_tensor **out)
+{
+    if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_output: NULL argument");
+    *out = NULL;
+    if (!s->cur) return st_error(ST_ERR_INVALID_ARG, "st_session_output: no run has been made yet");
+    const st_graph *g = s->model->g;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (strcmp(g->values[g->outputs[i]].name, name) == 0) return value_tensor(s, g->outputs[i], out);
+    return st_error(ST_ERR_INVALID_ARG, "the model has no output named '%s'", name);
+}
+
+st_status st_session_input(st_session *s, const char *name, st_tensor **out)
+{
+    if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_input: NULL argument");
+    *out = NULL;
+    if (!s->cur) return st_error(ST_ERR_INVALID_ARG, "st_session_input: no run has been made yet");
+    int i = input_index(s, name);
+    if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    return value_tensor(s, s->model->g->inputs[i], out);
+}
+
+/* For tools and tests that inspect the plan of the last run. */
+const st_plan *st_session_plan(const st_session *s) { return s ? s->cur : NULL; }

@@ -1,0 +1,125 @@
+/*
+ * graph.h — the graph IR that the loader builds and sessions specialize.
+ *
+ * A graph is values and nodes.  Values are named edges: graph inputs,
+ * initializers (constants with data), and node outputs.  Nodes are sorted
+ * topologically when the graph is built, so iterating nodes in order is a
+ * valid execution order; every value has at most one producer.
+ *
+ * The graph is immutable once built: sessions on many threads read it and
+ * never write it.  Each session keeps its own specialized copy of shapes
+ * and layouts (graph/specialize.h, plan/plan.h).
+ */
+#ifndef ST_GRAPH_H
+#define ST_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+
+struct st_op_def;
+
+/* Host tensor data: an initializer, a Constant node's value, an attribute
+ * tensor.  data is packed row-major in dtype. */
+typedef struct st_const {
+    st_dtype dtype;
+    int rank;
+    int64_t dims[ST_MAX_RANK];
+    void *data;
+    uint64_t bytes;
+} st_const;
+
+typedef enum st_attr_type {
+    ST_ATTR_UNDEFINED = 0,
+    ST_ATTR_FLOAT = 1,
+    ST_ATTR_INT = 2,
+    ST_ATTR_STRING = 3,
+    ST_ATTR_TENSOR = 4,
+    ST_ATTR_GRAPH = 5,
+    ST_ATTR_FLOATS = 6,
+    ST_ATTR_INTS = 7,
+    ST_ATTR_STRINGS = 8,
+    ST_ATTR_TENSORS = 9,
+    ST_ATTR_GRAPHS = 10,
+    ST_ATTR_SPARSE_TENSOR = 11,
+    ST_ATTR_SPARSE_TENSORS = 12,
+    ST_ATTR_TYPE_PROTO = 13,
+    ST_ATTR_TYPE_PROTOS = 14
+} st_attr_type;
+
+typedef struct st_attr {
+    char *name;
+    st_attr_type type;
+    float f;
+    int64_t i;
+    char *s;             /* ST_ATTR_STRING (NUL-terminated copy) */
+    st_const *t;         /* ST_ATTR_TENSOR */
+    int n;               /* element count of the list kinds */
+    float *floats;
+    int64_t *ints;
+    char **strings;
+    st_const *tensors;
+} st_attr;
+
+typedef struct st_value {
+    char *name;
+    st_dtype dtype;                  /* ST_UNDEFINED when the model does not say */
+    int rank;                        /* -1 when unknown */
+    int64_t dims[ST_MAX_RANK];       /* -1: symbolic or unknown */
+    char *dim_names[ST_MAX_RANK];    /* a symbolic dim's name, or NULL */
+    st_const *init;                  /* initializer or Constant data; NULL otherwise */
+    int producer;                    /* node index, -1 for inputs and constants */
+    int producer_slot;               /* which output of the producer */
+    bool is_input, is_output;
+} st_value;
+
+typedef struct st_node {
+    char *name;                      /* the node's name, or "<op_type>_<index>" */
+    char *op_type;
+    char *domain;                    /* "" for ai.onnx */
+    int opset;                       /* the model's opset for the node's domain */
+    int n_in, n_out;
+    int *in;                         /* value ids; -1 for an omitted optional input */
+    int *out;                        /* value ids; -1 for an omitted optional output */
+    int n_attrs;
+    st_attr *attrs;
+    const struct st_op_def *op;
+} st_node;
+
+typedef struct st_opset {
+    char *domain;
+    int64_t version;
+} st_opset;
+
+typedef struct st_graph {
+    st_value *values;
+    int n_values;
+    st_node *nodes;
+    int n_nodes;
+    int *inputs;                     /* graph inputs that are not initializers */
+    int n_inputs;
+    int *outputs;
+    int n_outputs;
+    st_opset *opsets;
+    int n_opsets;
+    int64_t ir_version;
+    char *producer_name;
+} st_graph;
+
+void st_graph_free(st_graph *g);
+/* Frees what a node owns (names, lists, attributes) and zeroes it. */
+void st_node_clear(st_node *n);
+void st_const_free(st_const *c);
+
+const st_attr *st_node_attr(const st_node *n, const char *name);
+int64_t st_attr_int(const st_node *n, const char *name, int64_t dflt);
+float st_attr_float(const st_node *n, const char *name, float dflt);
+const char *st_attr_string(const st_node *n, const char *name, const char *dflt);
+/* The list attribute's elements, or NULL (and *count = 0) when absent. */
+const int64_t *st_attr_ints(const st_node *n, const char *name, int *count);
+const float *st_attr_floats(const st_node *n, const char *name, int *count);
+
+int64_t st_const_numel(const st_const *c);
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * specialize.c — concrete shapes, constant folding and dead-node removal.
+ *
+ * Owns: plan->values[].t (dtype, shape, constant data), .kind for CONST,
+ * INPUT and ROOT, .last_use, and plan->nodes[].kind DEAD/FOLDED/EXEC and
+ * .state.  Invariants afterwards: every live value has a concrete shape;
+ * a node is FOLDED exactly when all its inputs are constant (or it reads
+ * only shapes) and it is deterministic; the shape sub-graphs that exporters
+ * emit for chunk/split (Shape -> Gather -> Div -> Slice) therefore fold
+ * to constants here.  With a lower precision, computed f32 values and the
+ * f32 constants that commands read are stored in that precision, while
+ * folding itself runs on the model's own dtypes, so shape arithmetic done
+ * in float is never rounded to bf16.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model.h"
+#include "plan/plan.h"
+
+static bool needs_fold(const st_plan *p, const st_node *n)
+{
+    if (n->op->flags & ST_OP_NO_FOLD) return false;
+    if (n->op->flags & ST_OP_SHAPE_ONLY) return true;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && p->values[n->in[k]].kind != ST_PV_CONST) return false;
+    return true;
+}
+
+/* Marks the nodes and values the graph outputs depend on. */
+static void liveness(st_plan *p, const st_graph *g, bool *live_node)
+{
+    bool *live_val = calloc((size_t)g->n_values + 1, sizeof *live_val);
+    if (!live_val) {
+        for (int i = 0; i < g->n_nodes; i++) live_node[i] = true;
+        return;
+    }
+    for (int i = 0; i < g->n_outputs; i++) live_val[g->outputs[i]] = true;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        const st_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0 && live_val[n->out[k]]) live_node[i] = true;
+        if (!live_node[i]) continue;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0) live_val[n->in[k]] = true;
+    }
+    (void)p;
+    free(live_val);
+}
+
+static st_status check_outputs(const st_node *n, const st_infer *c)
+{
+    for (int k = 0; k < n->n_out; k++) {
+        const st_tinfo *t = &c->out[k];
+        if (!t->present) continue;
+        if (!st_dtype_valid(t->dtype))
+            return st_error(ST_ERR_INTERNAL, "node '%s' (%s): shape rule left output %d without a dtype", n->name,
+                            n->op_type, k);
+        if (t->rank < 0 || t->rank > ST_MAX_RANK)
+            return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): output %d has rank %d (maximum %d)", n->name,
+                            n->op_type, k, t->rank, ST_MAX_RANK);
+        uint64_t bytes = st_dtype_size(t->dtype);
+        for (int d = 0; d < t->rank; d++) {
+            if (t->dims[d] < 0)
+                return st_error(ST_ERR_SHAPE, "node '%s' (%s): output %d has negative dim %lld", n->name,
+                                n->op_type, k, (long long)t->dims[d]);
+            if (t->dims[d] && bytes > (1ull << 46) / (uint64_t)t->dims[d])
+                return st_error(ST_ERR_NOMEM, "node '%s' (%s): output %d is larger than 64 TiB", n->name,
+                                n->op_type, k);
+            bytes *= (uint64_t)t->dims[d];
+        }
+    }
+    return ST_OK;
+}
+
+static st_status lower_precision(st_plan *p, const st_graph *g)
+{
+    if (p->precision == ST_F32) return ST_OK;
+    /* Constants that a command reads are converted once, here. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->nodes[i].kind != ST_PN_EXEC) continue;
+        const st_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0) continue;
+            st_pvalue *pv = &p->values[v];
+            if (pv->kind != ST_PV_CONST || pv->t.dtype != ST_F32) continue;
+            int64_t numel = st_numel(pv->t.rank, pv->t.dims);
+            void *d = st_plan_alloc(p, (uint64_t)numel * 2);
+            if (!d) return st_error(ST_ERR_NOMEM, "out of memory converting constant '%s'", g->values[v].name);
+            st_convert(p->precision, d, ST_F32, pv->t.data, (size_t)numel);
+            pv->t.data = d;
+            pv->t.dtype = p->precision;
+        }
+    }
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if ((pv->kind == ST_PV_INPUT || pv->kind == ST_PV_ROOT) && pv->t.dtype == ST_F32) pv->t.dtype = p->precision;
+    }
+    return ST_OK;
+}
+
+/* Marks the small integer graph inputs that value v is computed from, so
+ * the plan can treat their values as known (and key the plan cache on
+ * them).  Returns how many were newly marked. */
+static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
+{
+    int marked = 0;
+    int *stack = malloc(((size_t)g->n_values + 1) * sizeof *stack);
+    bool *seen = calloc((size_t)g->n_values + 1, sizeof *seen);
+    if (!stack || !seen) {
+        free(stack);
+        free(seen);
+        return 0;
+    }
+    int top = 0;
+    stack[top++] = v;
+    seen[v] = true;
+    while (top) {
+        int x = stack[--top];
+        const st_value *gv = &g->values[x];
+        if (gv->is_input) {
+            for (int i = 0; i < g->n_inputs; i++)
+                if (g->inputs[i] == x && !p->value_inputs[i] && p->in_data && p->in_data[i] &&
+                    (gv->dtype == ST_I64 || gv->dtype == ST_I32) && st_numel(p->in_rank[i], p->in_dims[i]) <= ST_VALUE_INPUT_MAX) {
+                    p->value_inputs[i] = true;
+                    marked++;
+                }
+            continue;
+        }
+        if (gv->producer < 0) continue;
+        const st_node *n = &g->nodes[gv->producer];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && !seen[n->in[k]]) {
+                seen[n->in[k]] = true;
+                stack[top++] = n->in[k];
+            }
+    }
+    free(stack);
+    free(seen);
+    return marked;
+}
+
+st_status st_specialize(st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    bool *live = calloc((size_t)g->n_nodes + 1, sizeof *live);
+    st_tinfo *tin = NULL, *tout = NULL;
+    if (!live) return st_error(ST_ERR_NOMEM, "out of memory planning");
+    liveness(p, g, live);
+
+    int max_io = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].n_in > max_io) max_io = g->nodes[i].n_in;
+        if (g->nodes[i].n_out > max_io) max_io = g->nodes[i].n_out;
+    }
+    tin = calloc((size_t)max_io, sizeof *tin);
+    tout = calloc((size_t)max_io, sizeof *tout);
+    st_status s = ST_OK;
+    if (!tin || !tout) s = st_error(ST_ERR_NOMEM, "out of memory planning");
+
+    for (int i = 0; i < g->n_nodes && s == ST_OK; i++) {
+        const st_node *n = &g->nodes[i];
+        st_pnode *pn = &p->nodes[i];
+        pn->cmd = -1;
+        if (!live[i]) {
+            pn->kind = ST_PN_DEAD;
+            continue;
+        }
+        if (!n->op) {
+            s = st_error(ST_ERR_UNSUPPORTED, "node '%s': unsupported op '%s' (domain '%s', opset %d)", n->name,
+                         n->op_type, n->domain[0] ? n->domain : "ai.onnx", n->opset);
+            break;
+        }
+        for (int k = 0; k < n->n_in; k++) {
+            memset(&tin[k], 0, sizeof tin[k]);
+            if (n->in[k] < 0) continue;
+            const st_pvalue *pv = &p->values[n->in[k]];
+            tin[k] = pv->t;
+            tin[k].present = true;
+            if (pv->kind != ST_PV_CONST) tin[k].data = NULL;
+        }
+        for (int k = 0; k < n->n_out; k++) {
+            memset(&tout[k], 0, sizeof tout[k]);
+            tout[k].present = n->out[k] >= 0;
+        }
+        int missing = -1;
+        st_infer c = {n, n->opset, n->n_in, n->n_out, tin, tout, NULL, &missing};
+        s = n->op->infer(&c);
+        pn->state = c.state;
+        if (s != ST_OK && missing >= 0 && missing < n->n_in && n->in[missing] >= 0) {
+            /* the rule needs data the graph computes from its inputs: ask
+             * the caller to plan again with those inputs' values known */
+            p->needs_values = mark_value_inputs(p, g, n->in[missing]);
+            if (p->needs_values) s = st_error(ST_ERR_SHAPE, "replan with input values");
+        }
+        if (s == ST_OK) s = check_outputs(n, &c);
+        if (s != ST_OK) break;
+        for (int k = 0; k < n->n_out; k++) {
+            if (n->out[k] < 0) continue;
+            st_pvalue *pv = &p->values[n->out[k]];
+            pv->t = tout[k];
+            pv->t.present = true;
+            pv->t.data = NULL;
+            pv->model_dtype = tout[k].dtype;
+            pv->kind = ST_PV_ROOT;
+        }
+        if (needs_fold(p, n)) {
+            s = st_fold_node(p, i);
+            if (s != ST_OK) {
+                s = st_error_prefix(s, "folding node '%s' (%s): ", n->name, n->op_type);
+                break;
+            }
+            pn->kind = ST_PN_FOLDED;
+            for (int k = 0; k < n->n_out; k++)
+                if (n->out[k] >= 0) p->values[n->out[k]].kind = ST_PV_CONST;
+        } else {
+            pn->kind = ST_PN_EXEC;
+        }
+    }
+    if (s == ST_OK) {
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (p->nodes[i].kind != ST_PN_EXEC) continue;
+            for (int k = 0; k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] >= 0) p->values[g->nodes[i].in[k]].last_use = i;
+        }
+        for (int i = 0; i < g->n_outputs; i++) p->values[g->outputs[i]].last_use = g->n_nodes;
+        s = lower_precision(p, g);
+    }
+    free(live);
+    free(tin);
+    free(tout);
+    return s;
+}
+
+st_status st_fold_node(st_plan *p, int node)
+{
+    const st_node *n = &p->model->g->nodes[node];
+    st_operand in[n->n_in > 0 ? n->n_in : 1], out[n->n_out > 0 ? n->n_out : 1];
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0) continue;
+        const st_pvalue *pv = &p->values[n->in[k]];
+        st_view v;
+        st_view_init(&v, pv->t.dtype, pv->t.rank, pv->t.dims);
+        /* shape-only ops see a shape without data */
+        in[k] = st_operand_of(&v, pv->kind == ST_PV_CONST ? (void *)pv->t.data : NULL);
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0) continue;
+        st_pvalue *pv = &p->values[n->out[k]];
+        uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        void *d = st_plan_alloc(p, bytes);
+        if (!d) return st_error(ST_ERR_NOMEM, "out of memory (%llu bytes)", (unsigned long long)bytes);
+        pv->t.data = d;
+        st_view v;
+        st_view_init(&v, pv->t.dtype, pv->t.rank, pv->t.dims);
+        out[k] = st_operand_of(&v, d);
+    }
+    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, in, out, NULL, NULL};
+    return n->op->cpu(&k);
+}

@@ -1,0 +1,159 @@
+/*
+ * conv.c — shape rules of Conv and the pools (MaxPool, AveragePool,
+ * GlobalAveragePool, GlobalMaxPool), for 1 to 3 spatial dims, with every
+ * auto_pad mode, asymmetric pads, strides, dilations, groups and
+ * ceil_mode.  Kernels: backends/cpu/k_conv.c.
+ */
+#include <string.h>
+
+#include "ops/conv.h"
+#include "backends/cpu/kernels.h"
+#include "ops/ops.h"
+
+static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
+
+/* Reads kernel, strides, dilations and pads, resolving auto_pad. */
+static st_status window(st_infer *c, st_conv_state *s, const int64_t *in, const int64_t *kernel, bool pool)
+{
+    int n = s->nsp, cnt;
+    const int64_t *a;
+    for (int i = 0; i < n; i++) {
+        s->k[i] = kernel[i];
+        s->s[i] = 1;
+        s->d[i] = 1;
+        s->pb[i] = s->pe[i] = 0;
+    }
+    if ((a = st_attr_ints(c->node, "strides", &cnt))) {
+        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "strides has %d values for %d spatial dims", cnt, n);
+        memcpy(s->s, a, (size_t)n * sizeof *a);
+    }
+    if ((a = st_attr_ints(c->node, "dilations", &cnt))) {
+        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "dilations has %d values for %d spatial dims", cnt, n);
+        memcpy(s->d, a, (size_t)n * sizeof *a);
+    }
+    if ((a = st_attr_ints(c->node, "pads", &cnt))) {
+        if (cnt != 2 * n) return st_infer_error(c, ST_ERR_MODEL, "pads has %d values for %d spatial dims", cnt, n);
+        memcpy(s->pb, a, (size_t)n * sizeof *a);
+        memcpy(s->pe, a + n, (size_t)n * sizeof *a);
+    }
+    for (int i = 0; i < n; i++) {
+        if (s->k[i] < 1 || s->s[i] < 1 || s->d[i] < 1 || s->pb[i] < 0 || s->pe[i] < 0)
+            return st_infer_error(c, ST_ERR_MODEL, "kernel, strides and dilations must be >= 1 and pads >= 0 (spatial dim %d)", i);
+    }
+    const char *ap = st_attr_string(c->node, "auto_pad", "NOTSET");
+    bool ceil_mode = pool && st_attr_int(c->node, "ceil_mode", 0) != 0;
+    for (int i = 0; i < n; i++) {
+        int64_t ext = (s->k[i] - 1) * s->d[i] + 1;
+        if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
+            int64_t out = (in[i] + s->s[i] - 1) / s->s[i];
+            int64_t total = (out - 1) * s->s[i] + ext - in[i];
+            if (total < 0) total = 0;
+            s->pb[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
+            s->pe[i] = total - s->pb[i];
+            s->out[i] = out;
+        } else if (strcmp(ap, "VALID") == 0) {
+            s->pb[i] = s->pe[i] = 0;
+            s->out[i] = in[i] >= ext ? (in[i] - ext) / s->s[i] + 1 : 0;
+        } else if (strcmp(ap, "NOTSET") == 0) {
+            int64_t span = in[i] + s->pb[i] + s->pe[i] - ext;
+            if (span < 0) return st_infer_error(c, ST_ERR_SHAPE, "kernel extent %lld exceeds padded input %lld on spatial dim %d",
+                                                (long long)ext, (long long)(in[i] + s->pb[i] + s->pe[i]), i);
+            int64_t out = (ceil_mode ? (span + s->s[i] - 1) / s->s[i] : span / s->s[i]) + 1;
+            /* a window may not start in the end padding */
+            if (ceil_mode && (out - 1) * s->s[i] >= in[i] + s->pb[i]) out--;
+            s->out[i] = out;
+        } else {
+            return st_infer_error(c, ST_ERR_MODEL, "unknown auto_pad '%s'", ap);
+        }
+    }
+    return ST_OK;
+}
+
+st_status st_infer_conv(st_infer *c)
+{
+    if (c->n_in < 2 || !c->in[0].present || !c->in[1].present) return st_infer_error(c, ST_ERR_MODEL, "needs X and W");
+    const st_tinfo *x = &c->in[0], *w = &c->in[1];
+    ST_TRY(st_infer_dtype(c, 0, FLOATS));
+    if (x->rank < 3 || x->rank > 5) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; 1 to 3 spatial dims are supported", x->rank);
+    if (w->rank != x->rank) return st_infer_error(c, ST_ERR_SHAPE, "W has rank %d, X has rank %d", w->rank, x->rank);
+    if (w->dtype != x->dtype) return st_infer_error(c, ST_ERR_DTYPE, "W is %s, X is %s", st_dtype_name(w->dtype), st_dtype_name(x->dtype));
+    st_conv_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->nsp = x->rank - 2;
+    s->group = st_attr_int(c->node, "group", 1);
+    int64_t cin = x->dims[1], m = w->dims[0];
+    if (s->group < 1 || cin % s->group || m % s->group)
+        return st_infer_error(c, ST_ERR_SHAPE, "group %lld does not divide %lld input and %lld output channels", (long long)s->group,
+                              (long long)cin, (long long)m);
+    if (w->dims[1] != cin / s->group)
+        return st_infer_error(c, ST_ERR_SHAPE, "W has %lld input channels per group, X gives %lld", (long long)w->dims[1],
+                              (long long)(cin / s->group));
+    int cnt;
+    const int64_t *ks = st_attr_ints(c->node, "kernel_shape", &cnt);
+    if (ks && cnt != s->nsp) return st_infer_error(c, ST_ERR_MODEL, "kernel_shape has %d values for %d spatial dims", cnt, s->nsp);
+    for (int i = 0; ks && i < s->nsp; i++)
+        if (ks[i] != w->dims[2 + i]) return st_infer_error(c, ST_ERR_SHAPE, "kernel_shape disagrees with W on spatial dim %d", i);
+    ST_TRY(window(c, s, x->dims + 2, w->dims + 2, false));
+    if (c->n_in > 2 && c->in[2].present) {
+        const st_tinfo *b = &c->in[2];
+        if (b->rank != 1 || b->dims[0] != m) return st_infer_error(c, ST_ERR_SHAPE, "B must be [%lld]", (long long)m);
+        if (b->dtype != x->dtype) return st_infer_error(c, ST_ERR_DTYPE, "B is %s, X is %s", st_dtype_name(b->dtype), st_dtype_name(x->dtype));
+    }
+    st_tinfo *o = &c->out[0];
+    o->dtype = x->dtype;
+    o->rank = x->rank;
+    o->dims[0] = x->dims[0];
+    o->dims[1] = m;
+    for (int i = 0; i < s->nsp; i++) o->dims[2 + i] = s->out[i];
+    return ST_OK;
+}
+
+st_status st_infer_pool(st_infer *c)
+{
+    if (c->n_in < 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "needs X");
+    const st_tinfo *x = &c->in[0];
+    const char *op = c->node->op_type;
+    static const st_dtype MAXPOOL_TYPES[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_U8, 0};
+    bool is_max = strstr(op, "Max") != NULL, global = strncmp(op, "Global", 6) == 0;
+    ST_TRY(st_infer_dtype(c, 0, is_max ? MAXPOOL_TYPES : FLOATS));
+    if (x->rank < 3 || x->rank > 5) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; 1 to 3 spatial dims are supported", x->rank);
+    st_conv_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->nsp = x->rank - 2;
+    s->is_max = is_max;
+    s->group = 1;
+    if (global) {
+        ST_TRY(window(c, s, x->dims + 2, x->dims + 2, true));
+    } else {
+        int cnt;
+        const int64_t *ks = st_attr_ints(c->node, "kernel_shape", &cnt);
+        if (!ks || cnt != s->nsp) return st_infer_error(c, ST_ERR_MODEL, "kernel_shape must have %d values", s->nsp);
+        ST_TRY(window(c, s, x->dims + 2, ks, true));
+        s->count_include_pad = st_attr_int(c->node, "count_include_pad", 0) != 0;
+        s->storage_order = (int)st_attr_int(c->node, "storage_order", 0);
+    }
+    st_tinfo *o = &c->out[0];
+    o->dtype = x->dtype;
+    o->rank = x->rank;
+    o->dims[0] = x->dims[0];
+    o->dims[1] = x->dims[1];
+    for (int i = 0; i < s->nsp; i++) o->dims[2 + i] = s->out[i];
+    if (c->n_out > 1 && c->out[1].present) {
+        if (!is_max) return st_infer_error(c, ST_ERR_MODEL, "only MaxPool has an Indices output");
+        c->out[1] = *o;
+        c->out[1].dtype = ST_I64;
+        c->out[1].present = true;
+    }
+    return ST_OK;
+}
+
+/* ---- the op table rows of this family (see op_table.c) ---- */
+
+const st_op_def st_ops_conv[] = {
+    {"Conv", "", 1, 0, st_infer_conv, NULL, NULL, st_cpu_conv},
+    {"MaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
+    {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
+    {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
+    {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
+    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+};

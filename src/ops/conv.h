@@ -1,0 +1,20 @@
+/* conv.h — the window parameters shared by Conv and the pools. */
+#ifndef ST_OPS_CONV_H
+#define ST_OPS_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct st_conv_state {
+    int nsp;                         /* spatial dims, 1..3 */
+    int64_t k[3], s[3], d[3];        /* kernel, stride, dilation */
+    int64_t pb[3], pe[3];            /* pads at the begin and end */
+    int64_t out[3];                  /* output spatial sizes */
+    int64_t group;
+    bool is_max, count_include_pad;
+    int storage_order;
+    int act;                         /* fused activation (passes/fuse.c), 0: none */
+    float act_alpha, act_beta;
+} st_conv_state;
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * op_table.c — the op table: one row per ONNX op, kept with its family.
+ *
+ * Each family file in src/ops/ (elementwise.c, shape.c, linalg.c, conv.c,
+ * ...) ends with its rows: the op's shape rule, view rule, footprint rule
+ * and kernels (see op.h).  To find everything about an op, find its row.
+ * Adding an op is one row plus its rule and kernels; a new family is one
+ * more entry in FAMILIES below.
+ */
+#include <string.h>
+
+#include "ops/ops.h"
+
+static const st_op_def *const FAMILIES[] = {
+    st_ops_elementwise,
+    st_ops_shape,
+    st_ops_linalg,
+    st_ops_conv,
+};
+
+#define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))
+
+const st_op_def *st_op_find(const char *domain, const char *name)
+{
+    const char *d = domain && strcmp(domain, "ai.onnx") != 0 ? domain : "";
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (const st_op_def *op = FAMILIES[f]; op->name; op++)
+            if (strcmp(op->name, name) == 0 && strcmp(op->domain, d) == 0) return op;
+    return NULL;
+}
+
+int st_op_count(void)
+{
+    int n = 0;
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (const st_op_def *op = FAMILIES[f]; op->name; op++) n++;
+    return n;
+}
+
+const st_op_def *st_op_at(int index)
+{
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (const st_op_def *op = FAMILIES[f]; op->name; op++)
+            if (index-- == 0) return op;
+    return NULL;
+}

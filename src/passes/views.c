@@ -1,0 +1,125 @@
+/*
+ * views.c — view lowering and layouts: which nodes are pure views, and the
+ * layout (offset within its root buffer, strides) of every value.
+ *
+ * Owns: values[].view, .base, .buffer (as a root value id until
+ * plan/plan.c numbers buffers), .kind VIEW, and nodes[].kind VIEW.
+ *
+ * A node whose op has a view rule (Slice, Split, Transpose, Reshape,
+ * Squeeze, Unsqueeze, Flatten, Identity, Gather of a scalar index) becomes
+ * a pure view, with no command, whenever the rule can express every output
+ * as strides over its input's bytes.  When it cannot (a Reshape that mixes
+ * dims of a transposed tensor), the node stays a command that copies, and
+ * its output is packed: the copy is explicit and the hazard tracker sees it.
+ *
+ * A placed Concat input (passes/concat.c) is a slice of its Concat's
+ * output along the axis, resolved recursively for nested concats.  Layout
+ * offsets here are relative to the root value's buffer; plan/plan.c adds
+ * the buffer's arena offset once buffers are placed.
+ */
+#include <string.h>
+
+#include "graph/model.h"
+#include "ops/concat.h"
+#include "plan/plan.h"
+
+static st_status resolve(st_plan *p, int v);
+
+/* The slot of input k in Concat node c's output. */
+static st_status resolve_placed(st_plan *p, int v)
+{
+    const st_graph *g = p->model->g;
+    st_pvalue *pv = &p->values[v];
+    const st_node *c = &g->nodes[pv->concat];
+    int y = c->out[0];
+    ST_TRY(resolve(p, y));
+    const st_concat_state *cs = p->nodes[pv->concat].state;
+    int64_t start = 0;
+    int slot = -1;
+    for (int k = 0; k < c->n_in; k++) {
+        if (c->in[k] < 0) continue;
+        if (c->in[k] == v && p->nodes[pv->concat].skip[k]) {
+            slot = k;
+            break;
+        }
+        start += p->values[c->in[k]].t.dims[cs->axis];
+    }
+    if (slot < 0) return st_error(ST_ERR_INTERNAL, "placed value '%s' is not an input of its Concat", g->values[v].name);
+    pv->view = p->values[y].view;
+    st_view_slice(&pv->view, cs->axis, start, 1, pv->t.dims[cs->axis]);
+    pv->kind = ST_PV_VIEW;
+    pv->base = y;
+    pv->buffer = p->values[y].buffer;
+    pv->resolved = true;
+    return ST_OK;
+}
+
+static void resolve_root(st_pvalue *pv, int v)
+{
+    st_view_init(&pv->view, pv->t.dtype, pv->t.rank, pv->t.dims);
+    pv->buffer = pv->kind == ST_PV_CONST ? -1 : v;
+    pv->resolved = true;
+}
+
+static st_status resolve(st_plan *p, int v)
+{
+    st_pvalue *pv = &p->values[v];
+    if (pv->resolved) return ST_OK;
+    if (pv->concat >= 0) return resolve_placed(p, v);
+    /* outputs of view nodes are resolved by their node, in order */
+    resolve_root(pv, v);
+    return ST_OK;
+}
+
+/* Tries to make node i a pure view of its first input. */
+static st_status lower_view(st_plan *p, int i)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[i];
+    int x = n->in[0];
+    ST_TRY(resolve(p, x));
+    const st_pvalue *in = &p->values[x];
+    st_view outs[n->n_out > 0 ? n->n_out : 1];
+    bool ok = in->kind != ST_PV_CONST;
+    for (int k = 0; k < n->n_out && ok; k++) {
+        if (n->out[k] < 0) continue;
+        ok = n->op->view(p->nodes[i].state, k, &in->view, &outs[k]);
+        /* the rule works in the model's dtype; the bytes are in the planned one */
+        if (ok && outs[k].dtype != p->values[n->out[k]].t.dtype) ok = false;
+    }
+    if (!ok) return ST_OK; /* stays a command that copies */
+    p->nodes[i].kind = ST_PN_VIEW;
+    for (int k = 0; k < n->n_out; k++) {
+        if (n->out[k] < 0) continue;
+        st_pvalue *pv = &p->values[n->out[k]];
+        pv->view = outs[k];
+        pv->kind = ST_PV_VIEW;
+        pv->base = x;
+        pv->buffer = in->buffer;
+        pv->resolved = true;
+    }
+    return ST_OK;
+}
+
+st_status st_pass_layout(st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].kind == ST_PV_CONST || p->values[v].kind == ST_PV_INPUT) ST_TRY(resolve(p, v));
+    for (int i = 0; i < g->n_nodes; i++) {
+        const st_node *n = &g->nodes[i];
+        st_pnode *pn = &p->nodes[i];
+        if (pn->kind != ST_PN_EXEC) continue;
+        if (n->op->view && n->n_in > 0 && n->in[0] >= 0) ST_TRY(lower_view(p, i));
+        if (pn->kind == ST_PN_VIEW) continue;
+        for (int k = 0; k < n->n_out; k++)
+            if (n->out[k] >= 0) ST_TRY(resolve(p, n->out[k]));
+        /* a Concat whose every input is in place has nothing left to do */
+        if (pn->skip) {
+            int present = 0;
+            for (int k = 0; k < n->n_in; k++) present += n->in[k] >= 0;
+            if (pn->n_placed == present) pn->kind = ST_PN_VIEW;
+        }
+    }
+    return ST_OK;
+}

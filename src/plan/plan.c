@@ -1,0 +1,322 @@
+/*
+ * plan.c — buffers, lifetimes and arena offsets, and the pass driver.
+ *
+ * Owns: plan->buffers, arena_bytes, naive_bytes, storages, and the final
+ * values[].view offsets and .storage.  Each root value (a graph input or a
+ * command's packed output) is one buffer; views and placed Concat inputs
+ * share their root's buffer.  A buffer is live from the first node that
+ * writes any of its bytes to the last node that reads any of them (graph
+ * outputs: to the end).  Buffers whose lives overlap get disjoint bytes;
+ * others may share (greedy by size: largest first, lowest gap that fits).
+ *
+ * Reuse is safe without any special ordering (rule 6): the hazard DAG is
+ * built on these final offsets, so a command that writes reused bytes is
+ * ordered after every earlier reader and writer of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "exec/dag.h"
+#include "graph/model.h"
+#include "plan/plan.h"
+
+#define ST_ALIGN 64
+
+void *st_plan_alloc(st_plan *p, uint64_t bytes)
+{
+    if (p->n_owned == p->cap_owned) {
+        int cap = p->cap_owned ? p->cap_owned * 2 : 32;
+        void **o = realloc(p->owned, (size_t)cap * sizeof *o);
+        if (!o) return NULL;
+        p->owned = o;
+        p->cap_owned = cap;
+    }
+    /* 64-byte alignment suits every SIMD width the kernels use */
+    void *d = NULL;
+    if (posix_memalign(&d, ST_ALIGN, bytes ? (bytes + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN : ST_ALIGN) != 0) return NULL;
+    p->owned[p->n_owned++] = d;
+    return d;
+}
+
+static uint64_t value_bytes(const st_pvalue *pv)
+{
+    return (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const st_buffer *x = *(st_buffer *const *)a, *y = *(st_buffer *const *)b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->first - y->first;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const st_buffer *x = *(st_buffer *const *)a, *y = *(st_buffer *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+st_status st_plan_buffers(st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    int *buf_of_root = malloc(((size_t)p->n_values + 1) * sizeof *buf_of_root);
+    p->buffers = calloc((size_t)p->n_values + 1, sizeof *p->buffers);
+    if (!buf_of_root || !p->buffers) {
+        free(buf_of_root);
+        return st_error(ST_ERR_NOMEM, "out of memory planning buffers");
+    }
+    for (int v = 0; v < p->n_values; v++) {
+        buf_of_root[v] = -1;
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind != ST_PV_INPUT && pv->kind != ST_PV_ROOT) continue;
+        st_buffer *b = &p->buffers[p->n_buffers];
+        b->value = v;
+        b->size = (value_bytes(pv) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
+        b->first = pv->kind == ST_PV_INPUT ? -1 : g->values[v].producer;
+        b->last = b->first;
+        buf_of_root[v] = p->n_buffers++;
+    }
+    /* every value in a buffer widens its life: producers (placed inputs are
+     * written before their Concat runs) and last readers (views' readers) */
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST || pv->buffer < 0) continue;
+        int bi = buf_of_root[pv->buffer];
+        if (bi < 0) return st_error(ST_ERR_INTERNAL, "value '%s' has no root buffer", g->values[v].name);
+        pv->buffer = bi;
+        st_buffer *b = &p->buffers[bi];
+        int prod = pv->kind == ST_PV_INPUT ? -1 : g->values[v].producer;
+        if (prod < b->first) b->first = prod;
+        if (pv->last_use > b->last) b->last = pv->last_use;
+    }
+    free(buf_of_root);
+
+    st_buffer **order = malloc(((size_t)p->n_buffers + 1) * sizeof *order);
+    st_buffer **live = malloc(((size_t)p->n_buffers + 1) * sizeof *live);
+    if (!order || !live) {
+        free(order);
+        free(live);
+        return st_error(ST_ERR_NOMEM, "out of memory planning buffers");
+    }
+    for (int i = 0; i < p->n_buffers; i++) order[i] = &p->buffers[i];
+    qsort(order, (size_t)p->n_buffers, sizeof *order, by_size_desc);
+    p->arena_bytes = 0;
+    p->naive_bytes = 0;
+    for (int i = 0; i < p->n_buffers; i++) {
+        st_buffer *b = order[i];
+        p->naive_bytes += b->size;
+        int nl = 0;
+        for (int j = 0; j < i; j++)
+            if (order[j]->first <= b->last && b->first <= order[j]->last) live[nl++] = order[j];
+        qsort(live, (size_t)nl, sizeof *live, by_offset);
+        uint64_t off = 0;
+        for (int j = 0; j < nl; j++) {
+            if (live[j]->offset >= off + b->size) break; /* the gap before it fits */
+            uint64_t end = live[j]->offset + live[j]->size;
+            if (end > off) off = end;
+        }
+        b->offset = off;
+        if (off + b->size > p->arena_bytes) p->arena_bytes = off + b->size;
+    }
+    free(order);
+    free(live);
+
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST) continue;
+        pv->view.offset += (int64_t)p->buffers[pv->buffer].offset;
+        pv->storage = 0;
+    }
+    return ST_OK;
+}
+
+static st_status init_values(st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        const st_value *gv = &g->values[v];
+        pv->base = -1;
+        pv->concat = -1;
+        pv->buffer = -1;
+        pv->storage = -1;
+        pv->last_use = -1;
+        if (gv->init) {
+            pv->kind = ST_PV_CONST;
+            pv->t.present = true;
+            pv->t.dtype = gv->init->dtype;
+            pv->t.rank = gv->init->rank;
+            memcpy(pv->t.dims, gv->init->dims, sizeof pv->t.dims);
+            pv->t.data = gv->init->data;
+            pv->model_dtype = gv->init->dtype;
+        }
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        st_pvalue *pv = &p->values[g->inputs[i]];
+        pv->kind = ST_PV_INPUT;
+        pv->t.present = true;
+        pv->t.dtype = g->values[g->inputs[i]].dtype;
+        pv->model_dtype = pv->t.dtype;
+        pv->t.rank = p->in_rank[i];
+        memcpy(pv->t.dims, p->in_dims[i], sizeof pv->t.dims);
+        if (p->value_inputs[i]) {
+            uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+            void *d = st_plan_alloc(p, bytes);
+            if (!d) return st_error(ST_ERR_NOMEM, "out of memory planning");
+            memcpy(d, p->in_data[i], bytes);
+            p->value_data[i] = d;
+            pv->kind = ST_PV_CONST;
+            pv->t.data = d;
+        }
+    }
+    return ST_OK;
+}
+
+static void plan_reset(st_plan *p)
+{
+    for (int i = 0; i < p->n_nodes; i++) {
+        free(p->nodes[i].state);
+        free(p->nodes[i].skip);
+    }
+    for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
+    p->n_owned = 0;
+    free(p->buffers);
+    p->buffers = NULL;
+    p->n_buffers = 0;
+    memset(p->values, 0, (size_t)p->n_values * sizeof *p->values);
+    memset(p->nodes, 0, (size_t)p->n_nodes * sizeof *p->nodes);
+}
+
+st_status st_plan_build(const st_model *m, const st_session_options *o, const int *in_rank,
+                        const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data, st_plan **out)
+{
+    const st_graph *g = m->g;
+    st_plan *p = calloc(1, sizeof *p);
+    if (!p) return st_error(ST_ERR_NOMEM, "out of memory planning");
+    p->model = m;
+    p->precision = o->precision ? o->precision : ST_F32;
+    p->sanitize = o->sanitize != 0;
+    p->hazard_mode = o->hazard_mode;
+    p->n_inputs = g->n_inputs;
+    p->in_rank = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_rank);
+    p->in_dims = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_dims);
+    p->value_inputs = calloc((size_t)g->n_inputs + 1, sizeof *p->value_inputs);
+    p->value_data = calloc((size_t)g->n_inputs + 1, sizeof *p->value_data);
+    p->n_values = g->n_values;
+    p->values = calloc((size_t)g->n_values + 1, sizeof *p->values);
+    p->n_nodes = g->n_nodes;
+    p->nodes = calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
+    if (!p->in_rank || !p->in_dims || !p->values || !p->nodes || !p->value_inputs || !p->value_data) {
+        st_plan_free(p);
+        return st_error(ST_ERR_NOMEM, "out of memory planning");
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        p->in_rank[i] = in_rank[i];
+        memcpy(p->in_dims[i], in_dims[i], sizeof p->in_dims[i]);
+    }
+    p->in_data = in_data;
+    st_status s;
+    /* each retry makes at least one more input a known value, so this ends */
+    for (;;) {
+        p->needs_values = 0;
+        s = init_values(p);
+        if (s == ST_OK) s = st_specialize(p);
+        if (s == ST_OK || !p->needs_values) break;
+        plan_reset(p);
+    }
+    p->in_data = NULL;
+    if (s == ST_OK) st_pass_place_concats(p);
+    if (s == ST_OK) s = st_pass_layout(p);
+    if (s == ST_OK) s = st_plan_buffers(p);
+    if (s != ST_OK) {
+        st_plan_free(p);
+        return s;
+    }
+    *out = p;
+    return ST_OK;
+}
+
+bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
+                     const void *const *in_data)
+{
+    const st_graph *g = p->model->g;
+    for (int i = 0; i < p->n_inputs; i++) {
+        if (p->in_rank[i] != in_rank[i]) return false;
+        for (int d = 0; d < in_rank[i]; d++)
+            if (p->in_dims[i][d] != in_dims[i][d]) return false;
+        if (p->value_inputs[i]) {
+            size_t bytes = (size_t)st_numel(in_rank[i], in_dims[i]) * st_dtype_size(g->values[g->inputs[i]].dtype);
+            if (memcmp(p->value_data[i], in_data[i], bytes) != 0) return false;
+        }
+    }
+    return true;
+}
+
+st_status st_plan_bind(st_plan *p, st_backend *b, st_storage *arena)
+{
+    const st_graph *g = p->model->g;
+    /* storages[0] is the arena; then one per constant a command reads */
+    int n_const = 0;
+    for (int v = 0; v < p->n_values; v++) n_const += p->values[v].kind == ST_PV_CONST;
+    p->storages = calloc((size_t)n_const + 1, sizeof *p->storages);
+    if (!p->storages) return st_error(ST_ERR_NOMEM, "out of memory binding the plan");
+    st_storage_retain(arena);
+    p->storages[0] = arena;
+    p->n_storages = 1;
+    bool *read_by_cmd = calloc((size_t)p->n_values + 1, sizeof *read_by_cmd);
+    if (!read_by_cmd) return st_error(ST_ERR_NOMEM, "out of memory binding the plan");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (p->nodes[i].kind == ST_PN_EXEC)
+            for (int k = 0; k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] >= 0) read_by_cmd[g->nodes[i].in[k]] = true;
+    st_status s = ST_OK;
+    for (int v = 0; v < p->n_values && s == ST_OK; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
+        uint64_t bytes = value_bytes(pv);
+        p->const_bytes += bytes;
+        char label[48];
+        snprintf(label, sizeof label, "const '%.36s'", g->values[v].name);
+        st_storage *st = NULL;
+        if (b->storage_wrap) {
+            s = b->storage_wrap(b, (void *)pv->t.data, bytes, label, &st);
+        } else {
+            s = b->storage_alloc(b, bytes, label, &st);
+            if (s == ST_OK) s = b->write(b, st, 0, pv->t.data, bytes);
+            if (s != ST_OK && st) st_storage_release(st);
+        }
+        if (s != ST_OK) break;
+        pv->storage = p->n_storages;
+        pv->view.storage = st;
+        p->storages[p->n_storages++] = st;
+    }
+    free(read_by_cmd);
+    if (s != ST_OK) return s;
+    for (int v = 0; v < p->n_values; v++)
+        if (p->values[v].storage == 0) p->values[v].view.storage = arena;
+    return ST_OK;
+}
+
+void st_plan_free(st_plan *p)
+{
+    if (!p) return;
+    st_dag_free(p->dag);
+    for (int i = 0; i < p->n_storages; i++) st_storage_release(p->storages[i]);
+    free(p->storages);
+    for (int i = 0; i < p->n_nodes; i++) {
+        free(p->nodes[i].state);
+        free(p->nodes[i].skip);
+    }
+    for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
+    free(p->owned);
+    free(p->nodes);
+    free(p->values);
+    free(p->buffers);
+    free(p->in_rank);
+    free(p->in_dims);
+    free(p->value_inputs);
+    free(p->value_data);
+    free(p);
+}

@@ -1,0 +1,133 @@
+/*
+ * plan.h — a model specialized to one set of input shapes, ready to run.
+ *
+ * A plan is built in passes, each owning some fields:
+ *   graph/specialize.c  concrete dtypes and shapes, constant folding
+ *                       (shape sub-graphs fold here), dead-node removal
+ *   passes/concat.c     which Concat inputs are written in place
+ *   passes/views.c      which nodes are pure views, and every value's layout
+ *   plan/plan.c         buffers, lifetimes, arena offsets, storages
+ *   exec/dag.c          commands, footprints and the hazard DAG
+ *
+ * Every value ends up as a view {storage, byte offset, strides} (rule 1):
+ * a constant in its own storage, anything computed in the session's arena.
+ * A *root* value owns a buffer in the arena; a *view* value (a slice, a
+ * transpose, a Concat input written in place) is a view of a root's bytes.
+ */
+#ifndef ST_PLAN_H
+#define ST_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/op.h"
+
+struct st_model;
+struct st_dag;
+
+typedef enum st_pv_kind {
+    ST_PV_DEAD = 0,      /* not needed for any output */
+    ST_PV_CONST,         /* initializer or folded: host data in t.data */
+    ST_PV_INPUT,         /* a graph input: a root buffer the host writes */
+    ST_PV_ROOT,          /* computed by a command into its own buffer */
+    ST_PV_VIEW           /* a view of another value's bytes (base) */
+} st_pv_kind;
+
+typedef struct st_pvalue {
+    st_tinfo t;          /* planned dtype (after precision) and concrete shape */
+    st_dtype model_dtype;/* the dtype the model declares, which the user sees */
+    st_pv_kind kind;
+    int base;            /* ST_PV_VIEW: the value viewed; -1 otherwise */
+    int concat;          /* placed: the Concat node writing it in place, else -1 */
+    int buffer;          /* root buffer holding the bytes (-1 for constants) */
+    int storage;         /* index into plan->storages */
+    st_view view;        /* final layout; view.storage is set when storages exist */
+    bool resolved;       /* layout computed (passes/views.c) */
+    int last_use;        /* last node reading it (n_nodes for graph outputs) */
+} st_pvalue;
+
+typedef enum st_pn_kind {
+    ST_PN_DEAD = 0,      /* output unused */
+    ST_PN_FOLDED,        /* evaluated at plan time */
+    ST_PN_VIEW,          /* pure view: no command */
+    ST_PN_EXEC           /* runs as a command */
+} st_pn_kind;
+
+typedef struct st_pnode {
+    st_pn_kind kind;
+    void *state;         /* from the op's shape rule */
+    bool *skip;          /* Concat: per input, true when written in place */
+    int n_placed;
+    int cmd;             /* command index, -1 if none */
+} st_pnode;
+
+typedef struct st_buffer {
+    uint64_t size;       /* bytes */
+    int first, last;     /* node index range during which the bytes are live */
+    uint64_t offset;     /* in the arena */
+    int value;           /* the root value */
+} st_buffer;
+
+typedef struct st_plan {
+    const struct st_model *model;
+    st_dtype precision;
+    /* the input shapes this plan was built for */
+    int n_inputs;
+    int *in_rank;
+    int64_t (*in_dims)[ST_MAX_RANK];
+    /* Inputs whose values the plan depends on: small integer inputs that a
+     * shape rule needs as data (a Reshape's shape fed as a graph input).
+     * Their values are part of the plan's key and they are constants. */
+    bool *value_inputs;
+    const void *const *in_data;   /* the bound data, during planning only */
+    void **value_data;            /* copies of the value inputs' data */
+    int needs_values;             /* set by specialize: replan with more value inputs */
+
+    int n_values;
+    st_pvalue *values;
+    int n_nodes;
+    st_pnode *nodes;
+    void **owned;        /* constant data the plan allocated */
+    int n_owned, cap_owned;
+
+    st_buffer *buffers;
+    int n_buffers;
+    uint64_t arena_bytes;    /* peak, after reuse */
+    uint64_t naive_bytes;    /* sum of every buffer */
+    uint64_t const_bytes;
+
+    /* storages[0] is the arena; the rest hold constants that commands read */
+    st_storage **storages;
+    int n_storages;
+
+    struct st_dag *dag;
+    bool sanitize;
+    st_hazard_mode hazard_mode;
+} st_plan;
+
+#define ST_VALUE_INPUT_MAX 4096
+
+/* Builds the whole plan for the given input shapes; in_data (the bound
+ * inputs) lets the plan specialize on small integer inputs' values. */
+st_status st_plan_build(const struct st_model *m, const st_session_options *o, const int *in_rank,
+                        const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data, st_plan **out);
+/* Whether plan p is valid for these bound inputs. */
+bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
+                     const void *const *in_data);
+/* Allocates the arena and constant storages on backend b. */
+st_status st_plan_bind(st_plan *p, struct st_backend *b, st_storage *arena);
+void st_plan_free(st_plan *p);
+
+/* Passes, in order (each file's header says what it owns). */
+st_status st_specialize(st_plan *p);
+void st_pass_place_concats(st_plan *p);
+st_status st_pass_layout(st_plan *p);
+st_status st_plan_buffers(st_plan *p);
+
+/* Plan-owned memory for a constant. */
+void *st_plan_alloc(st_plan *p, uint64_t bytes);
+
+/* Evaluates a node on the host (folding), outputs into plan memory. */
+st_status st_fold_node(st_plan *p, int node);
+
+#endif

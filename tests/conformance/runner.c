@@ -1,0 +1,387 @@
+/*
+ * runner.c — the ONNX backend node-test conformance runner.
+ *
+ * Runs every case under the node test directory (Debian's libonnx-testdata
+ * installs 932 at /usr/share/libonnx-testdata/data/node): loads model.onnx,
+ * feeds each test_data_set_N/input_K.pb to the model's inputs in order,
+ * and compares every output with output_K.pb the way ONNX's own backend
+ * tests do (|got - want| <= atol + rtol * |want|, rtol 1e-3, atol 1e-7;
+ * exact for integers and bools; NaN matches NaN).
+ *
+ * Each case runs in a child process with a time limit, so a crash or a
+ * hang is a FAIL line, not the end of the run.  A case is UNSUPPORTED when
+ * strata refuses it with ST_ERR_UNSUPPORTED (an op, dtype or attribute it
+ * does not implement), and FAIL otherwise.
+ *
+ * usage: conformance [--data DIR] [--must-pass FILE] [--filter TEXT]
+ *                    [--list FILE] [--backend cpu|opencl|cuda] [--sanitize]
+ *                    [--precision-note] [-v]
+ * Exit status: 1 when a case on the must-pass list does not pass.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/dtype.h"
+#include "core/file.h"
+#include "graph/model.h"
+#include "onnx/loader.h"
+#include "strata.h"
+
+#define CASE_SECONDS 60
+
+enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2 };
+static const char *RNAME[] = {"PASS", "FAIL", "UNSUPPORTED"};
+
+typedef struct opts {
+    const char *data, *must_pass, *filter, *list;
+    st_session_options so;
+    bool verbose;
+} opts;
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Files named prefix_<k>.pb in dir, sorted by k. */
+static int load_pbs(const char *dir, const char *prefix, st_const **out, int max, char *msg, size_t cap)
+{
+    int n = 0;
+    for (; n < max; n++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
+        void *buf;
+        size_t len;
+        struct stat sb;
+        if (stat(path, &sb) != 0) break;
+        if (st_file_read(path, &buf, &len) != ST_OK) {
+            snprintf(msg, cap, "%s", st_last_error());
+            return -1;
+        }
+        st_status s = st_onnx_load_tensor(buf, len, &out[n], NULL);
+        free(buf);
+        if (s != ST_OK) {
+            snprintf(msg, cap, "%s: %s", path, st_last_error());
+            return s == ST_ERR_UNSUPPORTED ? -2 : -1;
+        }
+    }
+    return n;
+}
+
+static bool close_enough(st_dtype t, const void *got, const void *want, size_t i, double *err)
+{
+    size_t es = st_dtype_size(t);
+    if (st_dtype_is_float(t)) {
+        double g = st_load_f64(t, (const char *)got + i * es), w = st_load_f64(t, (const char *)want + i * es);
+        if (isnan(w)) return isnan(g);
+        if (isinf(w)) return g == w;
+        double d = fabs(g - w);
+        if (d > *err) *err = d;
+        return d <= 1e-7 + 1e-3 * fabs(w);
+    }
+    return memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0;
+}
+
+/* Runs one case; writes a one-line reason into msg. */
+static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    st_model *m;
+    st_status s = st_model_load(path, &m);
+    if (s != ST_OK) {
+        snprintf(msg, cap, "%s", st_last_error());
+        return s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
+    }
+    st_session *sess;
+    s = st_session_create(m, &o->so, &sess);
+    if (s != ST_OK) {
+        snprintf(msg, cap, "%s", st_last_error());
+        st_model_free(m);
+        return s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
+    }
+    int result = R_PASS;
+    int nsets = 0;
+    for (int set = 0; set < 64 && result == R_PASS; set++) {
+        char sdir[4096];
+        snprintf(sdir, sizeof sdir, "%s/test_data_set_%d", dir, set);
+        struct stat sb;
+        if (stat(sdir, &sb) != 0) break;
+        nsets++;
+        st_const *ins[64] = {0}, *outs[64] = {0};
+        int ni = load_pbs(sdir, "input", ins, 64, msg, cap), no = ni >= 0 ? load_pbs(sdir, "output", outs, 64, msg, cap) : 0;
+        if (ni < 0 || no < 0) {
+            result = (ni == -2 || no == -2) ? R_UNSUPPORTED : R_FAIL;
+        } else if (ni != st_model_input_count(m)) {
+            snprintf(msg, cap, "%d input files for %d model inputs", ni, st_model_input_count(m));
+            result = R_FAIL;
+        }
+        for (int k = 0; k < ni && result == R_PASS; k++) {
+            st_value_info info;
+            st_model_input_info(m, k, &info);
+            /* NumPy has no bfloat16: the test data stores its bits as uint16 */
+            if (info.dtype == ST_BF16 && ins[k]->dtype == ST_U16) ins[k]->dtype = ST_BF16;
+            s = st_session_set_input(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data);
+            if (s != ST_OK) {
+                snprintf(msg, cap, "%s", st_last_error());
+                result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
+            }
+        }
+        if (result == R_PASS) {
+            s = st_session_run(sess);
+            if (s == ST_OK) s = st_session_wait(sess);
+            if (s != ST_OK) {
+                snprintf(msg, cap, "%s", st_last_error());
+                result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
+            }
+        }
+        if (result == R_PASS && no != st_model_output_count(m)) {
+            snprintf(msg, cap, "%d reference outputs for %d model outputs", no, st_model_output_count(m));
+            result = R_FAIL;
+        }
+        for (int k = 0; k < no && result == R_PASS; k++) {
+            st_value_info info;
+            st_model_output_info(m, k, &info);
+            st_tensor *t;
+            if (st_session_output(sess, info.name, &t) != ST_OK) {
+                snprintf(msg, cap, "%s", st_last_error());
+                result = R_FAIL;
+                break;
+            }
+            st_const *want = outs[k];
+            if (st_tensor_dtype(t) == ST_BF16 && want->dtype == ST_U16) want->dtype = ST_BF16;
+            bool shape_ok = st_tensor_rank(t) == want->rank;
+            for (int d = 0; d < want->rank && shape_ok; d++) shape_ok = st_tensor_dim(t, d) == want->dims[d];
+            if (!shape_ok || st_tensor_dtype(t) != want->dtype) {
+                char a[128] = "", b[128] = "";
+                for (int d = 0; d < st_tensor_rank(t); d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)st_tensor_dim(t, d));
+                for (int d = 0; d < want->rank; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)want->dims[d]);
+                snprintf(msg, cap, "output '%s': got %s [%s], want %s [%s]", info.name, st_dtype_name(st_tensor_dtype(t)), a,
+                         st_dtype_name(want->dtype), b);
+                result = R_FAIL;
+                st_tensor_free(t);
+                break;
+            }
+            void *got = malloc(want->bytes + 1);
+            /* poison, so an output that is never written cannot pass */
+            memset(got, 0xa5, want->bytes + 1);
+            s = got ? st_tensor_read(t, want->dtype, got, want->bytes) : ST_ERR_NOMEM;
+            st_tensor_free(t);
+            if (s != ST_OK) {
+                snprintf(msg, cap, "reading '%s': %s", info.name, st_last_error());
+                result = R_FAIL;
+                free(got);
+                break;
+            }
+            size_t n = want->bytes / st_dtype_size(want->dtype), bad = 0, first = 0;
+            double err = 0;
+            for (size_t i = 0; i < n; i++)
+                if (!close_enough(want->dtype, got, want->data, i, &err)) {
+                    if (!bad) first = i;
+                    bad++;
+                }
+            if (bad) {
+                snprintf(msg, cap, "output '%s': %zu of %zu elements differ (max abs err %.3g); first at %zu: got %.7g want %.7g",
+                         info.name, bad, n, err, first, st_load_f64(want->dtype, (char *)got + first * st_dtype_size(want->dtype)),
+                         st_load_f64(want->dtype, (char *)want->data + first * st_dtype_size(want->dtype)));
+                result = R_FAIL;
+            }
+            free(got);
+        }
+        for (int k = 0; k < 64; k++) {
+            st_const_free(ins[k]);
+            st_const_free(outs[k]);
+        }
+    }
+    if (result == R_PASS && nsets == 0) {
+        snprintf(msg, cap, "no test data sets");
+        result = R_FAIL;
+    }
+    st_session_free(sess);
+    st_model_free(m);
+    return result;
+}
+
+/* The op a case tests: the node whose op_type the case name mentions
+ * (node tests have one node, or a function's expansion), else the first. */
+static void case_op(const char *dir, const char *name, char *op, size_t cap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    snprintf(op, cap, "?");
+    st_model *m;
+    if (st_model_load(path, &m) != ST_OK) return;
+    char lname[256];
+    size_t j = 0;
+    for (size_t i = 5; name[i] && j + 1 < sizeof lname; i++)
+        if (name[i] != '_') lname[j++] = (char)tolower((unsigned char)name[i]);
+    lname[j] = 0;
+    size_t best = 0;
+    for (int i = 0; i < m->g->n_nodes; i++) {
+        char lop[128];
+        size_t k = 0;
+        for (const char *p = m->g->nodes[i].op_type; *p && k + 1 < sizeof lop; p++) lop[k++] = (char)tolower((unsigned char)*p);
+        lop[k] = 0;
+        if (strncmp(lname, lop, k) == 0 && k > best) {
+            best = k;
+            snprintf(op, cap, "%s", m->g->nodes[i].op_type);
+        }
+    }
+    if (!best && m->g->n_nodes) snprintf(op, cap, "%s", m->g->nodes[0].op_type);
+    st_model_free(m);
+}
+
+typedef struct op_stat {
+    char op[64];
+    int n[3];
+} op_stat;
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    o.data = "/usr/share/libonnx-testdata/data/node";
+    st_session_options_init(&o.so);
+    o.so.threads = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--data") && v) o.data = argv[++i];
+        else if (!strcmp(a, "--must-pass") && v) o.must_pass = argv[++i];
+        else if (!strcmp(a, "--filter") && v) o.filter = argv[++i];
+        else if (!strcmp(a, "--list") && v) o.list = argv[++i];
+        else if (!strcmp(a, "--sanitize")) o.so.sanitize = 1;
+        else if (!strcmp(a, "--backend") && v) {
+            i++;
+            o.so.backend = !strcmp(v, "cuda") ? ST_BACKEND_CUDA : !strcmp(v, "opencl") ? ST_BACKEND_OPENCL : ST_BACKEND_CPU;
+        } else if (!strcmp(a, "-v")) o.verbose = true;
+        else {
+            fprintf(stderr, "conformance: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    /* the cases to run: a --list file, or every directory */
+    char **names = NULL;
+    int n = 0, cap = 0;
+    if (o.list) {
+        FILE *f = fopen(o.list, "r");
+        if (!f) {
+            fprintf(stderr, "conformance: cannot open '%s': %s\n", o.list, strerror(errno));
+            return 2;
+        }
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, " \t\r\n#")] = 0;
+            if (!line[0]) continue;
+            if (n == cap) names = realloc(names, (size_t)(cap = cap ? cap * 2 : 256) * sizeof *names);
+            names[n++] = strdup(line);
+        }
+        fclose(f);
+    } else {
+        DIR *d = opendir(o.data);
+        if (!d) {
+            fprintf(stderr, "conformance: cannot open '%s': %s\n", o.data, strerror(errno));
+            return 2;
+        }
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strncmp(e->d_name, "test_", 5)) continue;
+            if (n == cap) names = realloc(names, (size_t)(cap = cap ? cap * 2 : 1024) * sizeof *names);
+            names[n++] = strdup(e->d_name);
+        }
+        closedir(d);
+    }
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+
+    char **must = NULL;
+    int nm = 0, capm = 0;
+    if (o.must_pass) {
+        FILE *f = fopen(o.must_pass, "r");
+        if (!f) {
+            fprintf(stderr, "conformance: cannot open '%s': %s\n", o.must_pass, strerror(errno));
+            return 2;
+        }
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, " \t\r\n#")] = 0;
+            if (!line[0]) continue;
+            if (nm == capm) must = realloc(must, (size_t)(capm = capm ? capm * 2 : 256) * sizeof *must);
+            must[nm++] = strdup(line);
+        }
+        fclose(f);
+    }
+
+    op_stat *ops = calloc((size_t)n + 1, sizeof *ops);
+    int nops = 0, total[3] = {0}, must_failed = 0;
+    int *res = calloc((size_t)n + 1, sizeof *res);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 0; i < n; i++) {
+        if (o.filter && !strstr(names[i], o.filter)) {
+            res[i] = -1;
+            continue;
+        }
+        char dir[4096], op[64], msg[1024] = "";
+        snprintf(dir, sizeof dir, "%s/%s", o.data, names[i]);
+        case_op(dir, names[i], op, sizeof op);
+        int pipefd[2];
+        if (pipe(pipefd) != 0) return 2;
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(pipefd[0]);
+            alarm(CASE_SECONDS);
+            int r = run_case(&o, dir, msg, sizeof msg);
+            if (write(pipefd[1], msg, strlen(msg)) < 0) r = R_FAIL;
+            _exit(r);
+        }
+        close(pipefd[1]);
+        ssize_t got = read(pipefd[0], msg, sizeof msg - 1);
+        msg[got > 0 ? got : 0] = 0;
+        close(pipefd[0]);
+        int status = 0, r;
+        waitpid(pid, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) <= R_UNSUPPORTED) r = WEXITSTATUS(status);
+        else {
+            r = R_FAIL;
+            if (WIFSIGNALED(status))
+                snprintf(msg, sizeof msg, "%s (signal %d)", WTERMSIG(status) == SIGALRM ? "timed out" : "crashed", WTERMSIG(status));
+            else snprintf(msg, sizeof msg, "exited with status %d", WEXITSTATUS(status));
+        }
+        res[i] = r;
+        total[r]++;
+        int k = 0;
+        while (k < nops && strcmp(ops[k].op, op)) k++;
+        if (k == nops) snprintf(ops[nops++].op, sizeof ops[k].op, "%s", op);
+        ops[k].n[r]++;
+        if (o.verbose || r != R_PASS) printf("%-11s %s (%s)%s%s\n", RNAME[r], names[i], op, msg[0] ? ": " : "", msg);
+    }
+    printf("\nper op (pass/fail/unsupported):\n");
+    for (int k = 0; k < nops; k++)
+        printf("  %-28s %3d %3d %3d\n", ops[k].op, ops[k].n[R_PASS], ops[k].n[R_FAIL], ops[k].n[R_UNSUPPORTED]);
+    for (int j = 0; j < nm; j++) {
+        int i = 0;
+        while (i < n && strcmp(names[i], must[j])) i++;
+        if (i == n) {
+            printf("MUST-PASS   %s: not found in %s\n", must[j], o.data);
+            must_failed++;
+        } else if (res[i] != R_PASS && res[i] != -1) {
+            printf("MUST-PASS   %s: %s\n", must[j], RNAME[res[i]]);
+            must_failed++;
+        }
+    }
+    int ran = total[0] + total[1] + total[2];
+    printf("\nconformance: %d passed, %d failed, %d unsupported of %d cases", total[R_PASS], total[R_FAIL], total[R_UNSUPPORTED], ran);
+    if (nm) printf("; must-pass list: %d of %d pass", nm - must_failed, nm);
+    printf("\n");
+    for (int i = 0; i < n; i++) free(names[i]);
+    for (int j = 0; j < nm; j++) free(must[j]);
+    free(names);
+    free(must);
+    free(ops);
+    free(res);
+    return must_failed ? 1 : 0;
+}

@@ -1,0 +1,54 @@
+/* cmd_bench.c — `strata bench`: median, min and max milliseconds per run. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "tool.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int st_cmd_bench(int argc, char **argv)
+{
+    tool_opts o;
+    if (tool_parse(argc, argv, &o)) return 1;
+    st_model *m;
+    if (st_model_load(o.model, &m) != ST_OK) return tool_fail_st("");
+    st_session *s;
+    if (st_session_create(m, &o.so, &s) != ST_OK) {
+        st_model_free(m);
+        return tool_fail_st(o.model);
+    }
+    int rc = tool_bind_inputs(&o, m, s);
+    double *t = calloc((size_t)o.runs, sizeof *t);
+    if (!rc && !t) rc = tool_fail("out of memory");
+    for (int i = 0; i < o.warmup && !rc; i++)
+        if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) rc = tool_fail_st(o.model);
+    for (int i = 0; i < o.runs && !rc; i++) {
+        double t0 = now_ms();
+        if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) rc = tool_fail_st(o.model);
+        t[i] = now_ms() - t0;
+    }
+    if (!rc) {
+        qsort(t, (size_t)o.runs, sizeof *t, cmp_double);
+        double med = o.runs % 2 ? t[o.runs / 2] : (t[o.runs / 2 - 1] + t[o.runs / 2]) / 2;
+        if (o.json)
+            printf("{\"model\": \"%s\", \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n", o.model, o.runs, med, t[0],
+                   t[o.runs - 1]);
+        else
+            printf("%s: %d runs, median %.3f ms, min %.3f ms, max %.3f ms\n", o.model, o.runs, med, t[0], t[o.runs - 1]);
+    }
+    free(t);
+    st_session_free(s);
+    st_model_free(m);
+    return rc;
+}

@@ -1,0 +1,278 @@
+/*
+ * cmd_inspect.c — `strata inspect`: a model's inputs, outputs, opsets, op
+ * histogram and parameter count; with --plan, the plan for the given (or
+ * random) inputs: every value's storage, offset, sizes and strides, which
+ * nodes run and which are pure views, which concats were placed, and the
+ * peak arena beside the sum of every intermediate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/dag.h"
+#include "graph/model.h"
+#include "plan/plan.h"
+#include "tool.h"
+
+const st_plan *st_session_plan(const st_session *s);
+
+static void print_shape(FILE *f, const st_value *v, bool json)
+{
+    fputc('[', f);
+    for (int d = 0; d < v->rank; d++) {
+        if (d) fputs(", ", f);
+        if (v->dims[d] >= 0) fprintf(f, "%lld", (long long)v->dims[d]);
+        else if (v->dim_names[d] && json) tool_json_string(f, v->dim_names[d]);
+        else if (v->dim_names[d]) fputs(v->dim_names[d], f);
+        else fputs(json ? "null" : "?", f);
+    }
+    fputc(']', f);
+}
+
+static void print_ints(FILE *f, int n, const int64_t *v)
+{
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
+    fputc(']', f);
+}
+
+typedef struct op_count {
+    const char *name;
+    int n;
+} op_count;
+
+static int by_count(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    if (x->n != y->n) return y->n - x->n;
+    return strcmp(x->name, y->name);
+}
+
+static int model_summary(const tool_opts *o, const st_model *m)
+{
+    const st_graph *g = m->g;
+    op_count *hist = calloc((size_t)g->n_nodes + 1, sizeof *hist);
+    int nh = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int k = 0;
+        while (k < nh && strcmp(hist[k].name, g->nodes[i].op_type)) k++;
+        if (k == nh) hist[nh++].name = g->nodes[i].op_type;
+        hist[k].n++;
+    }
+    qsort(hist, (size_t)nh, sizeof *hist, by_count);
+    int64_t params = 0;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].init && g->values[v].producer < 0 && !g->values[v].is_input) params += st_const_numel(g->values[v].init);
+    /* Constant nodes become constants too; the parameter count is the
+     * initializers and constants a model carries */
+    FILE *f = stdout;
+    if (o->json) {
+        fprintf(f, "{\"model\": ");
+        tool_json_string(f, o->model);
+        fprintf(f, ", \"ir_version\": %lld, \"producer\": ", (long long)g->ir_version);
+        tool_json_string(f, g->producer_name ? g->producer_name : "");
+        fprintf(f, ", \"opsets\": {");
+        for (int i = 0; i < g->n_opsets; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            tool_json_string(f, g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx");
+            fprintf(f, ": %lld", (long long)g->opsets[i].version);
+        }
+        fprintf(f, "}, \"inputs\": [");
+        for (int i = 0; i < g->n_inputs; i++) {
+            const st_value *v = &g->values[g->inputs[i]];
+            fprintf(f, "%s{\"name\": ", i ? ", " : "");
+            tool_json_string(f, v->name);
+            fprintf(f, ", \"dtype\": \"%s\", \"shape\": ", st_dtype_name(v->dtype));
+            print_shape(f, v, true);
+            fputc('}', f);
+        }
+        fprintf(f, "], \"outputs\": [");
+        for (int i = 0; i < g->n_outputs; i++) {
+            const st_value *v = &g->values[g->outputs[i]];
+            fprintf(f, "%s{\"name\": ", i ? ", " : "");
+            tool_json_string(f, v->name);
+            fprintf(f, ", \"dtype\": \"%s\", \"shape\": ", st_dtype_name(v->dtype));
+            if (v->rank >= 0) print_shape(f, v, true);
+            else fputs("null", f);
+            fputc('}', f);
+        }
+        fprintf(f, "], \"nodes\": %d, \"ops\": {", g->n_nodes);
+        for (int i = 0; i < nh; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            tool_json_string(f, hist[i].name);
+            fprintf(f, ": %d", hist[i].n);
+        }
+        fprintf(f, "}, \"unsupported\": [");
+        int nu = 0;
+        for (int i = 0; i < nh; i++) {
+            bool sup = false;
+            for (int k = 0; k < g->n_nodes; k++)
+                if (!strcmp(g->nodes[k].op_type, hist[i].name) && g->nodes[k].op) sup = true;
+            if (!sup) {
+                fprintf(f, "%s", nu++ ? ", " : "");
+                tool_json_string(f, hist[i].name);
+            }
+        }
+        fprintf(f, "], \"parameters\": %lld}\n", (long long)params);
+    } else {
+        fprintf(f, "model: %s\nir_version: %lld  producer: %s\nopsets:", o->model, (long long)g->ir_version,
+                g->producer_name && *g->producer_name ? g->producer_name : "?");
+        for (int i = 0; i < g->n_opsets; i++)
+            fprintf(f, " %s=%lld", g->opsets[i].domain[0] ? g->opsets[i].domain : "ai.onnx", (long long)g->opsets[i].version);
+        fprintf(f, "\ninputs:\n");
+        for (int i = 0; i < g->n_inputs; i++) {
+            const st_value *v = &g->values[g->inputs[i]];
+            fprintf(f, "  %s: %s ", v->name, st_dtype_name(v->dtype));
+            print_shape(f, v, false);
+            fputc('\n', f);
+        }
+        fprintf(f, "outputs:\n");
+        for (int i = 0; i < g->n_outputs; i++) {
+            const st_value *v = &g->values[g->outputs[i]];
+            fprintf(f, "  %s: %s ", v->name, st_dtype_name(v->dtype));
+            if (v->rank >= 0) print_shape(f, v, false);
+            else fputs("(shape unknown)", f);
+            fputc('\n', f);
+        }
+        fprintf(f, "nodes: %d\nops:\n", g->n_nodes);
+        for (int i = 0; i < nh; i++) {
+            bool sup = false;
+            for (int k = 0; k < g->n_nodes; k++)
+                if (!strcmp(g->nodes[k].op_type, hist[i].name) && g->nodes[k].op) sup = true;
+            fprintf(f, "  %-24s %d%s\n", hist[i].name, hist[i].n, sup ? "" : "  (unsupported)");
+        }
+        fprintf(f, "parameters: %lld\n", (long long)params);
+    }
+    free(hist);
+    return 0;
+}
+
+static const char *VKIND[] = {"dead", "const", "input", "root", "view"};
+static const char *NKIND[] = {"dead", "folded", "view", "exec"};
+
+static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
+{
+    const st_graph *g = m->g;
+    FILE *f = stdout;
+    int n_exec = 0, n_view = 0, n_fold = 0, n_placed_concat = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        n_exec += p->nodes[i].kind == ST_PN_EXEC;
+        n_view += p->nodes[i].kind == ST_PN_VIEW;
+        n_fold += p->nodes[i].kind == ST_PN_FOLDED;
+        n_placed_concat += p->nodes[i].n_placed > 0;
+    }
+    if (o->json) {
+        fprintf(f, "{\"model\": ");
+        tool_json_string(f, o->model);
+        fprintf(f, ", \"precision\": \"%s\", \"arena_bytes\": %llu, \"naive_bytes\": %llu, \"constant_bytes\": %llu,",
+                st_dtype_name(p->precision), (unsigned long long)p->arena_bytes, (unsigned long long)p->naive_bytes,
+                (unsigned long long)p->const_bytes);
+        fprintf(f, " \"commands\": %d, \"edges\": %d, \"edges_before_reduction\": %d,", p->dag ? p->dag->n_cmds : 0,
+                p->dag ? p->dag->n_edges : 0, p->dag ? p->dag->n_edges_found : 0);
+        fprintf(f, "\n \"values\": [");
+        bool first = true;
+        for (int v = 0; v < p->n_values; v++) {
+            const st_pvalue *pv = &p->values[v];
+            if (pv->kind == ST_PV_DEAD) continue;
+            fprintf(f, "%s\n  {\"name\": ", first ? "" : ",");
+            first = false;
+            tool_json_string(f, g->values[v].name);
+            fprintf(f, ", \"kind\": \"%s\", \"dtype\": \"%s\", \"storage\": %d, \"offset\": %lld, \"sizes\": ", VKIND[pv->kind],
+                    st_dtype_name(pv->t.dtype), pv->storage, (long long)pv->view.offset);
+            print_ints(f, pv->t.rank, pv->t.dims);
+            fprintf(f, ", \"strides\": ");
+            print_ints(f, pv->view.rank, pv->view.strides);
+            fprintf(f, ", \"is_view\": %s", pv->kind == ST_PV_VIEW ? "true" : "false");
+            if (pv->kind == ST_PV_VIEW) {
+                fprintf(f, ", \"view_of\": ");
+                tool_json_string(f, g->values[pv->base].name);
+            }
+            if (pv->concat >= 0) {
+                fprintf(f, ", \"in_place_in\": ");
+                tool_json_string(f, g->nodes[pv->concat].name);
+            }
+            fputc('}', f);
+        }
+        fprintf(f, "],\n \"nodes\": [");
+        for (int i = 0; i < p->n_nodes; i++) {
+            const st_pnode *pn = &p->nodes[i];
+            fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+            tool_json_string(f, g->nodes[i].name);
+            fprintf(f, ", \"op\": ");
+            tool_json_string(f, g->nodes[i].op_type);
+            fprintf(f, ", \"kind\": \"%s\"", NKIND[pn->kind]);
+            if (pn->kind == ST_PN_EXEC) fprintf(f, ", \"command\": %d", pn->cmd);
+            if (pn->n_placed) {
+                fprintf(f, ", \"inputs_in_place\": [");
+                int c = 0;
+                for (int k = 0; k < g->nodes[i].n_in; k++)
+                    if (pn->skip[k]) {
+                        fprintf(f, "%s", c++ ? ", " : "");
+                        tool_json_string(f, g->values[g->nodes[i].in[k]].name);
+                    }
+                fprintf(f, "], \"all_in_place\": %s", pn->kind == ST_PN_VIEW ? "true" : "false");
+            }
+            fputc('}', f);
+        }
+        fprintf(f, "],\n \"concats_in_place\": [");
+        int c = 0;
+        for (int i = 0; i < p->n_nodes; i++)
+            if (p->nodes[i].n_placed) {
+                fprintf(f, "%s", c++ ? ", " : "");
+                tool_json_string(f, g->nodes[i].name);
+            }
+        fprintf(f, "]}\n");
+    } else {
+        fprintf(f, "plan for %s (precision %s)\n", o->model, st_dtype_name(p->precision));
+        fprintf(f, "nodes: %d run as commands, %d pure views, %d folded; %d concats with inputs written in place\n", n_exec,
+                n_view, n_fold, n_placed_concat);
+        fprintf(f, "arena: %llu bytes peak, %llu bytes if nothing were reused (%.1f%%)\n", (unsigned long long)p->arena_bytes,
+                (unsigned long long)p->naive_bytes, p->naive_bytes ? 100.0 * (double)p->arena_bytes / (double)p->naive_bytes : 100.0);
+        if (p->dag)
+            fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)\n", p->dag->n_cmds, p->dag->n_edges,
+                    p->dag->n_edges_found);
+        for (int i = 0; i < p->n_nodes; i++) {
+            const st_pnode *pn = &p->nodes[i];
+            if (pn->kind == ST_PN_DEAD || pn->kind == ST_PN_FOLDED) continue;
+            fprintf(f, "  %-6s %-14s %s", NKIND[pn->kind], g->nodes[i].op_type, g->nodes[i].name);
+            if (pn->n_placed) fprintf(f, "  [%d inputs in place]", pn->n_placed);
+            fputc('\n', f);
+            for (int k = 0; k < g->nodes[i].n_out; k++) {
+                int v = g->nodes[i].out[k];
+                if (v < 0) continue;
+                const st_pvalue *pv = &p->values[v];
+                fprintf(f, "         -> %s %s sizes ", g->values[v].name, st_dtype_name(pv->t.dtype));
+                print_ints(f, pv->t.rank, pv->t.dims);
+                fprintf(f, " strides ");
+                print_ints(f, pv->view.rank, pv->view.strides);
+                fprintf(f, " storage %d offset %lld%s%s\n", pv->storage, (long long)pv->view.offset,
+                        pv->kind == ST_PV_VIEW ? " view of " : "", pv->kind == ST_PV_VIEW ? g->values[pv->base].name : "");
+            }
+        }
+    }
+    return 0;
+}
+
+int st_cmd_inspect(int argc, char **argv)
+{
+    tool_opts o;
+    if (tool_parse(argc, argv, &o)) return 1;
+    st_model *m;
+    if (st_model_load(o.model, &m) != ST_OK) return tool_fail_st("");
+    int rc;
+    if (!o.plan) {
+        rc = model_summary(&o, m);
+    } else {
+        st_session *s;
+        if (st_session_create(m, &o.so, &s) != ST_OK) {
+            st_model_free(m);
+            return tool_fail_st(o.model);
+        }
+        o.quiet = true;
+        rc = tool_bind_inputs(&o, m, s);
+        if (!rc && (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK)) rc = tool_fail_st(o.model);
+        if (!rc) rc = plan_summary(&o, m, st_session_plan(s));
+        st_session_free(s);
+    }
+    st_model_free(m);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * tool.h — what the subcommands of the strata command line share: option
+ * parsing, loading, binding inputs (from .npy files or random), and the
+ * one-line error convention ("strata: <message>", exit status 1).
+ */
+#ifndef ST_TOOL_H
+#define ST_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/npy.h"
+#include "strata.h"
+
+#define TOOL_MAX_IO 256
+
+typedef struct tool_named {
+    const char *name;   /* NULL: positional */
+    const char *path;
+} tool_named;
+
+typedef struct tool_opts {
+    const char *model;
+    tool_named inputs[TOOL_MAX_IO];
+    int n_inputs;
+    tool_named refs[TOOL_MAX_IO];
+    int n_refs;
+    tool_named dims[TOOL_MAX_IO];   /* --dim NAME=VALUE for symbolic dims */
+    int n_dims;
+    const char *ref_dir;
+    const char *out_dir;
+    st_session_options so;
+    uint64_t seed;
+    double atol, rtol, scale_tol;
+    bool atol_set, rtol_set, scale_set;
+    int runs, warmup;
+    bool json, plan, quiet;
+} tool_opts;
+
+/* Prints "strata: <fmt>" to stderr; returns 1 for `return tool_fail(...)`. */
+int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, with st_last_error() appended. */
+int tool_fail_st(const char *what);
+
+/* Parses argv[1..] (argv[0] is the subcommand).  Returns 0, or 1 after
+ * printing the error. */
+int tool_parse(int argc, char **argv, tool_opts *o);
+
+/* Binds every model input: from -i files, else random from the seed.
+ * Fills the inputs' npy arrays (caller frees). */
+int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s);
+
+/* Output name -> file name: characters outside [A-Za-z0-9._-] become '_'. */
+void tool_sanitize_name(const char *name, char *out, size_t cap);
+void tool_json_string(FILE *f, const char *s);
+
+int st_cmd_run(int argc, char **argv);
+int st_cmd_check(int argc, char **argv);
+int st_cmd_inspect(int argc, char **argv);
+int st_cmd_bench(int argc, char **argv);
+
+/* Reads a whole output, converted to f32 (or its own dtype for ints). */
+int tool_read_output(st_session *s, const char *name, st_npy *out);
+
+#endif

@@ -100,9 +100,12 @@ static st_status lower_precision(st_plan *p, const st_graph *g)
     return ST_OK;
 }
 
-/* Marks the small integer graph inputs that value v is computed from, so
- * the plan can treat their values as known (and key the plan cache on
- * them).  Returns how many were newly marked. */
+/* Marks the small graph inputs (at most ST_VALUE_INPUT_MAX elements) that
+ * value v is computed from, so the plan can treat their values as known
+ * and key the plan cache on them: a Reshape whose shape, or a Resize whose
+ * scales, arrive as graph inputs.  Ops whose output shape depends on data
+ * (NonMaxSuppression, NonZero) use the same path and are then folded.
+ * Returns how many inputs were newly marked. */
 static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
 {
     int marked = 0;
@@ -122,7 +125,7 @@ static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
         if (gv->is_input) {
             for (int i = 0; i < g->n_inputs; i++)
                 if (g->inputs[i] == x && !p->value_inputs[i] && p->in_data && p->in_data[i] &&
-                    (gv->dtype == ST_I64 || gv->dtype == ST_I32) && st_numel(p->in_rank[i], p->in_dims[i]) <= ST_VALUE_INPUT_MAX) {
+                    st_numel(p->in_rank[i], p->in_dims[i]) <= ST_VALUE_INPUT_MAX) {
                     p->value_inputs[i] = true;
                     marked++;
                 }

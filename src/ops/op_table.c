@@ -16,6 +16,10 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_shape,
     st_ops_linalg,
     st_ops_conv,
+    st_ops_reduce,
+    st_ops_norm,
+    st_ops_index,
+    st_ops_resize,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

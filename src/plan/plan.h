@@ -75,8 +75,8 @@ typedef struct st_plan {
     int n_inputs;
     int *in_rank;
     int64_t (*in_dims)[ST_MAX_RANK];
-    /* Inputs whose values the plan depends on: small integer inputs that a
-     * shape rule needs as data (a Reshape's shape fed as a graph input).
+    /* Inputs whose values the plan depends on: small inputs that a shape
+     * rule needs as data (a Reshape's shape fed as a graph input).
      * Their values are part of the plan's key and they are constants. */
     bool *value_inputs;
     const void *const *in_data;   /* the bound data, during planning only */

@@ -13,7 +13,7 @@
  * strata refuses it with ST_ERR_UNSUPPORTED (an op, dtype or attribute it
  * does not implement), and FAIL otherwise.
  *
- * usage: conformance [--data DIR] [--must-pass FILE] [--filter TEXT]
+ * usage: conformance [--data DIR] [--must-pass FILE|DIR] [--filter TEXT]
  *                    [--list FILE] [--backend cpu|opencl|cuda] [--sanitize]
  *                    [--precision-note] [-v]
  * Exit status: 1 when a case on the must-pass list does not pass.
@@ -298,22 +298,44 @@ int main(int argc, char **argv)
     }
     qsort(names, (size_t)n, sizeof *names, cmp_str);
 
+    /* the must-pass list: a file, or a directory of *.txt files */
     char **must = NULL;
     int nm = 0, capm = 0;
     if (o.must_pass) {
-        FILE *f = fopen(o.must_pass, "r");
-        if (!f) {
-            fprintf(stderr, "conformance: cannot open '%s': %s\n", o.must_pass, strerror(errno));
-            return 2;
+        char *files[256];
+        int nf = 0;
+        struct stat sb;
+        if (stat(o.must_pass, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            DIR *d = opendir(o.must_pass);
+            struct dirent *e;
+            while (d && (e = readdir(d)) && nf < 256) {
+                size_t l = strlen(e->d_name);
+                if (l > 4 && !strcmp(e->d_name + l - 4, ".txt")) {
+                    char p[4096];
+                    snprintf(p, sizeof p, "%s/%s", o.must_pass, e->d_name);
+                    files[nf++] = strdup(p);
+                }
+            }
+            if (d) closedir(d);
+        } else {
+            files[nf++] = strdup(o.must_pass);
         }
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            line[strcspn(line, " \t\r\n#")] = 0;
-            if (!line[0]) continue;
-            if (nm == capm) must = realloc(must, (size_t)(capm = capm ? capm * 2 : 256) * sizeof *must);
-            must[nm++] = strdup(line);
+        for (int fi = 0; fi < nf; fi++) {
+            FILE *f = fopen(files[fi], "r");
+            if (!f) {
+                fprintf(stderr, "conformance: cannot open '%s': %s\n", files[fi], strerror(errno));
+                return 2;
+            }
+            char line[512];
+            while (fgets(line, sizeof line, f)) {
+                line[strcspn(line, " \t\r\n#")] = 0;
+                if (!line[0]) continue;
+                if (nm == capm) must = realloc(must, (size_t)(capm = capm ? capm * 2 : 256) * sizeof *must);
+                must[nm++] = strdup(line);
+            }
+            fclose(f);
+            free(files[fi]);
         }
-        fclose(f);
     }
 
     op_stat *ops = calloc((size_t)n + 1, sizeof *ops);

@@ -1,0 +1,10 @@
+/*
+ * resize.c — (being written) shape rules of the resize family.
+ */
+#include "ops/ops.h"
+
+/* ---- the op table rows of this family (see op_table.c) ---- */
+
+const st_op_def st_ops_resize[] = {
+    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+};

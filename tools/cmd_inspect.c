@@ -147,7 +147,7 @@ static int model_summary(const tool_opts *o, const st_model *m)
 }
 
 static const char *VKIND[] = {"dead", "const", "input", "root", "view"};
-static const char *NKIND[] = {"dead", "folded", "view", "exec"};
+static const char *NKIND[] = {"dead", "folded", "view", "exec", "fused"};
 
 static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
 {
@@ -201,6 +201,10 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
             tool_json_string(f, g->nodes[i].op_type);
             fprintf(f, ", \"kind\": \"%s\"", NKIND[pn->kind]);
             if (pn->kind == ST_PN_EXEC) fprintf(f, ", \"command\": %d", pn->cmd);
+            if (pn->out0 >= 0) {
+                fprintf(f, ", \"writes\": ");
+                tool_json_string(f, g->values[pn->out0].name);
+            }
             if (pn->n_placed) {
                 fprintf(f, ", \"inputs_in_place\": [");
                 int c = 0;
@@ -236,8 +240,9 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
             fprintf(f, "  %-6s %-14s %s", NKIND[pn->kind], g->nodes[i].op_type, g->nodes[i].name);
             if (pn->n_placed) fprintf(f, "  [%d inputs in place]", pn->n_placed);
             fputc('\n', f);
+            if (pn->kind == ST_PN_FUSED) continue;
             for (int k = 0; k < g->nodes[i].n_out; k++) {
-                int v = g->nodes[i].out[k];
+                int v = st_plan_out(p, &g->nodes[i], i, k);
                 if (v < 0) continue;
                 const st_pvalue *pv = &p->values[v];
                 fprintf(f, "         -> %s %s sizes ", g->values[v].name, st_dtype_name(pv->t.dtype));

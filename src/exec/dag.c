@@ -220,7 +220,7 @@ static st_status make_commands(const st_plan *p, st_dag *d)
         cmd->skip = p->nodes[i].skip;
         cmd->views = d->view_pool + vi;
         for (int k = 0; k < n->n_in + n->n_out; k++) {
-            int v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+            int v = k < n->n_in ? n->in[k] : st_plan_out(p, n, i, k - n->n_in);
             if (v < 0) continue;
             cmd->views[k] = p->values[v].view;
         }

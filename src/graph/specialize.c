@@ -166,6 +166,7 @@ st_status st_specialize(st_plan *p)
         const st_node *n = &g->nodes[i];
         st_pnode *pn = &p->nodes[i];
         pn->cmd = -1;
+        pn->out0 = -1;
         if (!live[i]) {
             pn->kind = ST_PN_DEAD;
             continue;

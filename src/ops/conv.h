@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/elementwise.h"
+
 typedef struct st_conv_state {
     int nsp;                         /* spatial dims, 1..3 */
     int64_t k[3], s[3], d[3];        /* kernel, stride, dilation */
@@ -13,8 +15,7 @@ typedef struct st_conv_state {
     int64_t group;
     bool is_max, count_include_pad;
     int storage_order;
-    int act;                         /* fused activation (passes/fuse.c), 0: none */
-    float act_alpha, act_beta;
+    st_epilogue epi;                 /* fused activation (passes/fuse.c) */
 } st_conv_state;
 
 #endif

@@ -28,4 +28,12 @@ typedef struct st_ew_state {
     int n_inputs;       /* variadic ops: the divisor of Mean */
 } st_ew_state;
 
+/* An activation applied by another op's kernel before it stores its
+ * output (passes/fuse.c), so the value is rounded to a lower precision
+ * once, and written once. */
+typedef struct st_epilogue {
+    int act;            /* st_unary code + 1; 0: none */
+    float alpha, beta;
+} st_epilogue;
+
 #endif

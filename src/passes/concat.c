@@ -38,10 +38,9 @@ void st_pass_place_concats(st_plan *p)
             int x = n->in[k];
             if (x < 0) continue;
             st_pvalue *pv = &p->values[x];
-            const st_value *gv = &g->values[x];
-            if (pv->kind != ST_PV_ROOT || gv->producer < 0) continue;
-            const st_node *prod = &g->nodes[gv->producer];
-            if (p->nodes[gv->producer].kind != ST_PN_EXEC || prod->op->view) continue;
+            if (pv->kind != ST_PV_ROOT || pv->producer < 0) continue;
+            const st_node *prod = &g->nodes[pv->producer];
+            if (p->nodes[pv->producer].kind != ST_PN_EXEC || prod->op->view) continue;
             if (pv->concat >= 0 || pv->t.dtype != out_dt) continue;
             pv->concat = i;
             pn->skip[k] = true;

@@ -113,7 +113,7 @@ st_status st_pass_layout(st_plan *p)
         if (n->op->view && n->n_in > 0 && n->in[0] >= 0) ST_TRY(lower_view(p, i));
         if (pn->kind == ST_PN_VIEW) continue;
         for (int k = 0; k < n->n_out; k++)
-            if (n->out[k] >= 0) ST_TRY(resolve(p, n->out[k]));
+            if (st_plan_out(p, n, i, k) >= 0) ST_TRY(resolve(p, st_plan_out(p, n, i, k)));
         /* a Concat whose every input is in place has nothing left to do */
         if (pn->skip) {
             int present = 0;

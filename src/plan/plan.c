@@ -74,7 +74,7 @@ st_status st_plan_buffers(st_plan *p)
         st_buffer *b = &p->buffers[p->n_buffers];
         b->value = v;
         b->size = (value_bytes(pv) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
-        b->first = pv->kind == ST_PV_INPUT ? -1 : g->values[v].producer;
+        b->first = pv->kind == ST_PV_INPUT ? -1 : pv->producer;
         b->last = b->first;
         buf_of_root[v] = p->n_buffers++;
     }
@@ -87,7 +87,7 @@ st_status st_plan_buffers(st_plan *p)
         if (bi < 0) return st_error(ST_ERR_INTERNAL, "value '%s' has no root buffer", g->values[v].name);
         pv->buffer = bi;
         st_buffer *b = &p->buffers[bi];
-        int prod = pv->kind == ST_PV_INPUT ? -1 : g->values[v].producer;
+        int prod = pv->kind == ST_PV_INPUT ? -1 : pv->producer;
         if (prod < b->first) b->first = prod;
         if (pv->last_use > b->last) b->last = pv->last_use;
     }
@@ -143,6 +143,7 @@ static st_status init_values(st_plan *p)
         pv->buffer = -1;
         pv->storage = -1;
         pv->last_use = -1;
+        pv->producer = gv->producer;
         if (gv->init) {
             pv->kind = ST_PV_CONST;
             pv->t.present = true;
@@ -227,6 +228,7 @@ st_status st_plan_build(const st_model *m, const st_session_options *o, const in
         plan_reset(p);
     }
     p->in_data = NULL;
+    if (s == ST_OK) st_pass_fuse(p);
     if (s == ST_OK) st_pass_place_concats(p);
     if (s == ST_OK) s = st_pass_layout(p);
     if (s == ST_OK) s = st_plan_buffers(p);

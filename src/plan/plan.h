@@ -4,6 +4,7 @@
  * A plan is built in passes, each owning some fields:
  *   graph/specialize.c  concrete dtypes and shapes, constant folding
  *                       (shape sub-graphs fold here), dead-node removal
+ *   passes/fuse.c       activations folded into the op that feeds them
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
  *   plan/plan.c         buffers, lifetimes, arena offsets, storages
@@ -44,13 +45,16 @@ typedef struct st_pvalue {
     st_view view;        /* final layout; view.storage is set when storages exist */
     bool resolved;       /* layout computed (passes/views.c) */
     int last_use;        /* last node reading it (n_nodes for graph outputs) */
+    int producer;        /* node whose command writes it: the graph's producer, or the
+                            node an activation was fused into (passes/fuse.c) */
 } st_pvalue;
 
 typedef enum st_pn_kind {
     ST_PN_DEAD = 0,      /* output unused */
     ST_PN_FOLDED,        /* evaluated at plan time */
     ST_PN_VIEW,          /* pure view: no command */
-    ST_PN_EXEC           /* runs as a command */
+    ST_PN_EXEC,          /* runs as a command */
+    ST_PN_FUSED          /* absorbed into another node's command (passes/fuse.c) */
 } st_pn_kind;
 
 typedef struct st_pnode {
@@ -59,6 +63,8 @@ typedef struct st_pnode {
     bool *skip;          /* Concat: per input, true when written in place */
     int n_placed;
     int cmd;             /* command index, -1 if none */
+    int out0;            /* value the command writes as output 0 (an activation fused
+                            into it moves its output here), -1: the node's own */
 } st_pnode;
 
 typedef struct st_buffer {
@@ -120,6 +126,7 @@ void st_plan_free(st_plan *p);
 
 /* Passes, in order (each file's header says what it owns). */
 st_status st_specialize(st_plan *p);
+void st_pass_fuse(st_plan *p);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
 st_status st_plan_buffers(st_plan *p);
@@ -129,5 +136,11 @@ void *st_plan_alloc(st_plan *p, uint64_t bytes);
 
 /* Evaluates a node on the host (folding), outputs into plan memory. */
 st_status st_fold_node(st_plan *p, int node);
+
+/* The value node i's command writes as output k (fusion can redirect 0). */
+static inline int st_plan_out(const st_plan *p, const st_node *n, int i, int k)
+{
+    return k == 0 && p->nodes[i].out0 >= 0 ? p->nodes[i].out0 : n->out[k];
+}
 
 #endif

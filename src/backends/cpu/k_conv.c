@@ -128,13 +128,14 @@ static void conv_task(void *arg, int64_t t)
         ldc = np;
     }
     st_sgemm(&wg, false, &cm, false, 1.0f, 0.0f, dst, ldc, j->mg, np, kdim);
-    if (j->b) {
-        size_t eb = st_dtype_size(j->b->dtype);
-        for (int64_t m = 0; m < j->mg; m++) {
+    for (int64_t m = 0; m < j->mg; m++) {
+        float *r = dst + m * ldc;
+        if (j->b) {
+            size_t eb = st_dtype_size(j->b->dtype);
             float bias = st_load_f32(j->b->dtype, (const char *)j->b->data + (g * j->mg + m) * j->b->strides[0] * (int64_t)eb);
-            float *r = dst + m * ldc;
             for (int64_t p = 0; p < np; p++) r[p] += bias;
         }
+        st_epilogue_f32(&j->s->epi, r, np);
     }
     if (!j->y_packed) {
         size_t ey = st_dtype_size(y->dtype);

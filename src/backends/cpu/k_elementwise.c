@@ -172,6 +172,16 @@ static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi
     }
 }
 
+void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
+{
+    if (!e->act) return;
+    st_ew_state s = {0};
+    s.code = e->act - 1;
+    s.alpha = e->alpha;
+    s.beta = e->beta;
+    unary_f32(&s, x, x, n, e->alpha, e->beta);
+}
+
 /* ---- unary driver ---- */
 
 typedef struct unary_job {

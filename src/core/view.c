@@ -117,7 +117,8 @@ void st_view_squeeze(st_view *v, int axis)
 bool st_view_reshape(st_view *v, int rank, const int64_t *sizes)
 {
     if (st_numel(rank, sizes) != st_view_numel(v)) return false;
-    if (st_view_is_contiguous(v)) {
+    /* an empty view has no elements to place, so any strides express it */
+    if (st_view_numel(v) == 0 || st_view_is_contiguous(v)) {
         v->rank = rank;
         memcpy(v->sizes, sizes, (size_t)rank * sizeof *sizes);
         st_strides_contiguous(rank, v->sizes, v->strides);

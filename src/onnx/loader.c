@@ -687,7 +687,13 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
             st_node_clear(n);
             continue;
         }
-        g->nodes[w++] = *n;
+        if (w != i) {
+            g->nodes[w] = *n;
+            /* one owner per node: should a later Constant fail, the graph
+             * is freed with n_nodes slots, and a stale copy would free twice */
+            memset(n, 0, sizeof *n);
+        }
+        w++;
     }
     g->n_nodes = w;
     for (int i = 0; i < g->n_nodes; i++)

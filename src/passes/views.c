@@ -25,28 +25,17 @@
 
 static st_status resolve(st_plan *p, int v);
 
-/* The slot of input k in Concat node c's output. */
+/* A placed value is the slot [concat_start, + its size) of its Concat's
+ * output along the axis. */
 static st_status resolve_placed(st_plan *p, int v)
 {
-    const st_graph *g = p->model->g;
     st_pvalue *pv = &p->values[v];
-    const st_node *c = &g->nodes[pv->concat];
+    const st_node *c = &p->model->g->nodes[pv->concat];
     int y = c->out[0];
     ST_TRY(resolve(p, y));
     const st_concat_state *cs = p->nodes[pv->concat].state;
-    int64_t start = 0;
-    int slot = -1;
-    for (int k = 0; k < c->n_in; k++) {
-        if (c->in[k] < 0) continue;
-        if (c->in[k] == v && p->nodes[pv->concat].skip[k]) {
-            slot = k;
-            break;
-        }
-        start += p->values[c->in[k]].t.dims[cs->axis];
-    }
-    if (slot < 0) return st_error(ST_ERR_INTERNAL, "placed value '%s' is not an input of its Concat", g->values[v].name);
     pv->view = p->values[y].view;
-    st_view_slice(&pv->view, cs->axis, start, 1, pv->t.dims[cs->axis]);
+    st_view_slice(&pv->view, cs->axis, pv->concat_start, 1, pv->t.dims[cs->axis]);
     pv->kind = ST_PV_VIEW;
     pv->base = y;
     pv->buffer = p->values[y].buffer;

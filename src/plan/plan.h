@@ -39,7 +39,8 @@ typedef struct st_pvalue {
     st_dtype model_dtype;/* the dtype the model declares, which the user sees */
     st_pv_kind kind;
     int base;            /* ST_PV_VIEW: the value viewed; -1 otherwise */
-    int concat;          /* placed: the Concat node writing it in place, else -1 */
+    int concat;          /* placed: the Concat node whose output holds it, else -1 */
+    int64_t concat_start;/* placed: where along the Concat's axis its slot starts */
     int buffer;          /* root buffer holding the bytes (-1 for constants) */
     int storage;         /* index into plan->storages */
     st_view view;        /* final layout; view.storage is set when storages exist */

@@ -30,3 +30,4 @@ run_gen() {
 
 run_gen seed "$ROOT/scripts/models/seed.py"
 run_gen yolo "$ROOT/scripts/models/yolo.py"
+run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"

@@ -44,7 +44,7 @@ static bool seg_insert(segmap *m, int at, seg s)
         m->v = v;
         m->cap = cap;
     }
-    memmove(m->v + at + 1, m->v + at, (size_t)(m->n - at) * sizeof *m->v);
+    if (at < m->n) memmove(m->v + at + 1, m->v + at, (size_t)(m->n - at) * sizeof *m->v);
     m->v[at] = s;
     m->n++;
     return true;
@@ -104,7 +104,7 @@ static bool seg_write(segmap *m, int64_t lo, int64_t hi, int c)
     if (!seg_split(m, lo) || !seg_split(m, hi)) return false;
     int i = seg_find(m, lo), j = i;
     while (j < m->n && m->v[j].lo < hi) free(m->v[j++].readers);
-    memmove(m->v + i, m->v + j, (size_t)(m->n - j) * sizeof *m->v);
+    if (j < m->n) memmove(m->v + i, m->v + j, (size_t)(m->n - j) * sizeof *m->v);
     m->n -= j - i;
     return seg_insert(m, i, (seg){lo, hi, c, 0, 0, NULL});
 }

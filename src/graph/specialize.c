@@ -262,6 +262,6 @@ st_status st_fold_node(st_plan *p, int node)
         st_view_init(&v, pv->t.dtype, pv->t.rank, pv->t.dims);
         out[k] = st_operand_of(&v, d);
     }
-    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, in, out, NULL, NULL};
+    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, in, out, NULL, NULL, NULL, NULL};
     return n->op->cpu(&k);
 }

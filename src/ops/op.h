@@ -14,8 +14,8 @@
  *   - footprint: the bytes each operand touches.  The default (NULL) is
  *              every operand's extent, read for inputs and written for
  *              outputs (DESIGN.md rule 3).
- *   - kernels: one per backend.  Every kernel takes strided inputs and
- *              strided outputs (rule 5).
+ *   - kernels: one per backend (cpu, cuda, opencl).  Every kernel takes
+ *              strided inputs and strided outputs (rule 5).
  * The row sits at the end of src/ops/<family>.c, beside the family's shape
  * rules; CPU kernels are in src/backends/cpu/k_<family>.c (op_table.c
  * lists the families).
@@ -60,6 +60,12 @@ typedef struct st_kctx {
     const st_operand *out;
     const bool *skip;              /* per input, or NULL: inputs already in place (Concat) */
     struct st_pool *pool;          /* intra-op parallelism; NULL runs serially */
+    /* For device backends: the operands as views (n_in + n_out; an OpenCL
+     * kernel binds view.storage's cl_mem at view.offset), and the
+     * backend's per-command context (a CUDA stream, an OpenCL queue with
+     * the event wait list).  NULL on the CPU. */
+    const st_view *views;
+    void *dev;
 } st_kctx;
 
 typedef st_status (*st_kernel_fn)(const st_kctx *k);
@@ -89,7 +95,22 @@ typedef struct st_op_def {
     int (*footprint)(const void *state, int n_in, int n_out, const st_view *views, const bool *skip,
                      st_footprint *fp);
     st_kernel_fn cpu;
+    st_kernel_fn cuda;             /* NULL: no kernel on that backend */
+    st_kernel_fn opencl;
 } st_op_def;
+
+/* Kernel slots of backends that may not be built in: the rows name the
+ * kernel, and these macros leave the slot NULL when the backend is off. */
+#ifdef ST_HAVE_CUDA
+#define ST_CUDA(k) k
+#else
+#define ST_CUDA(k) NULL
+#endif
+#ifdef ST_HAVE_OPENCL
+#define ST_OPENCL(k) k
+#else
+#define ST_OPENCL(k) NULL
+#endif
 
 const st_op_def *st_op_find(const char *domain, const char *name);
 /* For `strata inspect` and the conformance runner: the table itself. */

@@ -274,25 +274,42 @@ st_status st_plan_bind(st_plan *p, st_backend *b, st_storage *arena)
             for (int k = 0; k < g->nodes[i].n_in; k++)
                 if (g->nodes[i].in[k] >= 0) read_by_cmd[g->nodes[i].in[k]] = true;
     st_status s = ST_OK;
-    for (int v = 0; v < p->n_values && s == ST_OK; v++) {
-        st_pvalue *pv = &p->values[v];
-        if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
-        uint64_t bytes = value_bytes(pv);
-        p->const_bytes += bytes;
-        char label[48];
-        snprintf(label, sizeof label, "const '%.36s'", g->values[v].name);
-        st_storage *st = NULL;
-        if (b->storage_wrap) {
+    if (b->storage_wrap) {
+        /* host memory: each constant is wrapped where it lies, no copy */
+        for (int v = 0; v < p->n_values && s == ST_OK; v++) {
+            st_pvalue *pv = &p->values[v];
+            if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
+            uint64_t bytes = value_bytes(pv);
+            p->const_bytes += bytes;
+            char label[48];
+            snprintf(label, sizeof label, "const '%.36s'", g->values[v].name);
+            st_storage *st = NULL;
             s = b->storage_wrap(b, (void *)pv->t.data, bytes, label, &st);
-        } else {
-            s = b->storage_alloc(b, bytes, label, &st);
-            if (s == ST_OK) s = b->write(b, st, 0, pv->t.data, bytes);
-            if (s != ST_OK && st) st_storage_release(st);
+            if (s != ST_OK) break;
+            pv->storage = p->n_storages;
+            pv->view.storage = st;
+            p->storages[p->n_storages++] = st;
         }
-        if (s != ST_OK) break;
-        pv->storage = p->n_storages;
-        pv->view.storage = st;
-        p->storages[p->n_storages++] = st;
+    } else {
+        /* a device: every constant in one allocation, uploaded once */
+        uint64_t total = 0;
+        for (int v = 0; v < p->n_values; v++)
+            if (p->values[v].kind == ST_PV_CONST && read_by_cmd[v]) {
+                p->values[v].view.offset = (int64_t)total;
+                total += (value_bytes(&p->values[v]) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
+            }
+        st_storage *st = NULL;
+        if (total) s = b->storage_alloc(b, total, "constants", &st);
+        for (int v = 0; v < p->n_values && s == ST_OK && st; v++) {
+            st_pvalue *pv = &p->values[v];
+            if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
+            uint64_t bytes = value_bytes(pv);
+            p->const_bytes += bytes;
+            s = b->write(b, st, (uint64_t)pv->view.offset, pv->t.data, bytes);
+            pv->storage = p->n_storages;
+            pv->view.storage = st;
+        }
+        if (st) p->storages[p->n_storages++] = st;
     }
     free(read_by_cmd);
     if (s != ST_OK) return s;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/linalg.h"
 #include "backends/cpu/pool.h"
 #include "core/status.h"
 #include "exec/dag.h"
@@ -208,7 +209,7 @@ static void exec_run(void *ctx, int c)
     st_operand ops[cmd->n_in + cmd->n_out > 0 ? cmd->n_in + cmd->n_out : 1];
     for (int k = 0; k < cmd->n_in + cmd->n_out; k++)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
-    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool};
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL};
     st_status s = cmd->op->cpu(&k);
     if (s != ST_OK) {
         st_pool_lock(e->pool);
@@ -318,8 +319,11 @@ static int default_threads(void)
     return n > 0 ? (int)n : 1;
 }
 
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
 static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {
+    pthread_once(&blas_once, st_blas_init);
     cpu_exec *e = calloc(1, sizeof *e);
     if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
     e->base.vt = &cpu_exec_vt;

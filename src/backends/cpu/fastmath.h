@@ -1,0 +1,115 @@
+/*
+ * fastmath.h — f32 row math in forms compilers vectorise: exp(x) for
+ * x <= 0, and the max and min of a packed row.
+ *
+ * GCC does not vectorise a float compare-and-select (it might raise an FP
+ * exception the scalar code would not), nor a float max reduction unless
+ * NaN and signed zeros are waived; so the range checks and the max/min
+ * below compare bit patterns as integers, which it does vectorise.
+ *
+ * Softmax, LogSoftmax and ReduceLogSumExp only ever exponentiate x - max,
+ * which is <= 0, and libm's expf is a call per element that no loop can
+ * vectorise.  This is the textbook reduction x = n*ln2 + r, |r| <= ln2/2
+ * (ln2 split in two so n*ln2 is exact), e^r by its Taylor series to r^7
+ * (truncation below 1.5e-8 relative), and 2^n built in the exponent bits.
+ * Error is within 2 ulp of the exact value; below -87 (where e^x is
+ * under the smallest normal float) the result is 0; NaN stays NaN; x > 0
+ * is outside the domain and gives 1.  It is
+ * branch-free and deterministic: the same x gives the same bits on any
+ * thread.
+ */
+#ifndef ST_CPU_FASTMATH_H
+#define ST_CPU_FASTMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float st_exp_neg_f32(float x)
+{
+    const float log2e = 1.44269504088896341f;
+    const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+    const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    const uint32_t minus_0 = 0x80000000u, minus_87 = 0xC2AE0000u;
+    /* The range checks compare bit patterns as integers (for x <= 0 they
+     * order like -x).  x > 0 and positive NaNs
+     * are computed as -0, x below -87 (with -inf, negative NaNs) as -87,
+     * so the float-to-int conversion below is always defined. */
+    uint32_t ix, cx;
+    memcpy(&ix, &x, sizeof ix);
+    cx = ix < minus_0 ? minus_0 : ix;
+    cx = cx > minus_87 ? minus_87 : cx;
+    float xc;
+    memcpy(&xc, &cx, sizeof xc);
+    float n = (xc * log2e + round_magic) - round_magic;
+    float r = xc - n * ln2_hi;
+    r = r - n * ln2_lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) * (1 << 23);
+    float scale, y;
+    memcpy(&scale, &bits, sizeof scale);
+    y = p * scale;
+    uint32_t iy;
+    memcpy(&iy, &y, sizeof iy);
+    /* masks, not selects: a select after float math is not if-converted */
+    uint32_t keep = 0u - (uint32_t)(ix <= minus_87);               /* underflow: +0 */
+    uint32_t nan = 0u - (uint32_t)((ix & 0x7fffffffu) > 0x7f800000u); /* NaN stays NaN */
+    iy = ((iy & keep) & ~nan) | (ix & nan);
+    memcpy(&y, &iy, sizeof y);
+    return y;
+}
+
+/* A float's bits as an unsigned key that orders like the float: positive
+ * floats get the top bit set, negative ones are inverted. */
+static inline uint32_t st_f32_key(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u ^ ((0u - (u >> 31)) | 0x80000000u);
+}
+
+static inline float st_f32_from_key(uint32_t k)
+{
+    uint32_t u = k ^ ((0u - (1u - (k >> 31))) | 0x80000000u);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The max of v[0..n) (-inf if n == 0); any NaN makes it NaN, as numpy's
+ * max does.  A NaN's key is forced above every number's. */
+static inline float st_max_f32(const float *v, int64_t n)
+{
+    uint32_t m = st_f32_key(-INFINITY);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u, k = st_f32_key(v[i]);
+        memcpy(&u, &v[i], sizeof u);
+        uint32_t nan = 0u - (uint32_t)((u & 0x7fffffffu) > 0x7f800000u);
+        k |= nan;
+        m = k > m ? k : m;
+    }
+    return st_f32_from_key(m);
+}
+
+/* The min, NaN-propagating the same way (a NaN's key is 0). */
+static inline float st_min_f32(const float *v, int64_t n)
+{
+    uint32_t m = st_f32_key(INFINITY);
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u, k = st_f32_key(v[i]);
+        memcpy(&u, &v[i], sizeof u);
+        uint32_t nan = 0u - (uint32_t)((u & 0x7fffffffu) > 0x7f800000u);
+        k &= ~nan;
+        m = k < m ? k : m;
+    }
+    return st_f32_from_key(m);
+}
+
+#endif

@@ -1,0 +1,251 @@
+/*
+ * k_norm.c — the CPU kernel of the norm family: Softmax, LogSoftmax,
+ * Hardmax, LayerNormalization, BatchNormalization (inference),
+ * InstanceNormalization, LpNormalization, MeanVarianceNormalization, LRN.
+ *
+ * Every one of them maps each row of x (the axes in st_norm_state.mask,
+ * see rows.h) to the same row of y.  A task takes a fixed number of rows
+ * (set by the row length alone, so results do not depend on the thread
+ * count).  A row that is packed f32 in memory is read, or written, in
+ * place: a softmax or LayerNorm over the last axis of an f32 tensor runs
+ * its tight loops straight on the tensors.  Any other row (strided, f16,
+ * bf16, f64) is gathered into a packed buffer, computed there and
+ * scattered back.  f32/f16/bf16 compute in f32, f64 in double; the row
+ * math itself is in k_norm_math.h.
+ *
+ * Parameters are prepared once per call in the compute type: LayerNorm's
+ * Scale and B broadcast to a packed row, BatchNorm's four inputs folded
+ * into y = x * a[c] + b[c], InstanceNorm's scale and B per channel.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/fastmath.h"
+#include "backends/cpu/k_norm.h"
+#include "backends/cpu/pool.h"
+#include "backends/cpu/rows.h"
+#include "ops/norm.h"
+
+#define TASK_ELEMS 32768   /* elements per task, about */
+#define NORM_LANES 8
+
+typedef struct norm_job {
+    const st_norm_state *s;
+    const char *name;                       /* the node's, for messages */
+    const st_operand *x, *y, *mean, *inv;   /* mean, inv: LayerNorm's optional outputs, or NULL */
+    st_rows r;                              /* operands 0 x, 1 y, 2 mean, 3 inv over x's shape */
+    bool dbl;                               /* compute in double */
+    void *scale, *bias;                     /* compute-type parameters (see the header) */
+    int64_t groups;                         /* parameter sets; a row's set is its number % groups */
+    int64_t per_task;
+    st_status err;
+} norm_job;
+
+static void store_f32(st_dtype t, void *p, float v) { st_store_f32(t, p, v); }
+
+/* The max of a row (NaN if any is NaN); f32 has a vectorised one. */
+static double max_f64(const double *v, int64_t n)
+{
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) mx = (v[i] > mx) | (v[i] != v[i]) ? v[i] : mx;
+    return mx;
+}
+static void store_f64(st_dtype t, void *p, double v) { st_store_f64(t, p, v); }
+
+#define T float
+#define SFX(name) name##_f32
+#define EXP_NEG st_exp_neg_f32
+#define MAX_ROW st_max_f32
+#define LOG logf
+#define SQRT sqrtf
+#define POW powf
+#define FABS fabsf
+#define STORE store_f32
+#include "backends/cpu/k_norm_math.h"
+#undef T
+#undef SFX
+#undef EXP_NEG
+#undef MAX_ROW
+#undef LOG
+#undef SQRT
+#undef POW
+#undef FABS
+#undef STORE
+
+#define T double
+#define SFX(name) name##_f64
+#define EXP_NEG exp
+#define MAX_ROW max_f64
+#define LOG log
+#define SQRT sqrt
+#define POW pow
+#define FABS fabs
+#define STORE store_f64
+#include "backends/cpu/k_norm_math.h"
+#undef T
+#undef SFX
+#undef EXP_NEG
+#undef MAX_ROW
+#undef LOG
+#undef SQRT
+#undef POW
+#undef FABS
+#undef STORE
+
+static void norm_task(void *arg, int64_t t)
+{
+    norm_job *j = arg;
+    const st_rows *r = &j->r;
+    int64_t o0 = t * j->per_task, o1 = o0 + j->per_task < r->n_outer ? o0 + j->per_task : r->n_outer;
+    int64_t n = r->row_len;
+    size_t es = j->dbl ? sizeof(double) : sizeof(float);
+    /* an input row and an output row, for rows that are not packed f32 */
+    char *buf = malloc(2 * (size_t)n * es + 16);
+    if (!buf) {
+        j->err = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", j->name);
+        return;
+    }
+    for (int64_t o = o0; o < o1; o++) {
+        int64_t offs[4];
+        st_rows_offsets(r, o, offs);
+        if (!j->dbl) {
+            float *xin = st_rows_direct_f32(r, 0, j->x, offs[0]), *yout = st_rows_direct_f32(r, 1, j->y, offs[1]);
+            float *bx = (float *)buf, *by = bx + n;
+            if (!xin) {
+                st_rows_load_f32(r, 0, j->x, offs[0], bx);
+                xin = bx;
+            }
+            bool scatter = !yout || yout == xin;
+            if (scatter) yout = by;
+            row_f32(j, o, offs, xin, yout);
+            if (scatter) st_rows_store_f32(r, 1, j->y, offs[1], yout);
+        } else {
+            double *bx = (double *)buf, *by = bx + n;
+            st_rows_load_f64(r, 0, j->x, offs[0], bx);
+            row_f64(j, o, offs, bx, by);
+            st_rows_store_f64(r, 1, j->y, offs[1], by);
+        }
+    }
+    free(buf);
+}
+
+/* Element i (row-major) of a small operand, in double. */
+static double load_flat(const st_operand *p, int64_t i)
+{
+    int64_t off = 0;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        off += (i % p->sizes[d]) * p->strides[d];
+        i /= p->sizes[d];
+    }
+    return st_load_f64(p->dtype, (const char *)p->data + off * (int64_t)st_dtype_size(p->dtype));
+}
+
+/* LayerNorm's Scale or B broadcast to the normalised dims [axis, rank)
+ * as one packed row of the compute type. */
+static void *pack_row(const norm_job *j, const st_operand *p)
+{
+    const st_operand *x = j->x;
+    int axis = j->s->axis, rr = x->rank - axis;
+    st_view v;
+    st_view_init(&v, j->dbl ? ST_F64 : ST_F32, rr, x->sizes + axis);
+    void *buf = malloc((size_t)(j->r.row_len > 0 ? j->r.row_len : 1) * st_dtype_size(v.dtype));
+    if (!buf) return NULL;
+    st_operand dst = st_operand_of(&v, buf), src = *p;
+    src.rank = rr;
+    for (int i = 0; i < rr; i++) {
+        int pi = i - (rr - p->rank);
+        src.sizes[i] = x->sizes[axis + i];
+        src.strides[i] = pi < 0 || p->sizes[pi] == 1 ? 0 : p->strides[pi];
+    }
+    st_copy_strided(&dst, &src);
+    return buf;
+}
+
+/* Per-group parameters in the compute type: BatchNorm folds its four
+ * inputs to a = scale / sqrt(var + eps), b = B - mean * a. */
+static st_status prepare_groups(norm_job *j, const st_kctx *k)
+{
+    int64_t g = j->groups;
+    size_t es = j->dbl ? sizeof(double) : sizeof(float);
+    j->scale = malloc((size_t)g * es + 1);
+    j->bias = malloc((size_t)g * es + 1);
+    if (!j->scale || !j->bias) return st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
+    for (int64_t c = 0; c < g; c++) {
+        double a = load_flat(&k->in[1], c), b = load_flat(&k->in[2], c);
+        if (j->s->kind == ST_N_BATCH_NORM) {
+            double mean = load_flat(&k->in[3], c), var = load_flat(&k->in[4], c);
+            if (j->dbl) {
+                a = a / sqrt(var + (double)j->s->epsilon);
+            } else {
+                /* as an f32 model computes it */
+                a = (float)a / sqrtf((float)var + j->s->epsilon);
+            }
+            b = b - mean * a;
+        }
+        if (j->dbl) {
+            ((double *)j->scale)[c] = a;
+            ((double *)j->bias)[c] = b;
+        } else {
+            ((float *)j->scale)[c] = (float)a;
+            ((float *)j->bias)[c] = (float)b;
+        }
+    }
+    return ST_OK;
+}
+
+st_status st_cpu_norm(const st_kctx *k)
+{
+    const st_norm_state *s = k->state;
+    norm_job j;
+    memset(&j, 0, sizeof j);
+    j.s = s;
+    j.name = k->node->name;
+    j.x = &k->in[0];
+    j.y = &k->out[0];
+    const st_operand *x = j.x;
+    if (s->kind == ST_N_LAYER_NORM) {
+        if (k->n_out > 1 && k->out[1].data) j.mean = &k->out[1];
+        if (k->n_out > 2 && k->out[2].data) j.inv = &k->out[2];
+    }
+    /* the per-row outputs over x's shape: their strides on the outer axes */
+    int64_t ms[ST_MAX_RANK] = {0}, is[ST_MAX_RANK] = {0};
+    uint32_t mask = s->mask & (uint32_t)((1u << x->rank) - 1);
+    for (int d = 0; d < x->rank; d++) {
+        if (mask >> d & 1) continue;
+        if (j.mean) ms[d] = j.mean->strides[d];
+        if (j.inv) is[d] = j.inv->strides[d];
+    }
+    st_rows_init(&j.r, x->rank, x->sizes, mask, 4, (const int64_t *[]){x->strides, j.y->strides, ms, is});
+    if (j.r.n_outer == 0) return ST_OK;
+    j.dbl = x->dtype == ST_F64;
+    st_status st = ST_OK;
+    switch (s->kind) {
+    case ST_N_LAYER_NORM:
+        j.scale = pack_row(&j, &k->in[1]);
+        if (!j.scale) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
+        if (st == ST_OK && k->n_in > 2 && k->in[2].data) {
+            j.bias = pack_row(&j, &k->in[2]);
+            if (!j.bias) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
+        }
+        break;
+    case ST_N_BATCH_NORM:
+        j.groups = s->spatial ? x->sizes[1] : st_numel(x->rank - 1, x->sizes + 1);
+        st = prepare_groups(&j, k);
+        break;
+    case ST_N_INSTANCE_NORM:
+        j.groups = x->sizes[1];
+        st = prepare_groups(&j, k);
+        break;
+    default: break;
+    }
+    if (st == ST_OK) {
+        j.per_task = st_rows_per_task(j.r.row_len, TASK_ELEMS);
+        j.err = ST_OK;
+        st_parallel_for(k->pool, (j.r.n_outer + j.per_task - 1) / j.per_task, norm_task, &j);
+        st = j.err;
+    }
+    free(j.scale);
+    free(j.bias);
+    return st;
+}

@@ -1,0 +1,34 @@
+/*
+ * norm.h — the parameter block of the norm family (norm.c's shape rules
+ * fill it, backends/cpu/k_norm.c reads it).
+ */
+#ifndef ST_OPS_NORM_H
+#define ST_OPS_NORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum st_norm_kind {
+    ST_N_SOFTMAX,
+    ST_N_LOG_SOFTMAX,
+    ST_N_HARDMAX,
+    ST_N_LAYER_NORM,
+    ST_N_BATCH_NORM,
+    ST_N_INSTANCE_NORM,
+    ST_N_LP_NORM,
+    ST_N_MVN,
+    ST_N_LRN
+} st_norm_kind;
+
+typedef struct st_norm_state {
+    int kind;              /* st_norm_kind */
+    uint32_t mask;         /* the axes one row spans (a softmax row, a normalised group) */
+    int axis;              /* LayerNorm: the first normalised axis */
+    float epsilon;
+    int p;                 /* LpNormalization: 1 or 2 */
+    bool spatial;          /* BatchNormalization: parameters per channel (else per element of dims[1:]) */
+    int64_t size;          /* LRN */
+    float alpha, beta, bias;
+} st_norm_state;
+
+#endif

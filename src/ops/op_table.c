@@ -20,6 +20,7 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_norm,
     st_ops_index,
     st_ops_resize,
+    st_ops_misc,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

@@ -26,7 +26,8 @@ extern const st_op_def st_ops_conv[];
 extern const st_op_def st_ops_reduce[];   /* reduce.c: ReduceX, ArgMax/ArgMin, TopK, CumSum */
 extern const st_op_def st_ops_norm[];     /* norm.c: Softmax family, LayerNorm, BatchNorm, ... */
 extern const st_op_def st_ops_index[];    /* index.c: Expand, Tile, Pad, Range, Gather/Scatter, NMS, Einsum, ... */
-extern const st_op_def st_ops_resize[];   /* resize.c: Resize, Upsample, ConvTranspose, DepthToSpace, ... */
+extern const st_op_def st_ops_resize[];   /* resize.c: Resize, Upsample, ConvTranspose */
+extern const st_op_def st_ops_misc[];     /* misc.c: losses, recurrent, quantization, signal, ... */
 
 /* elementwise.c */
 st_status st_infer_unary(st_infer *c);

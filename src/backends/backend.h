@@ -48,6 +48,9 @@ typedef struct st_exec_vt {
      * and returns the first kernel failure, if any. */
     st_status (*wait)(st_exec *e, const int *cmds, int n);
     void (*destroy)(st_exec *e);
+    /* Optional: dag is about to be freed; drop what was cached for it (a
+     * captured CUDA graph, per-command descriptors). */
+    void (*forget)(st_exec *e, const struct st_dag *dag);
 } st_exec_vt;
 
 struct st_exec {

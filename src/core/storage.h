@@ -15,7 +15,6 @@
 #ifndef ST_STORAGE_H
 #define ST_STORAGE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +23,17 @@
 
 struct st_backend;
 
+#ifdef __cplusplus
+/* CUDA kernel files (C++) see the struct but never touch the count; an
+ * atomic_int has the layout of an int */
+typedef int st_refcount;
+#else
+#include <stdatomic.h>
+typedef atomic_int st_refcount;
+#endif
+
 typedef struct st_storage {
-    atomic_int refs;
+    st_refcount refs;
     struct st_backend *backend;   /* who allocated it and frees it */
     uint64_t size;                /* bytes */
     void *host;                   /* host-addressable base, or NULL on a device */

@@ -417,13 +417,39 @@ st_status st_dag_build(st_plan *p, st_hazard_mode mode, st_dag **out)
         return s;
     }
     for (int c = 0; c < d->n_cmds; c++) p->nodes[d->cmds[c].node].cmd = c;
+    const st_graph *g = p->model->g;
+    d->host = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *d->host);
+    if (!d->host) {
+        st_dag_free(d);
+        return st_error(ST_ERR_NOMEM, "out of memory building the hazard DAG");
+    }
+    for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+        const st_pvalue *pv = &p->values[i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs]];
+        if (pv->kind == ST_PV_DEAD || pv->storage < 0) continue;
+        st_fp *f = &d->host[d->n_host++];
+        f->cmd = -1;
+        f->storage = pv->storage;
+        st_view_extent(&pv->view, &f->lo, &f->hi);
+    }
     *out = d;
     return ST_OK;
+}
+
+bool st_dag_touches_host(const st_dag *d, int c)
+{
+    const st_cmd *cmd = &d->cmds[c];
+    for (int i = cmd->fp_first; i < cmd->fp_first + cmd->n_fp; i++)
+        for (int h = 0; h < d->n_host; h++) {
+            const st_fp *f = &d->fps[i], *x = &d->host[h];
+            if (f->storage == x->storage && f->lo < x->hi && x->lo < f->hi) return true;
+        }
+    return false;
 }
 
 void st_dag_free(st_dag *d)
 {
     if (!d) return;
+    free(d->host);
     free(d->cmds);
     free(d->fps);
     free(d->preds);

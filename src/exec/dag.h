@@ -52,6 +52,11 @@ typedef struct st_dag {
     int n_storages;
     st_storage **storages;   /* borrowed from the plan */
     st_view *view_pool;
+    /* The bytes the host can reach through the API (graph inputs and
+     * outputs): a device executor records host-visible events only for
+     * commands that touch them. */
+    int n_host;
+    st_fp *host;             /* cmd is -1 */
 } st_dag;
 
 /* Builds commands and edges for plan p.  mode chooses how conflicts are
@@ -69,6 +74,9 @@ int st_dag_overlapping(const st_dag *d, const st_storage *s, int64_t lo, int64_t
  * how the edges were made.  On a violation returns ST_ERR_HAZARD naming
  * both commands, the storage and the shared bytes. */
 st_status st_dag_check(const st_dag *d);
+
+/* Whether command c touches any byte in d->host. */
+bool st_dag_touches_host(const st_dag *d, int c);
 
 /* For the mutation test: drops edge index e (into preds) and rebuilds the
  * successor lists. */

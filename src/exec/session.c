@@ -28,6 +28,8 @@ typedef struct bound_input {
     size_t bytes, cap;
 } bound_input;
 
+static void forget_plan(st_session *s, st_plan *p);
+
 struct st_session {
     const st_model *model;
     st_session_options opt;
@@ -95,12 +97,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
                             g->nodes[i].name, g->nodes[i].op_type,
                             g->nodes[i].domain[0] ? g->nodes[i].domain : "ai.onnx", g->nodes[i].opset);
     st_backend *b = st_backend_get(opt.backend, opt.device);
-    if (!b) return ST_ERR_UNSUPPORTED;
-    if (b->supports)
-        for (int i = 0; i < g->n_nodes; i++)
-            if (!b->supports(g->nodes[i].op))
-                return st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend '%s'",
-                                g->nodes[i].name, g->nodes[i].op_type, b->name);
+    if (!b) return opt.backend == ST_BACKEND_CPU ? ST_ERR_INTERNAL : ST_ERR_UNSUPPORTED;
 
     st_session *s = calloc(1, sizeof *s);
     st_tracker *t = calloc(1, sizeof *t);
@@ -140,6 +137,7 @@ void st_session_free(st_session *s)
     pthread_mutex_lock(&t->mu);
     t->exec->vt->wait(t->exec, NULL, -1);
     t->dag = NULL;
+    for (int i = 0; i < s->n_cache; i++) forget_plan(s, s->cache[i]);
     t->exec->vt->destroy(t->exec);
     t->exec = NULL;
     pthread_mutex_unlock(&t->mu);
@@ -226,6 +224,13 @@ static void rebind_arena(st_session *s, st_plan *p)
     st_storage_release(old);
 }
 
+/* The executor may cache per-plan state (a captured graph); drop it. */
+static void forget_plan(st_session *s, st_plan *p)
+{
+    st_exec *e = s->tracker->exec;
+    if (e && e->vt->forget && p->dag) e->vt->forget(e, p->dag);
+}
+
 static st_status get_plan(st_session *s, st_plan **out)
 {
     const st_graph *g = s->model->g;
@@ -255,6 +260,17 @@ static st_status get_plan(st_session *s, st_plan **out)
         st_plan_free(p);
         return r;
     }
+    /* only nodes that run need a kernel: folded shape arithmetic runs on
+     * the host at plan time whatever the backend */
+    if (s->backend->supports)
+        for (int i = 0; i < p->n_nodes && r == ST_OK; i++)
+            if (p->nodes[i].kind == ST_PN_EXEC && !s->backend->supports(g->nodes[i].op))
+                r = st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend '%s'", g->nodes[i].name,
+                             g->nodes[i].op_type, s->backend->name);
+    if (r != ST_OK) {
+        st_plan_free(p);
+        return r;
+    }
     r = st_plan_bind(p, s->backend, s->arena);
     if (r == ST_OK) r = st_dag_build(p, s->opt.hazard_mode, &p->dag);
     if (r == ST_OK && s->opt.sanitize) r = st_dag_check(p->dag);
@@ -267,6 +283,7 @@ static st_status get_plan(st_session *s, st_plan **out)
         for (int i = 1; i < s->n_cache; i++)
             if (s->cache_used[i] < s->cache_used[lru]) lru = i;
         if (s->cache[lru] == s->cur) s->cur = NULL;
+        forget_plan(s, s->cache[lru]);
         st_plan_free(s->cache[lru]);
         s->cache[lru] = s->cache[--s->n_cache];
         s->cache_used[lru] = s->cache_used[s->n_cache];

@@ -311,7 +311,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy};
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL};
 
 static int default_threads(void)
 {

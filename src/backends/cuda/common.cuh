@@ -1,0 +1,290 @@
+/*
+ * common.cuh — what every CUDA kernel file shares: dtype loads and stores
+ * (f16 and bf16 are computed in f32), the strided index walk, the
+ * elementwise math by op code (the same codes and semantics as the CPU's
+ * k_elementwise.c), and launch helpers.
+ */
+#ifndef ST_CUDA_COMMON_CUH
+#define ST_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <string.h>
+
+#include "backends/cuda/cuda_ctx.h"
+extern "C" {
+#include "core/view.h"
+#include "ops/elementwise.h"
+}
+
+#define ST_CUDA_MAXOPS 4
+
+/* Up to ST_CUDA_MAXOPS operands walked over one (coalesced) shape. */
+struct st_walk {
+    int rank;
+    int nops;
+    int64_t n;
+    int64_t size[ST_MAX_RANK];
+    int64_t stride[ST_CUDA_MAXOPS][ST_MAX_RANK];
+};
+
+/* Builds a walk from per-operand strides over `sizes` (operand 0 is
+ * usually the output), merging dims that are contiguous in every operand. */
+static inline st_walk st_walk_make(int rank, const int64_t *sizes, int nops, const int64_t *const *strides)
+{
+    st_iter it;
+    st_walk w;
+    memset(&w, 0, sizeof w);
+    w.nops = nops;
+    bool any = st_iter_init(&it, rank, sizes, nops, strides);
+    w.rank = it.rank;
+    w.n = any ? 1 : 0;
+    for (int d = 0; d < it.rank; d++) {
+        w.size[d] = it.sizes[d];
+        w.n *= it.sizes[d];
+        for (int k = 0; k < nops; k++) w.stride[k][d] = it.strides[k][d];
+    }
+    return w;
+}
+
+/* The same, for 1 to 4 operands given one by one (C++ has no compound
+ * literals). */
+static inline st_walk st_walk1(int rank, const int64_t *sizes, const int64_t *s0)
+{
+    const int64_t *ss[1] = {s0};
+    return st_walk_make(rank, sizes, 1, ss);
+}
+static inline st_walk st_walk2(int rank, const int64_t *sizes, const int64_t *s0, const int64_t *s1)
+{
+    const int64_t *ss[2] = {s0, s1};
+    return st_walk_make(rank, sizes, 2, ss);
+}
+static inline st_walk st_walk3(int rank, const int64_t *sizes, const int64_t *s0, const int64_t *s1, const int64_t *s2)
+{
+    const int64_t *ss[3] = {s0, s1, s2};
+    return st_walk_make(rank, sizes, 3, ss);
+}
+static inline st_walk st_walk4(int rank, const int64_t *sizes, const int64_t *s0, const int64_t *s1, const int64_t *s2,
+                               const int64_t *s3)
+{
+    const int64_t *ss[4] = {s0, s1, s2, s3};
+    return st_walk_make(rank, sizes, 4, ss);
+}
+
+/* Element offsets of linear index i in each operand. */
+__device__ __forceinline__ void st_walk_offsets(const st_walk &w, int64_t i, int64_t *off)
+{
+    for (int k = 0; k < w.nops; k++) off[k] = 0;
+    for (int d = w.rank - 1; d >= 0; d--) {
+        int64_t c = i % w.size[d];
+        i /= w.size[d];
+        for (int k = 0; k < w.nops; k++) off[k] += c * w.stride[k][d];
+    }
+}
+
+__device__ __forceinline__ float st_ldf(st_dtype t, const void *p, int64_t i)
+{
+    switch (t) {
+    case ST_F32: return ((const float *)p)[i];
+    case ST_F16: return __half2float(((const __half *)p)[i]);
+    case ST_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case ST_F64: return (float)((const double *)p)[i];
+    case ST_I32: return (float)((const int32_t *)p)[i];
+    case ST_I64: return (float)((const int64_t *)p)[i];
+    case ST_I8: return (float)((const int8_t *)p)[i];
+    case ST_U8: case ST_BOOL: return (float)((const uint8_t *)p)[i];
+    case ST_I16: return (float)((const int16_t *)p)[i];
+    case ST_U16: return (float)((const uint16_t *)p)[i];
+    case ST_U32: return (float)((const uint32_t *)p)[i];
+    case ST_U64: return (float)((const uint64_t *)p)[i];
+    default: return 0.0f;
+    }
+}
+
+__device__ __forceinline__ void st_stf(st_dtype t, void *p, int64_t i, float v)
+{
+    switch (t) {
+    case ST_F32: ((float *)p)[i] = v; break;
+    case ST_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+    case ST_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    case ST_F64: ((double *)p)[i] = v; break;
+    case ST_BOOL: ((uint8_t *)p)[i] = v != 0.0f; break;
+    default: break;
+    }
+}
+
+__device__ __forceinline__ int64_t st_ldi(st_dtype t, const void *p, int64_t i)
+{
+    switch (t) {
+    case ST_I8: return ((const int8_t *)p)[i];
+    case ST_U8: case ST_BOOL: return ((const uint8_t *)p)[i];
+    case ST_I16: return ((const int16_t *)p)[i];
+    case ST_U16: return ((const uint16_t *)p)[i];
+    case ST_I32: return ((const int32_t *)p)[i];
+    case ST_U32: return ((const uint32_t *)p)[i];
+    case ST_I64: return ((const int64_t *)p)[i];
+    case ST_U64: return (int64_t)((const uint64_t *)p)[i];
+    default: return (int64_t)st_ldf(t, p, i);
+    }
+}
+
+__device__ __forceinline__ void st_sti(st_dtype t, void *p, int64_t i, int64_t v)
+{
+    switch (t) {
+    case ST_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case ST_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case ST_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case ST_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case ST_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case ST_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case ST_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case ST_I64: ((int64_t *)p)[i] = v; break;
+    case ST_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    default: st_stf(t, p, i, (float)v); break;
+    }
+}
+
+__device__ __forceinline__ bool st_is_f32_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+/* The unary ops (and fused activations), as the CPU computes them. */
+__device__ __forceinline__ float st_unary_f(int code, float x, float a, float b, float g, float lo, float hi)
+{
+    switch ((st_unary)code) {
+    case ST_U_RELU: return x > 0.0f ? x : 0.0f;
+    case ST_U_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case ST_U_SILU: return x / (1.0f + expf(-x));
+    case ST_U_TANH: return tanhf(x);
+    case ST_U_EXP: return expf(x);
+    case ST_U_LOG: return logf(x);
+    case ST_U_SQRT: return sqrtf(x);
+    case ST_U_NEG: return -x;
+    case ST_U_ABS: return fabsf(x);
+    case ST_U_RECIPROCAL: return 1.0f / x;
+    case ST_U_FLOOR: return floorf(x);
+    case ST_U_CEIL: return ceilf(x);
+    case ST_U_ROUND: return rintf(x);
+    case ST_U_ERF: return erff(x);
+    case ST_U_SIN: return sinf(x);
+    case ST_U_COS: return cosf(x);
+    case ST_U_TAN: return tanf(x);
+    case ST_U_ASIN: return asinf(x);
+    case ST_U_ACOS: return acosf(x);
+    case ST_U_ATAN: return atanf(x);
+    case ST_U_SINH: return sinhf(x);
+    case ST_U_COSH: return coshf(x);
+    case ST_U_ASINH: return asinhf(x);
+    case ST_U_ACOSH: return acoshf(x);
+    case ST_U_ATANH: return atanhf(x);
+    case ST_U_SIGN: return (float)((x > 0.0f) - (x < 0.0f));
+    case ST_U_LEAKY_RELU: return x >= 0.0f ? x : a * x;
+    case ST_U_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a * x + b));
+    case ST_U_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
+    case ST_U_ELU: return x >= 0.0f ? x : a * (expf(x) - 1.0f);
+    case ST_U_SELU: return g * (x > 0.0f ? x : a * (expf(x) - 1.0f));
+    case ST_U_CELU: return fmaxf(0.0f, x) + fminf(0.0f, a * (expf(x / a) - 1.0f));
+    case ST_U_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+    case ST_U_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case ST_U_THRESHOLDED_RELU: return x > a ? x : 0.0f;
+    case ST_U_MISH: return x * tanhf(x > 20.0f ? x : log1pf(expf(x)));
+    case ST_U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case ST_U_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case ST_U_ISNAN: return isnan(x) ? 1.0f : 0.0f;
+    case ST_U_ISINF: return isinf(x) ? 1.0f : 0.0f;
+    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case ST_U_NOT: return x == 0.0f ? 1.0f : 0.0f;
+    }
+    return x;
+}
+
+/* A fused activation (st_epilogue) applied before a store. */
+__device__ __forceinline__ float st_epilogue_f(const st_epilogue &e, float x)
+{
+    return e.act ? st_unary_f(e.act - 1, x, e.alpha, e.beta, 0.0f, e.alpha, e.beta) : x;
+}
+
+__device__ __forceinline__ float st_binary_f(int code, float a, float b)
+{
+    switch ((st_binary)code) {
+    case ST_B_ADD: case ST_B_MEAN: return a + b;
+    case ST_B_SUB: return a - b;
+    case ST_B_MUL: return a * b;
+    case ST_B_DIV: return a / b;
+    case ST_B_POW: return powf(a, b);
+    case ST_B_MOD: return fmodf(a, b);
+    case ST_B_MAX: return isnan(a) || a > b ? a : b;
+    case ST_B_MIN: return isnan(a) || a < b ? a : b;
+    case ST_B_EQUAL: return a == b;
+    case ST_B_LESS: return a < b;
+    case ST_B_GREATER: return a > b;
+    case ST_B_LESS_EQUAL: return a <= b;
+    case ST_B_GREATER_EQUAL: return a >= b;
+    case ST_B_AND: return (a != 0.0f) && (b != 0.0f);
+    case ST_B_OR: return (a != 0.0f) || (b != 0.0f);
+    case ST_B_XOR: return (a != 0.0f) != (b != 0.0f);
+    case ST_B_PRELU: return a >= 0.0f ? a : a * b;
+    default: return 0.0f;
+    }
+}
+
+__device__ __forceinline__ int64_t st_binary_i(int code, int64_t a, int64_t b, bool fmod_mode, bool uns)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch ((st_binary)code) {
+    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
+    case ST_B_SUB: return (int64_t)(ua - ub);
+    case ST_B_MUL: return (int64_t)(ua * ub);
+    case ST_B_DIV: return b == 0 ? 0 : uns ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
+    case ST_B_MOD: {
+        if (b == 0) return 0;
+        if (uns) return (int64_t)(ua % ub);
+        if (a == INT64_MIN && b == -1) return 0;
+        int64_t r = a % b;
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    case ST_B_POW: {
+        if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+        uint64_t r = 1, x = ua;
+        for (int64_t e = b; e; e >>= 1, x *= x)
+            if (e & 1) r *= x;
+        return (int64_t)r;
+    }
+    case ST_B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
+    case ST_B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
+    case ST_B_EQUAL: return a == b;
+    case ST_B_LESS: return uns ? ua < ub : a < b;
+    case ST_B_GREATER: return uns ? ua > ub : a > b;
+    case ST_B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
+    case ST_B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
+    case ST_B_AND: return a && b;
+    case ST_B_OR: return a || b;
+    case ST_B_XOR: return (a != 0) != (b != 0);
+    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
+    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
+    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
+    }
+    return 0;
+}
+
+static inline cudaStream_t st_stream(const st_kctx *k) { return (cudaStream_t)((const st_cuda_ctx *)k->dev)->stream; }
+
+static inline unsigned st_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
+}
+
+/* Strides of x broadcast to y's shape (right-aligned, 0 on size-1 dims). */
+static inline void st_bcast(const st_operand *x, const st_operand *y, int64_t *s)
+{
+    int off = y->rank - x->rank;
+    for (int d = 0; d < y->rank; d++) {
+        int k = d - off;
+        s[d] = (k < 0 || x->sizes[k] == 1) ? 0 : x->strides[k];
+    }
+}
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * cuda.c — the CUDA backend: devices, storages, and host <-> device copies.
+ *
+ * One backend object per device, created on first use and kept for the
+ * process (storages that outlive their session still need it).  Each
+ * storage is one cudaMalloc: a session holds a few large ones (its arena,
+ * a plan's constants), never one per tensor per run.  Every storage is
+ * entered in the address index (rule 2), so a raw device pointer anywhere
+ * inside one resolves to (storage, offset).
+ *
+ * Host copies go through a pinned staging buffer in chunks, with the
+ * device side asynchronous on a transfer stream; the call returns when the
+ * bytes have arrived.  The caller (exec/access.c, exec/session.c) has
+ * already waited for the commands whose footprints overlap the range.
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_internal.h"
+#include "core/status.h"
+#include "ops/op.h"
+
+#define ST_CUDA_MAX_DEVICES 16
+#define ST_STAGING_BYTES ((size_t)32 << 20)
+
+static st_cuda_device *devices[ST_CUDA_MAX_DEVICES];
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+
+st_status st_cuda_check(int err, const char *what)
+{
+    if (err == cudaSuccess) return ST_OK;
+    return st_error(ST_ERR_BACKEND, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)err));
+}
+
+static st_cuda_device *cb(st_backend *b) { return (st_cuda_device *)b; }
+
+static void storage_free(st_backend *b, st_storage *s)
+{
+    st_storage_index_remove(s);
+    cudaSetDevice(cb(b)->device);
+    if (s->dev) cudaFree(s->dev);
+    free(s);
+}
+
+static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, st_storage **out)
+{
+    st_cuda_device *c = cb(b);
+    ST_TRY(st_cuda_check(cudaSetDevice(c->device), "cudaSetDevice"));
+    st_storage *s = calloc(1, sizeof *s);
+    if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
+    void *p = NULL;
+    if (size) {
+        cudaError_t e = cudaMalloc(&p, size);
+        if (e != cudaSuccess) {
+            free(s);
+            cudaGetLastError(); /* clear the sticky-free error state */
+            return st_error(ST_ERR_NOMEM, "cuda: cannot allocate %llu bytes for %s on device %d: %s",
+                            (unsigned long long)size, label, c->device, cudaGetErrorString(e));
+        }
+    }
+    atomic_init(&s->refs, 1);
+    s->backend = b;
+    s->size = size;
+    s->dev = p;
+    s->addr = (uintptr_t)p;
+    snprintf(s->label, sizeof s->label, "%s", label);
+    st_storage_index_add(s);
+    *out = s;
+    return ST_OK;
+}
+
+/* Copies through the pinned buffer in chunks; the lock serialises users
+ * of the one staging buffer. */
+static st_status transfer(st_backend *b, st_storage *s, uint64_t off, void *host, uint64_t n, bool to_device)
+{
+    st_cuda_device *c = cb(b);
+    if (off > s->size || n > s->size - off)
+        return st_error(ST_ERR_INTERNAL, "cuda: copy of %llu bytes at %llu outside storage '%s' (%llu bytes)",
+                        (unsigned long long)n, (unsigned long long)off, s->label, (unsigned long long)s->size);
+    if (!n) return ST_OK;
+    st_status r = ST_OK;
+    pthread_mutex_lock(&c->staging_lock);
+    cudaSetDevice(c->device);
+    for (uint64_t done = 0; done < n && r == ST_OK; done += ST_STAGING_BYTES) {
+        size_t len = n - done < ST_STAGING_BYTES ? (size_t)(n - done) : ST_STAGING_BYTES;
+        char *d = (char *)s->dev + off + done;
+        if (to_device) {
+            memcpy(c->staging, (char *)host + done, len);
+            r = st_cuda_check(cudaMemcpyAsync(d, c->staging, len, cudaMemcpyHostToDevice, c->copy_stream),
+                              "cudaMemcpyAsync to device");
+            if (r == ST_OK) r = st_cuda_check(cudaStreamSynchronize(c->copy_stream), "copy to device");
+        } else {
+            r = st_cuda_check(cudaMemcpyAsync(c->staging, d, len, cudaMemcpyDeviceToHost, c->copy_stream),
+                              "cudaMemcpyAsync to host");
+            if (r == ST_OK) r = st_cuda_check(cudaStreamSynchronize(c->copy_stream), "copy to host");
+            if (r == ST_OK) memcpy((char *)host + done, c->staging, len);
+        }
+    }
+    pthread_mutex_unlock(&c->staging_lock);
+    return r;
+}
+
+static st_status cuda_write(st_backend *b, st_storage *s, uint64_t off, const void *src, uint64_t n)
+{
+    return transfer(b, s, off, (void *)src, n, true);
+}
+
+static st_status cuda_read(st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n)
+{
+    return transfer(b, s, off, dst, n, false);
+}
+
+static st_status cuda_fill(st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n)
+{
+    st_cuda_device *c = cb(b);
+    if (off > s->size || n > s->size - off) return st_error(ST_ERR_INTERNAL, "cuda: fill outside storage '%s'", s->label);
+    if (!n) return ST_OK;
+    cudaSetDevice(c->device);
+    ST_TRY(st_cuda_check(cudaMemsetAsync((char *)s->dev + off, byte, n, c->copy_stream), "cudaMemsetAsync"));
+    return st_cuda_check(cudaStreamSynchronize(c->copy_stream), "fill");
+}
+
+static bool cuda_supports(const st_op_def *op) { return op->cuda != NULL; }
+
+st_backend *st_cuda_backend(int device)
+{
+    if (device < 0 || device >= ST_CUDA_MAX_DEVICES) {
+        st_error(ST_ERR_INVALID_ARG, "cuda: device %d is out of range", device);
+        return NULL;
+    }
+    pthread_mutex_lock(&devices_lock);
+    st_cuda_device *c = devices[device];
+    if (!c) {
+        int count = 0;
+        cudaError_t e = cudaGetDeviceCount(&count);
+        if (e != cudaSuccess || count == 0) {
+            st_error(ST_ERR_BACKEND, "cuda: no CUDA device available (%s)",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
+            cudaGetLastError();
+        } else if (device >= count) {
+            st_error(ST_ERR_INVALID_ARG, "cuda: device %d requested, %d present", device, count);
+        } else {
+            c = calloc(1, sizeof *c);
+            if (c && cudaSetDevice(device) == cudaSuccess && cudaStreamCreateWithFlags((cudaStream_t *)&c->copy_stream, cudaStreamNonBlocking) == cudaSuccess &&
+                cudaMallocHost(&c->staging, ST_STAGING_BYTES) == cudaSuccess) {
+                c->base.kind = ST_BACKEND_CUDA;
+                c->base.name = "cuda";
+                c->base.storage_alloc = storage_alloc;
+                c->base.storage_free = storage_free;
+                c->base.write = cuda_write;
+                c->base.read = cuda_read;
+                c->base.fill = cuda_fill;
+                c->base.exec_create = st_cuda_exec_create;
+                c->base.supports = cuda_supports;
+                c->device = device;
+                pthread_mutex_init(&c->staging_lock, NULL);
+                cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device);
+                devices[device] = c;
+            } else {
+                st_error(ST_ERR_BACKEND, "cuda: cannot initialise device %d: %s", device, cudaGetErrorString(cudaGetLastError()));
+                free(c);
+                c = NULL;
+            }
+        }
+    }
+    pthread_mutex_unlock(&devices_lock);
+    return c ? &c->base : NULL;
+}

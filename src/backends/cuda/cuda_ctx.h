@@ -1,0 +1,73 @@
+/*
+ * cuda_ctx.h — what a CUDA kernel gets besides its operands, and the
+ * helpers every .cu file shares.
+ *
+ * A kernel is `st_status st_cuda_<op>(const st_kctx *k)`: k->in[i].data and
+ * k->out[i].data are device addresses (storage base + view offset, rule 1:
+ * a view is bound as base pointer plus byte offset, never as a new
+ * allocation), with strides in elements; k->dev is the st_cuda_ctx below.
+ * A kernel only enqueues work on ctx->stream: it never synchronizes,
+ * allocates device memory, or copies to the host, so a run can be
+ * captured into a CUDA graph and replayed.  State that is expensive to
+ * make (cuDNN descriptors and algorithm choices, device tables) goes in
+ * the command's slot, made on the first (uncaptured) run and reused.
+ */
+#ifndef ST_CUDA_CTX_H
+#define ST_CUDA_CTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "ops/op.h"
+
+/* A command's cached state: data plus the function that frees it. */
+typedef struct st_cuda_slot {
+    void *data;
+    void (*release)(void *data);
+} st_cuda_slot;
+
+typedef struct st_cuda_ctx {
+    void *stream;            /* cudaStream_t */
+    void *cublaslt;          /* cublasLtHandle_t, shared by the executor's streams */
+    void *cudnn;             /* cudnnHandle_t of this stream */
+    void *workspace;         /* device scratch for cuBLASLt/cuDNN, per stream */
+    size_t workspace_bytes;
+    st_cuda_slot *slot;      /* this command's cache */
+    bool capturing;          /* inside graph capture: no new descriptors or algorithm searches */
+    bool allow_tf32;         /* f32 GEMM/conv may use TF32 (default off) */
+    int sm_count;
+    /* A kernel that finds bad data (an index out of range) cannot fail the
+     * run from the device: it stores cmd + 1 here (atomicCAS from 0) and
+     * the executor reports it when the run is waited for. */
+    int *dev_error;
+    int cmd;
+} st_cuda_ctx;
+
+/* Kernels, one per op family (src/backends/cuda/k_<family>.cu). */
+st_status st_cuda_unary(const st_kctx *k);
+st_status st_cuda_binary(const st_kctx *k);
+st_status st_cuda_variadic(const st_kctx *k);
+st_status st_cuda_where(const st_kctx *k);
+st_status st_cuda_clip(const st_kctx *k);
+st_status st_cuda_cast(const st_kctx *k);
+st_status st_cuda_view_copy(const st_kctx *k);
+st_status st_cuda_concat(const st_kctx *k);
+st_status st_cuda_gather(const st_kctx *k);
+st_status st_cuda_matmul(const st_kctx *k);
+st_status st_cuda_gemm(const st_kctx *k);
+st_status st_cuda_conv(const st_kctx *k);
+st_status st_cuda_pool(const st_kctx *k);
+st_status st_cuda_softmax(const st_kctx *k);
+st_status st_cuda_reduce(const st_kctx *k);
+st_status st_cuda_norm(const st_kctx *k);
+st_status st_cuda_resize(const st_kctx *k);
+st_status st_cuda_conv_transpose(const st_kctx *k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,356 @@
+/*
+ * cuda_exec.c — runs a hazard DAG on CUDA streams.
+ *
+ * Each command is assigned a stream: it continues the stream of a
+ * predecessor whose command was the last one on that stream (a chain stays
+ * on one stream and needs no event), otherwise it starts on the stream
+ * that has been idle longest.  Every edge between two streams becomes an
+ * event recorded after the producer and waited on before the consumer, so
+ * independent branches run concurrently and nothing else orders commands
+ * (the DAG is the only source of ordering, as on the CPU).
+ *
+ * Repeated runs of one plan replay a CUDA graph: the first run of a plan
+ * runs directly (kernels make their cuDNN descriptors and choose
+ * algorithms then), the second is captured across all streams (fork and
+ * join through events) and instantiated, and later runs launch the graph.
+ * A new input shape is a new plan, so it is captured anew.
+ *
+ * Host access (rule 4): commands that touch the bytes of a graph input or
+ * output record a host-visible event (an external event record, so it is
+ * recorded on graph replay too); st_tensor_read waits on the events of
+ * exactly the commands overlapping its range.
+ */
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_ctx.h"
+#include "backends/cuda/cuda_internal.h"
+#include "core/status.h"
+#include "exec/dag.h"
+
+#define ST_CUDA_STREAMS 4
+#define ST_CUDA_WORKSPACE ((size_t)64 << 20)
+
+typedef struct dag_state {
+    const st_dag *dag;
+    int *stream_of;
+    unsigned char *cross;        /* has a successor on another stream */
+    unsigned char *host;         /* touches bytes the host can read or write */
+    cudaEvent_t *dep;            /* per command, for cross-stream edges */
+    cudaEvent_t *done;           /* per command with host[c], for host waits */
+    st_cuda_slot *slots;
+    cudaGraphExec_t graph;
+    int runs;
+} dag_state;
+
+typedef struct cuda_exec {
+    st_exec base;
+    st_cuda_device *cb;
+    int n_streams;
+    cudaStream_t streams[ST_CUDA_STREAMS];
+    cudnnHandle_t dnn[ST_CUDA_STREAMS];
+    void *workspace[ST_CUDA_STREAMS];
+    cublasLtHandle_t lt;
+    cudaEvent_t fork, join[ST_CUDA_STREAMS], run_done;
+    dag_state *states;
+    int n_states, cap_states;
+    dag_state *cur;
+    int *error_word;             /* mapped pinned memory: a kernel's data error */
+    int *error_word_dev;
+    bool use_graphs, random, tf32;
+    uint64_t rng;
+    st_status err;
+    char errmsg[1024];
+} cuda_exec;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void state_free(dag_state *st)
+{
+    if (!st->dag) return;
+    for (int c = 0; c < st->dag->n_cmds; c++) {
+        if (st->dep && st->dep[c]) cudaEventDestroy(st->dep[c]);
+        if (st->done && st->done[c]) cudaEventDestroy(st->done[c]);
+        if (st->slots && st->slots[c].release) st->slots[c].release(st->slots[c].data);
+    }
+    if (st->graph) cudaGraphExecDestroy(st->graph);
+    free(st->stream_of);
+    free(st->cross);
+    free(st->host);
+    free(st->dep);
+    free(st->done);
+    free(st->slots);
+    memset(st, 0, sizeof *st);
+}
+
+static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
+{
+    if (e->n_states == e->cap_states) {
+        int cap = e->cap_states ? e->cap_states * 2 : 8;
+        dag_state *s = realloc(e->states, (size_t)cap * sizeof *s);
+        if (!s) return st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor");
+        memset(s + e->cap_states, 0, (size_t)(cap - e->cap_states) * sizeof *s);
+        e->states = s;
+        e->cap_states = cap;
+    }
+    dag_state *st = &e->states[e->n_states];
+    int n = d->n_cmds > 0 ? d->n_cmds : 1;
+    st->dag = d;
+    st->stream_of = calloc((size_t)n, sizeof *st->stream_of);
+    st->cross = calloc((size_t)n, 1);
+    st->host = calloc((size_t)n, 1);
+    st->dep = calloc((size_t)n, sizeof *st->dep);
+    st->done = calloc((size_t)n, sizeof *st->done);
+    st->slots = calloc((size_t)n, sizeof *st->slots);
+    if (!st->stream_of || !st->cross || !st->host || !st->dep || !st->done || !st->slots) {
+        state_free(st);
+        return st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor");
+    }
+    /* streams: continue a predecessor's chain, else the longest-idle stream */
+    int last_on[ST_CUDA_STREAMS];
+    for (int s = 0; s < e->n_streams; s++) last_on[s] = -1 - s;
+    for (int c = 0; c < d->n_cmds; c++) {
+        const st_cmd *cmd = &d->cmds[c];
+        int pick = -1;
+        if (e->random) {
+            pick = (int)(rng_next(&e->rng) % (uint64_t)e->n_streams);
+        } else {
+            for (int k = 0; k < cmd->n_pred && pick < 0; k++) {
+                int p = d->preds[cmd->pred_first + k];
+                if (last_on[st->stream_of[p]] == p) pick = st->stream_of[p];
+            }
+            if (pick < 0) {
+                pick = 0;
+                for (int s = 1; s < e->n_streams; s++)
+                    if (last_on[s] < last_on[pick]) pick = s;
+            }
+        }
+        st->stream_of[c] = pick;
+        last_on[pick] = c;
+    }
+    /* the bytes of graph inputs and outputs are the only ones the host
+     * can reach (st_tensor_read/write), so only their users need events */
+    for (int c = 0; c < d->n_cmds; c++) st->host[c] = st_dag_touches_host(d, c);
+    st_status r = ST_OK;
+    for (int c = 0; c < d->n_cmds && r == ST_OK; c++) {
+        const st_cmd *cmd = &d->cmds[c];
+        for (int k = 0; k < cmd->n_pred; k++) {
+            int p = d->preds[cmd->pred_first + k];
+            if (st->stream_of[p] != st->stream_of[c]) st->cross[p] = 1;
+        }
+    }
+    for (int c = 0; c < d->n_cmds && r == ST_OK; c++) {
+        if (st->cross[c]) r = st_cuda_check(cudaEventCreateWithFlags(&st->dep[c], cudaEventDisableTiming), "cudaEventCreate");
+        if (r == ST_OK && st->host[c])
+            r = st_cuda_check(cudaEventCreateWithFlags(&st->done[c], cudaEventDisableTiming), "cudaEventCreate");
+    }
+    if (r != ST_OK) {
+        state_free(st);
+        return r;
+    }
+    e->n_states++;
+    *out = st;
+    return ST_OK;
+}
+
+static void fail(cuda_exec *e, st_status s, const st_cmd *cmd)
+{
+    if (e->err != ST_OK) return;
+    e->err = s;
+    if (cmd) snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name, st_last_error());
+    else snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
+}
+
+/* Enqueues every command (directly, or into a capture). */
+static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
+{
+    const st_dag *d = st->dag;
+    if (capturing || e->n_streams > 1) {
+        /* other streams start after whatever stream 0 has before the run */
+        cudaEventRecord(e->fork, e->streams[0]);
+        for (int s = 1; s < e->n_streams; s++) cudaStreamWaitEvent(e->streams[s], e->fork, 0);
+    }
+    st_operand ops_buf[64];
+    for (int c = 0; c < d->n_cmds && e->err == ST_OK; c++) {
+        const st_cmd *cmd = &d->cmds[c];
+        int s = st->stream_of[c];
+        for (int k = 0; k < cmd->n_pred; k++) {
+            int p = d->preds[cmd->pred_first + k];
+            if (st->stream_of[p] != s) cudaStreamWaitEvent(e->streams[s], st->dep[p], 0);
+        }
+        int nops = cmd->n_in + cmd->n_out;
+        st_operand *ops = nops <= 64 ? ops_buf : malloc((size_t)nops * sizeof *ops);
+        if (!ops) {
+            fail(e, st_error(ST_ERR_NOMEM, "out of memory"), cmd);
+            break;
+        }
+        for (int k = 0; k < nops; k++)
+            ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->dev : NULL);
+        st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
+                           e->tf32, e->cb->sm_count, e->error_word_dev, c};
+        st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
+        st_status r = cmd->op->cuda(&k);
+        if (ops != ops_buf) free(ops);
+        if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
+        if (r != ST_OK) {
+            fail(e, r, cmd);
+            break;
+        }
+        if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
+        if (st->host[c])
+            cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
+    }
+    if (capturing || e->n_streams > 1)
+        for (int s = 1; s < e->n_streams; s++) {
+            cudaEventRecord(e->join[s], e->streams[s]);
+            cudaStreamWaitEvent(e->streams[0], e->join[s], 0);
+        }
+}
+
+static st_status exec_submit(st_exec *base, const st_dag *d)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    e->err = ST_OK;
+    e->errmsg[0] = 0;
+    dag_state *st = NULL;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) st = &e->states[i];
+    if (!st) ST_TRY(state_new(e, d, &st));
+    e->cur = st;
+    *e->error_word = 0; /* the previous run is done: nothing writes it now */
+    if (st->graph) {
+        ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
+    } else if (e->use_graphs && st->runs >= 1) {
+        cudaGraph_t g = NULL;
+        st_status r = st_cuda_check(cudaStreamBeginCapture(e->streams[0], cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        if (r != ST_OK) return r;
+        enqueue(e, st, true);
+        r = st_cuda_check(cudaStreamEndCapture(e->streams[0], &g), "cudaStreamEndCapture");
+        if (e->err != ST_OK) {
+            if (g) cudaGraphDestroy(g);
+            st_error(e->err, "%s", e->errmsg);
+            return e->err;
+        }
+        if (r == ST_OK) r = st_cuda_check(cudaGraphInstantiate(&st->graph, g, 0), "cudaGraphInstantiate");
+        if (g) cudaGraphDestroy(g);
+        if (r == ST_OK) r = st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch");
+        if (r != ST_OK) return r;
+    } else {
+        enqueue(e, st, false);
+        if (e->err != ST_OK) {
+            cudaStreamSynchronize(e->streams[0]); /* leave nothing half-enqueued running */
+            st_error(e->err, "%s", e->errmsg);
+            return e->err;
+        }
+    }
+    st->runs++;
+    return st_cuda_check(cudaEventRecord(e->run_done, e->streams[0]), "cudaEventRecord");
+}
+
+static st_status exec_wait(st_exec *base, const int *cmds, int n)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    dag_state *st = e->cur;
+    if (!st) return ST_OK;
+    cudaSetDevice(e->cb->device);
+    st_status r = ST_OK;
+    bool all = n < 0;
+    for (int i = 0; i < n && r == ST_OK && !all; i++) {
+        int c = cmds[i];
+        if (st->host[c]) r = st_cuda_check(cudaEventSynchronize(st->done[c]), "waiting for a command");
+        else all = true;
+    }
+    if (all && r == ST_OK) r = st_cuda_check(cudaEventSynchronize(e->run_done), "waiting for the run");
+    if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    int bad = *(volatile int *)e->error_word;
+    if (r == ST_OK && bad > 0 && bad <= st->dag->n_cmds) {
+        const st_cmd *cmd = &st->dag->cmds[bad - 1];
+        r = st_error(ST_ERR_SHAPE, "node '%s' (%s): an index is out of range (found on the device)", cmd->gnode->name,
+                     cmd->op->name);
+    }
+    return r;
+}
+
+static void exec_forget(st_exec *base, const st_dag *d)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) {
+            cudaDeviceSynchronize();
+            if (e->cur == &e->states[i]) e->cur = NULL;
+            state_free(&e->states[i]);
+            e->states[i] = e->states[--e->n_states];
+            memset(&e->states[e->n_states], 0, sizeof e->states[0]);
+            if (e->cur == &e->states[e->n_states]) e->cur = &e->states[i];
+            return;
+        }
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    cudaDeviceSynchronize();
+    for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
+    free(e->states);
+    for (int s = 0; s < e->n_streams; s++) {
+        if (e->dnn[s]) cudnnDestroy(e->dnn[s]);
+        if (e->workspace[s]) cudaFree(e->workspace[s]);
+        if (e->join[s]) cudaEventDestroy(e->join[s]);
+        if (e->streams[s]) cudaStreamDestroy(e->streams[s]);
+    }
+    if (e->fork) cudaEventDestroy(e->fork);
+    if (e->run_done) cudaEventDestroy(e->run_done);
+    if (e->lt) cublasLtDestroy(e->lt);
+    if (e->error_word) cudaFreeHost(e->error_word);
+    free(e);
+}
+
+static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+
+st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
+{
+    st_cuda_device *cbk = (st_cuda_device *)b;
+    cuda_exec *e = calloc(1, sizeof *e);
+    if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CUDA executor");
+    e->base.vt = &cuda_exec_vt;
+    e->base.backend = b;
+    e->cb = cbk;
+    e->n_streams = ST_CUDA_STREAMS;
+    e->random = o->schedule == ST_SCHEDULE_RANDOM;
+    e->rng = o->seed;
+    const char *g = getenv("STRATA_CUDA_GRAPHS"), *tf = getenv("STRATA_CUDA_TF32");
+    e->use_graphs = !(g && strcmp(g, "0") == 0);
+    e->tf32 = tf && strcmp(tf, "1") == 0;
+    st_status r = st_cuda_check(cudaSetDevice(cbk->device), "cudaSetDevice");
+    for (int s = 0; s < e->n_streams && r == ST_OK; s++) {
+        r = st_cuda_check(cudaStreamCreateWithFlags(&e->streams[s], cudaStreamNonBlocking), "cudaStreamCreate");
+        if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->join[s], cudaEventDisableTiming), "cudaEventCreate");
+        if (r == ST_OK && cudnnCreate(&e->dnn[s]) != CUDNN_STATUS_SUCCESS) r = st_error(ST_ERR_BACKEND, "cudnn: cannot create a handle");
+        if (r == ST_OK) cudnnSetStream(e->dnn[s], e->streams[s]);
+        if (r == ST_OK) r = st_cuda_check(cudaMalloc(&e->workspace[s], ST_CUDA_WORKSPACE), "cudaMalloc (workspace)");
+    }
+    if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->fork, cudaEventDisableTiming), "cudaEventCreate");
+    if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->run_done, cudaEventDisableTiming), "cudaEventCreate");
+    if (r == ST_OK && cublasLtCreate(&e->lt) != CUBLAS_STATUS_SUCCESS) r = st_error(ST_ERR_BACKEND, "cublasLt: cannot create a handle");
+    if (r == ST_OK) r = st_cuda_check(cudaHostAlloc((void **)&e->error_word, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+    if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");
+    if (r != ST_OK) {
+        exec_destroy(&e->base);
+        return r;
+    }
+    *out = &e->base;
+    return ST_OK;
+}

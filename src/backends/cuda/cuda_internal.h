@@ -1,0 +1,22 @@
+/* cuda_internal.h — what the CUDA backend's C files share. */
+#ifndef ST_CUDA_INTERNAL_H
+#define ST_CUDA_INTERNAL_H
+
+#include <pthread.h>
+
+#include "backends/backend.h"
+
+typedef struct st_cuda_device {
+    st_backend base;
+    int device;
+    int sm_count;
+    void *copy_stream;            /* cudaStream_t for host <-> device copies */
+    void *staging;                /* pinned host buffer */
+    pthread_mutex_t staging_lock;
+} st_cuda_device;
+
+/* ST_OK, or ST_ERR_BACKEND with the CUDA error's text (err is a cudaError_t). */
+st_status st_cuda_check(int err, const char *what);
+st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
+
+#endif

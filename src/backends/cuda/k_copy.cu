@@ -1,0 +1,158 @@
+/*
+ * k_copy.cu — CUDA kernels that move bytes: the copy a view op makes when
+ * its layout cannot be a pure view, Concat's copies of the inputs that are
+ * not in place, and Gather with an index tensor.  The view rule used is the
+ * op's own (the same function the planner and the CPU use).
+ */
+#include "backends/cuda/common.cuh"
+extern "C" {
+#include "ops/concat.h"
+#include "ops/ops.h"
+}
+
+#define THREADS 256
+
+template <typename T>
+__global__ void copy_kernel(st_walk w, const T *src, T *dst)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_CUDA_MAXOPS];
+        st_walk_offsets(w, i, off);
+        dst[off[0]] = src[off[1]];
+    }
+}
+
+/* dst and src have the same sizes and dtype; any strides. */
+static st_status strided_copy(cudaStream_t s, const st_operand *dst, const st_operand *src)
+{
+    st_walk w = st_walk2(dst->rank, dst->sizes, dst->strides, src->strides);
+    if (w.n == 0) return ST_OK;
+    unsigned blocks = st_blocks(w.n, THREADS);
+    switch (st_dtype_size(dst->dtype)) {
+    case 1: copy_kernel<uint8_t><<<blocks, THREADS, 0, s>>>(w, (const uint8_t *)src->data, (uint8_t *)dst->data); break;
+    case 2: copy_kernel<uint16_t><<<blocks, THREADS, 0, s>>>(w, (const uint16_t *)src->data, (uint16_t *)dst->data); break;
+    case 4: copy_kernel<uint32_t><<<blocks, THREADS, 0, s>>>(w, (const uint32_t *)src->data, (uint32_t *)dst->data); break;
+    case 8: copy_kernel<uint64_t><<<blocks, THREADS, 0, s>>>(w, (const uint64_t *)src->data, (uint64_t *)dst->data); break;
+    default: return st_error(ST_ERR_INTERNAL, "copy of %zu-byte elements", st_dtype_size(dst->dtype));
+    }
+    return ST_OK;
+}
+
+static st_view view_of(const st_operand *o)
+{
+    st_view v;
+    memset(&v, 0, sizeof v);
+    v.dtype = o->dtype;
+    v.rank = o->rank;
+    memcpy(v.sizes, o->sizes, sizeof v.sizes);
+    memcpy(v.strides, o->strides, sizeof v.strides);
+    return v;
+}
+
+extern "C" st_status st_cuda_view_copy(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0];
+    for (int o = 0; o < k->n_out; o++) {
+        const st_operand *y = &k->out[o];
+        if (!y->data) continue;
+        st_view in = view_of(x), res;
+        if (k->node->op->view(k->state, o, &in, &res)) {
+            st_operand src = st_operand_of(&res, x->data);
+            ST_TRY(strided_copy(st_stream(k), y, &src));
+            continue;
+        }
+        /* a reshape that mixes dims of a strided input: row-major order,
+         * the output seen with the input's shape (outputs of copies are packed) */
+        st_view yv = view_of(y);
+        if (!st_view_reshape(&yv, x->rank, x->sizes)) return st_error(ST_ERR_INTERNAL, "reshape into a non-packed output");
+        st_operand dst = st_operand_of(&yv, y->data);
+        ST_TRY(strided_copy(st_stream(k), &dst, x));
+    }
+    return ST_OK;
+}
+
+extern "C" st_status st_cuda_concat(const st_kctx *k)
+{
+    int axis = ((const st_concat_state *)k->state)->axis;
+    const st_operand *y = &k->out[0];
+    int64_t start = 0;
+    for (int i = 0; i < k->n_in; i++) {
+        const st_operand *x = &k->in[i];
+        if (!x->data && st_operand_numel(x) > 0) continue;
+        int64_t len = x->sizes[axis];
+        if (!(k->skip && k->skip[i]) && len > 0) {
+            st_operand slot = *y;
+            slot.sizes[axis] = len;
+            slot.data = (char *)y->data + start * y->strides[axis] * (int64_t)st_dtype_size(y->dtype);
+            ST_TRY(strided_copy(st_stream(k), &slot, x));
+        }
+        start += len;
+    }
+    return ST_OK;
+}
+
+struct gather_args {
+    st_walk w;                 /* over the output: [outer, nidx..., inner] as y's dims */
+    const char *x;
+    const void *idx;
+    char *y;
+    st_dtype it;
+    int es, axis, ix_rank, y_rank;
+    int64_t ysize[ST_MAX_RANK];
+    int64_t xstride[ST_MAX_RANK], ystride[ST_MAX_RANK], istride[ST_MAX_RANK];
+    int64_t dim;
+};
+
+__global__ void gather_kernel(gather_args p, int *err, int cmd)
+{
+    int64_t n = 1;
+    for (int d = 0; d < p.y_rank; d++) n *= p.ysize[d];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rem = i, coord[ST_MAX_RANK];
+        for (int d = p.y_rank - 1; d >= 0; d--) {
+            coord[d] = rem % p.ysize[d];
+            rem /= p.ysize[d];
+        }
+        int64_t ioff = 0, yoff = 0, xoff = 0;
+        for (int d = 0; d < p.y_rank; d++) yoff += coord[d] * p.ystride[d];
+        for (int d = 0; d < p.ix_rank; d++) ioff += coord[p.axis + d] * p.istride[d];
+        int64_t v = st_ldi(p.it, p.idx, ioff);
+        if (v < 0) v += p.dim;
+        if (v < 0 || v >= p.dim) {
+            /* a kernel cannot fail a graph: flag it for the executor's wait */
+            atomicCAS(err, 0, cmd + 1);
+            continue;
+        }
+        /* x dims: [0, axis) from y, axis = v, then y's dims after the index dims */
+        for (int d = 0; d < p.axis; d++) xoff += coord[d] * p.xstride[d];
+        xoff += v * p.xstride[p.axis];
+        for (int d = p.axis + p.ix_rank; d < p.y_rank; d++) xoff += coord[d] * p.xstride[d - p.ix_rank + 1];
+        for (int b = 0; b < p.es; b++) p.y[yoff * p.es + b] = p.x[xoff * p.es + b];
+    }
+}
+
+extern "C" st_status st_cuda_gather(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    gather_args p;
+    memset(&p, 0, sizeof p);
+    p.axis = ((const st_gather_state *)k->state)->axis;
+    p.x = (const char *)x->data;
+    p.idx = ix->data;
+    p.y = (char *)y->data;
+    p.it = ix->dtype;
+    p.es = (int)st_dtype_size(y->dtype);
+    p.ix_rank = ix->rank;
+    p.y_rank = y->rank;
+    p.dim = x->sizes[p.axis];
+    for (int d = 0; d < y->rank; d++) {
+        p.ysize[d] = y->sizes[d];
+        p.ystride[d] = y->strides[d];
+    }
+    for (int d = 0; d < x->rank; d++) p.xstride[d] = x->strides[d];
+    for (int d = 0; d < ix->rank; d++) p.istride[d] = ix->strides[d];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    gather_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(p, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}

@@ -8,7 +8,6 @@
 #include "ops/elementwise.h"
 #include "ops/op.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cuda/cuda_ctx.h"
 #include "ops/ops.h"
 
 static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};

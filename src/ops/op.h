@@ -95,17 +95,14 @@ typedef struct st_op_def {
     int (*footprint)(const void *state, int n_in, int n_out, const st_view *views, const bool *skip,
                      st_footprint *fp);
     st_kernel_fn cpu;
-    st_kernel_fn cuda;             /* NULL: no kernel on that backend */
-    st_kernel_fn opencl;
+    /* The CUDA kernel's symbol name, or NULL.  The CUDA backend is a module
+     * loaded only when a session asks for it (its libraries are large), so
+     * the row names the kernel and the module resolves it. */
+    const char *cuda;
+    st_kernel_fn opencl;           /* NULL: no kernel on that backend */
 } st_op_def;
 
-/* Kernel slots of backends that may not be built in: the rows name the
- * kernel, and these macros leave the slot NULL when the backend is off. */
-#ifdef ST_HAVE_CUDA
-#define ST_CUDA(k) k
-#else
-#define ST_CUDA(k) NULL
-#endif
+#define ST_CUDA(k) #k
 #ifdef ST_HAVE_OPENCL
 #define ST_OPENCL(k) k
 #else

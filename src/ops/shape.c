@@ -14,7 +14,6 @@
 #include "ops/concat.h"
 #include "ops/op.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cuda/cuda_ctx.h"
 #include "ops/ops.h"
 
 /* ---- Shape / Size ---- */

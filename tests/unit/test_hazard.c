@@ -97,7 +97,8 @@ static void test_model(const char *path, int sample)
         int64_t dims[ST_MAX_RANK];
         size_t n = 1;
         for (int d = 0; d < info.rank; d++) {
-            dims[d] = info.dims[d] >= 0 ? info.dims[d] : 1;
+            /* symbolic dims: batch 1, spatial 64 (a multiple of 32, as detectors need) */
+            dims[d] = info.dims[d] >= 0 ? info.dims[d] : d == 0 ? 1 : 64;
             n *= (size_t)dims[d];
         }
         void *data = calloc(n + 1, st_dtype_size(info.dtype));

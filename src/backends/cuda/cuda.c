@@ -14,6 +14,7 @@
  * already waited for the commands whose footprints overlap the range.
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,25 @@ static st_status cuda_fill(st_backend *b, st_storage *s, uint64_t off, int byte,
     return st_cuda_check(cudaStreamSynchronize(c->copy_stream), "fill");
 }
 
-static bool cuda_supports(const st_op_def *op) { return op->cuda != NULL; }
+/* Kernels are found by the names the op rows give (this module exports
+ * them), through this module's own handle. */
+static void *self_handle;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void find_self(void)
+{
+    Dl_info info;
+    if (dladdr((void *)st_cuda_backend, &info) && info.dli_fname) self_handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+}
+
+st_kernel_fn st_cuda_kernel(const st_op_def *op)
+{
+    if (!op->cuda) return NULL;
+    pthread_once(&self_once, find_self);
+    return self_handle ? (st_kernel_fn)dlsym(self_handle, op->cuda) : NULL;
+}
+
+static bool cuda_supports(const st_op_def *op) { return st_cuda_kernel(op) != NULL; }
 
 st_backend *st_cuda_backend(int device)
 {

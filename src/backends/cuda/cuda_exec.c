@@ -40,6 +40,7 @@ typedef struct dag_state {
     int *stream_of;
     unsigned char *cross;        /* has a successor on another stream */
     unsigned char *host;         /* touches bytes the host can read or write */
+    st_kernel_fn *fn;            /* each command's kernel, resolved once */
     cudaEvent_t *dep;            /* per command, for cross-stream edges */
     cudaEvent_t *done;           /* per command with host[c], for host waits */
     st_cuda_slot *slots;
@@ -85,6 +86,7 @@ static void state_free(dag_state *st)
     }
     if (st->graph) cudaGraphExecDestroy(st->graph);
     free(st->stream_of);
+    free(st->fn);
     free(st->cross);
     free(st->host);
     free(st->dep);
@@ -112,7 +114,8 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
     st->dep = calloc((size_t)n, sizeof *st->dep);
     st->done = calloc((size_t)n, sizeof *st->done);
     st->slots = calloc((size_t)n, sizeof *st->slots);
-    if (!st->stream_of || !st->cross || !st->host || !st->dep || !st->done || !st->slots) {
+    st->fn = calloc((size_t)n, sizeof *st->fn);
+    if (!st->stream_of || !st->cross || !st->host || !st->dep || !st->done || !st->slots || !st->fn) {
         state_free(st);
         return st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor");
     }
@@ -137,6 +140,14 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
         }
         st->stream_of[c] = pick;
         last_on[pick] = c;
+    }
+    for (int c = 0; c < d->n_cmds; c++) {
+        st->fn[c] = st_cuda_kernel(d->cmds[c].op);
+        if (!st->fn[c]) {
+            state_free(st);
+            return st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend 'cuda'", d->cmds[c].gnode->name,
+                            d->cmds[c].op->name);
+        }
     }
     /* the bytes of graph inputs and outputs are the only ones the host
      * can reach (st_tensor_read/write), so only their users need events */
@@ -199,7 +210,7 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
                            e->tf32, e->cb->sm_count, e->error_word_dev, c};
         st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
-        st_status r = cmd->op->cuda(&k);
+        st_status r = st->fn[c](&k);
         if (ops != ops_buf) free(ops);
         if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
         if (r != ST_OK) {

@@ -98,6 +98,8 @@ typedef struct st_session_options {
     st_hazard_mode hazard_mode;
     int device;               /* GPU ordinal */
     uint64_t memory_limit;    /* bytes a session may allocate; 0: the machine's memory */
+    int serial;               /* 1: one command at a time (no inter-op parallelism; for
+                                 measuring what it gains) */
 } st_session_options;
 
 /* Name, dtype and shape of a model input or output.  dims[i] < 0 marks a

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gen_fixtures.sh DIR — generates the test models and their references into
-# DIR (seed cases; YOLO models; PP-OCR references from ONNX Runtime).  Each
-# generator's output is stamped with a hash of the generator, so a second
-# run is quick and a changed generator regenerates.
+# DIR (seed cases; YOLO models; PP-OCR references from ONNX Runtime; the
+# sample pictures of the vision tests).  Each generator's output is stamped
+# with a hash of the generator, so a second run is quick and a changed
+# generator regenerates.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:?usage: gen_fixtures.sh DIR}
@@ -31,3 +32,4 @@ run_gen() {
 run_gen seed "$ROOT/scripts/models/seed.py"
 run_gen yolo "$ROOT/scripts/models/yolo.py"
 run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"
+run_gen samples "$ROOT/scripts/samples/render_sample.py"

@@ -18,7 +18,7 @@ PKGS=(
   build-essential cmake pkg-config git
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
   libopenblas-dev
-  python3 python3-torch python3-onnx python3-numpy
+  python3 python3-torch python3-onnx python3-numpy python3-pil
   nodejs npm
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core

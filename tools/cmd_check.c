@@ -116,6 +116,35 @@ int st_cmd_check(int argc, char **argv)
         st_npy_free(&out);
         st_npy_free(&ref);
     }
+    /* --runs N: run again and again (a device backend replays its captured
+     * graph) and require every output bit-identical to the first run's */
+    if (!rc && o.runs_set && o.runs > 1) {
+        st_npy *first = calloc((size_t)n + 1, sizeof *first);
+        for (int i = 0; i < n && !rc && first; i++) {
+            st_value_info info;
+            st_model_output_info(m, i, &info);
+            rc = tool_read_output(s, info.name, &first[i]);
+        }
+        int differ = 0;
+        for (int r = 1; r < o.runs && !rc && first; r++) {
+            if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) {
+                rc = tool_fail_st(o.model);
+                break;
+            }
+            for (int i = 0; i < n && !rc; i++) {
+                st_value_info info;
+                st_npy again;
+                st_model_output_info(m, i, &info);
+                rc = tool_read_output(s, info.name, &again);
+                if (!rc && (again.bytes != first[i].bytes || memcmp(again.data, first[i].data, again.bytes))) differ++;
+                st_npy_free(&again);
+            }
+        }
+        if (!rc) printf("repeat: %d runs, %s\n", o.runs, differ ? "outputs DIFFER between runs  FAIL" : "outputs bit-identical  PASS");
+        if (differ) failed++;
+        for (int i = 0; i < n && first; i++) st_npy_free(&first[i]);
+        free(first);
+    }
     if (!rc) printf("%s\n", failed ? "FAIL" : "PASS");
     st_session_free(s);
     st_model_free(m);

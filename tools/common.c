@@ -67,7 +67,9 @@ static st_dtype parse_precision(const char *s)
     return ST_UNDEFINED;
 }
 
-int tool_parse(int argc, char **argv, tool_opts *o)
+/* Options of every subcommand; with vision, also those of detect and ocr,
+ * and up to max_args positional arguments. */
+static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vision)
 {
     memset(o, 0, sizeof *o);
     st_session_options_init(&o->so);
@@ -106,6 +108,27 @@ int tool_parse(int argc, char **argv, tool_opts *o)
         } else if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
             NEED_VALUE();
             o->out_dir = v;
+            o->out_path = v;
+        } else if (vision && (!strcmp(a, "--conf") || !strcmp(a, "--iou"))) {
+            double x;
+            NEED_VALUE();
+            if (!parse_double(v, &x) || x > 1) return tool_fail("%s needs a number from 0 to 1, got '%s'", a, v);
+            if (a[2] == 'c') o->conf = x, o->conf_set = true;
+            else o->iou = x, o->iou_set = true;
+        } else if (vision && !strcmp(a, "--size")) {
+            uint64_t n;
+            NEED_VALUE();
+            if (!parse_u64(v, &n) || n < 32 || n > 8192 || n % 32)
+                return tool_fail("--size needs a multiple of 32 from 32 to 8192, got '%s'", v);
+            o->size = (int)n;
+        } else if (vision && (!strcmp(a, "--det") || !strcmp(a, "--rec") || !strcmp(a, "--cls") || !strcmp(a, "--keys"))) {
+            NEED_VALUE();
+            if (!strcmp(a, "--det")) o->det = v;
+            else if (!strcmp(a, "--rec")) o->rec = v;
+            else if (!strcmp(a, "--cls")) o->cls = v;
+            else o->keys = v;
+        } else if (vision && !strcmp(a, "--no-cls")) {
+            o->no_cls = true;
         } else if (!strcmp(a, "--backend")) {
             NEED_VALUE();
             if (!strcmp(v, "cpu")) o->so.backend = ST_BACKEND_CPU;
@@ -162,8 +185,16 @@ int tool_parse(int argc, char **argv, tool_opts *o)
             uint64_t n;
             NEED_VALUE();
             if (!parse_u64(v, &n) || n > 1000000) return tool_fail("%s needs a count, got '%s'", a, v);
-            if (a[2] == 'r') o->runs = (int)n;
+            if (a[2] == 'r') {
+                o->runs = (int)n;
+                o->runs_set = true;
+            }
             else o->warmup = (int)n;
+        } else if (!strcmp(a, "--inter-op")) {
+            NEED_VALUE();
+            if (!strcmp(v, "on")) o->so.serial = 0;
+            else if (!strcmp(v, "off")) o->so.serial = 1;
+            else return tool_fail("--inter-op must be on or off, got '%s'", v);
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--plan")) {
@@ -172,15 +203,33 @@ int tool_parse(int argc, char **argv, tool_opts *o)
             o->quiet = true;
         } else if (a[0] == '-' && a[1]) {
             return tool_fail("unknown option '%s'", a);
-        } else if (!o->model) {
-            o->model = a;
-        } else {
+        } else if (o->n_args < max_args) {
+            o->args[o->n_args++] = a;
+            if (!o->model) o->model = a;
+        } else if (!vision) {
             return tool_fail("unexpected argument '%s' (the model is '%s')", a, o->model);
+        } else {
+            return tool_fail("unexpected argument '%s' (try strata --help)", a);
         }
 #undef NEED_VALUE
     }
-    if (!o->model) return tool_fail("no model given (try strata --help)");
     if (o->runs < 1) o->runs = 1;
+    return 0;
+}
+
+int tool_parse(int argc, char **argv, tool_opts *o)
+{
+    if (parse_opts(argc, argv, o, 1, false)) return 1;
+    if (!o->model) return tool_fail("no model given (try strata --help)");
+    return 0;
+}
+
+int tool_parse_vision(int argc, char **argv, tool_opts *o, int max_args)
+{
+    if (max_args > (int)(sizeof o->args / sizeof o->args[0])) max_args = (int)(sizeof o->args / sizeof o->args[0]);
+    if (parse_opts(argc, argv, o, max_args, true)) return 1;
+    /* the input is the image: tensor files and references have no place here */
+    if (o->n_inputs || o->n_refs || o->ref_dir) return tool_fail("%s reads an image; -i, -r and --ref-dir do not apply", argv[0]);
     return 0;
 }
 
@@ -322,6 +371,35 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
     if (r != ST_OK) {
         st_npy_free(out);
         return tool_fail_st("");
+    }
+    return 0;
+}
+
+int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
+                   st_npy *out)
+{
+    st_value_info in, res;
+    memset(out, 0, sizeof *out);
+    if (st_model_input_info(m, 0, &in) != ST_OK || st_model_output_info(m, 0, &res) != ST_OK) return tool_fail_st(what);
+    if (st_session_set_input(s, in.name, ST_F32, rank, dims, data) != ST_OK || st_session_run(s) != ST_OK ||
+        st_session_wait(s) != ST_OK)
+        return tool_fail_st(what);
+    st_tensor *t;
+    if (st_session_output(s, res.name, &t) != ST_OK) return tool_fail_st(what);
+    out->dtype = ST_F32;
+    out->rank = st_tensor_rank(t);
+    for (int d = 0; d < out->rank; d++) out->dims[d] = st_tensor_dim(t, d);
+    out->bytes = (size_t)st_tensor_numel(t) * sizeof(float);
+    out->data = malloc(out->bytes + 1);
+    if (!out->data) {
+        st_tensor_free(t);
+        return tool_fail("%s: out of memory reading output '%s'", what, res.name);
+    }
+    st_status r = st_tensor_read(t, ST_F32, out->data, out->bytes);
+    st_tensor_free(t);
+    if (r != ST_OK) {
+        st_npy_free(out);
+        return tool_fail_st(what);
     }
     return 0;
 }

@@ -35,7 +35,17 @@ typedef struct tool_opts {
     double atol, rtol, scale_tol;
     bool atol_set, rtol_set, scale_set;
     int runs, warmup;
+    bool runs_set;
     bool json, plan, quiet;
+    /* strata detect and strata ocr (tool_parse_vision) */
+    const char *args[4];      /* positional arguments in order (args[0] is also model) */
+    int n_args;
+    const char *out_path;     /* -o taken as a file; NULL when not given */
+    double conf, iou;         /* --conf, --iou */
+    bool conf_set, iou_set;
+    int size;                 /* --size: input side for a model without a fixed size; 0: not given */
+    const char *det, *rec, *cls, *keys;  /* --det, --rec, --cls, --keys */
+    bool no_cls;              /* --no-cls */
 } tool_opts;
 
 /* Prints "strata: <fmt>" to stderr; returns 1 for `return tool_fail(...)`. */
@@ -46,6 +56,10 @@ int tool_fail_st(const char *what);
 /* Parses argv[1..] (argv[0] is the subcommand).  Returns 0, or 1 after
  * printing the error. */
 int tool_parse(int argc, char **argv, tool_opts *o);
+/* The same for the vision subcommands: also takes --conf, --iou, --size,
+ * --det, --rec, --cls, --keys and --no-cls, and up to max_args positional
+ * arguments into o->args (the caller checks how many it got). */
+int tool_parse_vision(int argc, char **argv, tool_opts *o, int max_args);
 
 /* Binds every model input: from -i files, else random from the seed.
  * Fills the inputs' npy arrays (caller frees). */
@@ -59,8 +73,16 @@ int st_cmd_run(int argc, char **argv);
 int st_cmd_check(int argc, char **argv);
 int st_cmd_inspect(int argc, char **argv);
 int st_cmd_bench(int argc, char **argv);
+int st_cmd_detect(int argc, char **argv);
+int st_cmd_ocr(int argc, char **argv);
 
 /* Reads a whole output, converted to f32 (or its own dtype for ints). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);
+
+/* One inference of a single-input model: binds the float data (packed,
+ * dims[0..rank)) to input 0, runs, and reads output 0 as f32 into out
+ * (malloc'd; its rank and dims too).  `what` names the model in errors. */
+int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
+                   st_npy *out);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "ops/conv.h"
 #include "backends/cpu/kernels.h"
+#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
 static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
@@ -150,10 +151,10 @@ st_status st_infer_pool(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_conv[] = {
-    {"Conv", "", 1, 0, st_infer_conv, NULL, NULL, st_cpu_conv},
-    {"MaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
-    {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
-    {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
-    {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool},
+    {"Conv", "", 1, 0, st_infer_conv, NULL, NULL, st_cpu_conv, ST_CUDA(st_cuda_conv), .opencl = ST_OPENCL(st_cl_conv)},
+    {"MaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
+    {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
+    {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
+    {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
     {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
 };

@@ -8,6 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/op.h"
 #include "backends/cpu/kernels.h"
+#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
 static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
@@ -228,7 +229,7 @@ st_status st_infer_cast_like(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 /* kernel: the family kernel's suffix, st_cpu_<kernel> and st_cuda_<kernel> */
-#define ELEMENTWISE(name, rule, kernel) {name, "", 1, 0, rule, NULL, NULL, st_cpu_##kernel, ST_CUDA(st_cuda_##kernel)}
+#define ELEMENTWISE(name, rule, kernel) {name, "", 1, 0, rule, NULL, NULL, st_cpu_##kernel, ST_CUDA(st_cuda_##kernel), .opencl = ST_OPENCL(st_cl_##kernel)}
 const st_op_def st_ops_elementwise[] = {
     ELEMENTWISE("Relu", st_infer_unary, unary),
     ELEMENTWISE("Sigmoid", st_infer_unary, unary),

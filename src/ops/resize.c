@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backends/cpu/k_resize.h"
+#include "backends/opencl/kernels.h"
 #include "ops/conv.h"
 #include "ops/ops.h"
 #include "ops/resize.h"
@@ -428,8 +429,8 @@ static st_status st_infer_conv_transpose(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_resize[] = {
-    {"Resize", "", 10, 0, st_infer_resize, NULL, NULL, st_cpu_resize},
-    {"Upsample", "", 7, 0, st_infer_resize, NULL, NULL, st_cpu_resize},
-    {"ConvTranspose", "", 1, 0, st_infer_conv_transpose, NULL, NULL, st_cpu_conv_transpose},
+    {"Resize", "", 10, 0, st_infer_resize, NULL, NULL, st_cpu_resize, ST_CUDA(st_cuda_resize), .opencl = ST_OPENCL(st_cl_resize)},
+    {"Upsample", "", 7, 0, st_infer_resize, NULL, NULL, st_cpu_resize, ST_CUDA(st_cuda_resize), .opencl = ST_OPENCL(st_cl_resize)},
+    {"ConvTranspose", "", 1, 0, st_infer_conv_transpose, NULL, NULL, st_cpu_conv_transpose, ST_CUDA(st_cuda_conv_transpose), .opencl = ST_OPENCL(st_cl_conv_transpose)},
     {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
 };

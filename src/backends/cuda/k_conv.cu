@@ -1,0 +1,815 @@
+/*
+ * k_conv.cu — CUDA Conv and pooling (1 to 3 spatial dims).
+ *
+ * Conv runs through cuDNN's convolution (the legacy API): tensor
+ * descriptors carry X's and Y's real strides, so a channel slice of a
+ * concat's output is written in place.  The first, uncaptured run of a
+ * command builds the descriptors, asks cuDNN's heuristic
+ * (cudnnGetConvolutionForwardAlgorithm_v7) for candidates and takes the
+ * first that runs (that run is the command's output); descriptors and
+ * algorithm stay in the command's slot, and captured runs only reuse them.
+ * Bias and the fused activation (st_conv_state.epi) follow in one small
+ * kernel in place on Y.  Math: f16/bf16 on tensor cores with f32
+ * accumulation; f32 in plain FMA and without the FFT and Winograd
+ * algorithms unless TF32 is allowed (cuDNN's default math would use TF32
+ * on Hopper).
+ *
+ * Where cuDNN cannot take the operands' strides (or no algorithm runs on
+ * them), X is packed into the workspace and cuDNN writes a packed Y there,
+ * which the bias/activation kernel then stores with Y's strides.  Where
+ * cuDNN cannot take the configuration at all (asymmetric pads that change
+ * the output size, a strided W), the command falls back to a direct
+ * kernel, one thread per output element, for any strides.
+ * STRATA_CUDA_VERBOSE=1 says when either fallback is taken.
+ *
+ * Pools: a direct kernel per output element (the CPU's window rules:
+ * count_include_pad counts pads, not a ceil_mode window's overhang);
+ * GlobalAveragePool and GlobalMaxPool are a block reduction per (n, c).
+ */
+#include <cudnn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/cuda/rows.cuh"
+extern "C" {
+#include "ops/conv.h"
+}
+
+#define THREADS 256
+
+static st_status dnn(cudnnStatus_t e, const char *what)
+{
+    if (e == CUDNN_STATUS_SUCCESS) return ST_OK;
+    return st_error(ST_ERR_BACKEND, "cudnn: %s: %s", what, cudnnGetErrorString(e));
+}
+
+static bool verbose(void)
+{
+    const char *v = getenv("STRATA_CUDA_VERBOSE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+static bool float_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+static cudnnDataType_t dnn_type(st_dtype t)
+{
+    return t == ST_F16 ? CUDNN_DATA_HALF : t == ST_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+/* ---- geometry shared by the direct kernels: spatial dims padded to 3 ---- */
+
+struct geo {
+    int64_t isz[3], osz[3], k[3], st[3], dl[3], pb[3], pe[3];
+    int64_t xs[5], ys[5], ws[5];      /* n, c, then 3 spatial (0 on padding dims) */
+};
+
+static geo geo_make(const st_conv_state *s, const st_operand *x, const st_operand *y, const st_operand *w)
+{
+    geo g;
+    memset(&g, 0, sizeof g);
+    for (int d = 0; d < 3; d++) g.isz[d] = g.osz[d] = g.k[d] = g.st[d] = g.dl[d] = 1;
+    g.xs[0] = x->strides[0];
+    g.xs[1] = x->strides[1];
+    g.ys[0] = y->strides[0];
+    g.ys[1] = y->strides[1];
+    if (w) {
+        g.ws[0] = w->strides[0];
+        g.ws[1] = w->strides[1];
+    }
+    for (int i = 0; i < s->nsp; i++) {
+        int d = 3 - s->nsp + i;
+        g.isz[d] = x->sizes[2 + i];
+        g.osz[d] = y->sizes[2 + i];
+        g.k[d] = s->k[i];
+        g.st[d] = s->s[i];
+        g.dl[d] = s->d[i];
+        g.pb[d] = s->pb[i];
+        g.pe[d] = s->pe[i];
+        g.xs[2 + d] = x->strides[2 + i];
+        g.ys[2 + d] = y->strides[2 + i];
+        if (w) g.ws[2 + d] = w->strides[2 + i];
+    }
+    return g;
+}
+
+/* ---- direct convolution (the fallback) ---- */
+
+struct dconv_args {
+    geo g;
+    const void *x, *w, *b;
+    void *y;
+    st_dtype xt, wt, bt, yt;
+    int64_t n, m, cg, mg, bs;
+    st_epilogue epi;
+};
+
+__global__ void dconv_kernel(dconv_args a)
+{
+    const geo &g = a.g;
+    int64_t total = a.n * a.m * g.osz[0] * g.osz[1] * g.osz[2];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i;
+        int64_t ow = r % g.osz[2];
+        r /= g.osz[2];
+        int64_t oh = r % g.osz[1];
+        r /= g.osz[1];
+        int64_t od = r % g.osz[0];
+        r /= g.osz[0];
+        int64_t m = r % a.m, n = r / a.m, grp = m / a.mg;
+        float acc = a.b ? st_ldf(a.bt, a.b, m * a.bs) : 0.0f;
+        for (int64_t c = 0; c < a.cg; c++) {
+            int64_t xc = n * g.xs[0] + (grp * a.cg + c) * g.xs[1], wc = m * g.ws[0] + c * g.ws[1];
+            for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                int64_t id = od * g.st[0] - g.pb[0] + kd * g.dl[0];
+                if (id < 0 || id >= g.isz[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                    int64_t ih = oh * g.st[1] - g.pb[1] + kh * g.dl[1];
+                    if (ih < 0 || ih >= g.isz[1]) continue;
+                    for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                        int64_t iw = ow * g.st[2] - g.pb[2] + kw * g.dl[2];
+                        if (iw < 0 || iw >= g.isz[2]) continue;
+                        float xv = st_ldf(a.xt, a.x, xc + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
+                        float wv = st_ldf(a.wt, a.w, wc + kd * g.ws[2] + kh * g.ws[3] + kw * g.ws[4]);
+                        acc += xv * wv;
+                    }
+                }
+            }
+        }
+        st_stf(a.yt, a.y, n * g.ys[0] + m * g.ys[1] + od * g.ys[2] + oh * g.ys[3] + ow * g.ys[4], st_epilogue_f(a.epi, acc));
+    }
+}
+
+static void direct_conv(const st_kctx *k, const st_conv_state *s)
+{
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    dconv_args a;
+    memset(&a, 0, sizeof a);
+    a.g = geo_make(s, x, y, w);
+    a.x = x->data;
+    a.w = w->data;
+    a.b = b ? b->data : NULL;
+    a.y = y->data;
+    a.xt = x->dtype;
+    a.wt = w->dtype;
+    a.bt = b ? b->dtype : ST_F32;
+    a.yt = y->dtype;
+    a.bs = b ? b->strides[0] : 0;
+    a.n = y->sizes[0];
+    a.m = y->sizes[1];
+    a.cg = x->sizes[1] / s->group;
+    a.mg = y->sizes[1] / s->group;
+    a.epi = s->epi;
+    int64_t total = st_operand_numel(y);
+    dconv_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(a);
+}
+
+/* ---- bias and activation: y = act(src + b[channel]) ---- */
+
+struct epi_args {
+    const void *src, *b;
+    void *y;
+    st_dtype yt, bt;
+    int rank;
+    int64_t size[5], ss[5], ys[5], bs, n;
+    st_epilogue epi;
+};
+
+__global__ void epilogue_kernel(epi_args a)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, so = 0, yo = 0, ch = 0;
+        for (int d = a.rank - 1; d >= 0; d--) {
+            int64_t c = r % a.size[d];
+            r /= a.size[d];
+            so += c * a.ss[d];
+            yo += c * a.ys[d];
+            if (d == 1) ch = c;
+        }
+        float v = st_ldf(a.yt, a.src, so);
+        if (a.b) v += st_ldf(a.bt, a.b, ch * a.bs);
+        st_stf(a.yt, a.y, yo, st_epilogue_f(a.epi, v));
+    }
+}
+
+/* y = act(src + b) per channel (b may be NULL); src has y's shape and
+ * dtype and may be y itself.  Nothing to do in place without b and act. */
+static st_status bias_epilogue(cudaStream_t stream, const st_operand *y, const st_operand *src, const st_operand *b,
+                               st_epilogue epi)
+{
+    if (!b && !epi.act) return src->data == y->data ? ST_OK : st_pack(stream, y, src);
+    epi_args a;
+    memset(&a, 0, sizeof a);
+    a.src = src->data;
+    a.y = y->data;
+    a.b = b ? b->data : NULL;
+    a.yt = y->dtype;
+    a.bt = b ? b->dtype : ST_F32;
+    a.bs = b ? b->strides[0] : 0;
+    a.rank = y->rank;
+    for (int d = 0; d < y->rank; d++) {
+        a.size[d] = y->sizes[d];
+        a.ss[d] = src->strides[d];
+        a.ys[d] = y->strides[d];
+    }
+    a.n = st_operand_numel(y);
+    a.epi = epi;
+    if (a.n) epilogue_kernel<<<st_blocks(a.n, THREADS), THREADS, 0, stream>>>(a);
+    return ST_OK;
+}
+
+/* ---- cuDNN ---- */
+
+/* How a command's Conv runs, chosen on its first run. */
+enum { MODE_STRIDED, MODE_PACKED, MODE_DIRECT };
+
+struct conv_cache {
+    int mode;                        /* MODE_STRIDED: cuDNN on the operands; MODE_PACKED: cuDNN on
+                                        packed copies of X and Y in the workspace; MODE_DIRECT */
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnConvolutionFwdAlgo_t algo;
+    size_t ws;
+};
+
+static void conv_cache_free(void *p)
+{
+    conv_cache *c = (conv_cache *)p;
+    if (!c) return;
+    if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
+    if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
+    if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
+    if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+    free(c);
+}
+
+/* A tensor's dims and strides as cuDNN takes them: 1-D convolutions get a
+ * unit H dim, unit dims get the stride a packed tensor would have there
+ * (their stride is never used, and cuDNN checks strides for consistency),
+ * everything must fit an int and step forward.  False if it cannot. */
+static bool dnn_dims(const st_operand *o, int nsp, int *dims, int *strides, int *nd)
+{
+    int64_t sz[5], st[5];
+    int n = 0;
+    sz[n] = o->sizes[0], st[n++] = o->strides[0];
+    sz[n] = o->sizes[1], st[n++] = o->strides[1];
+    if (nsp == 1) sz[n] = 1, st[n++] = 0;
+    for (int i = 0; i < nsp; i++) sz[n] = o->sizes[2 + i], st[n++] = o->strides[2 + i];
+    for (int d = n - 1; d >= 0; d--) {
+        if (sz[d] == 1) st[d] = d == n - 1 ? 1 : st[d + 1] * sz[d + 1];
+        if (st[d] <= 0 || st[d] > INT32_MAX || sz[d] > INT32_MAX || sz[d] < 1) return false;
+        dims[d] = (int)sz[d];
+        strides[d] = (int)st[d];
+    }
+    *nd = n;
+    return true;
+}
+
+/* Math mode per dtype: f16/bf16 on tensor cores; f32 FMA only, unless TF32
+ * is allowed (cuDNN's default math lets TF32 in on Ampere and later). */
+static cudnnMathType_t base_math(st_dtype t, bool tf32)
+{
+    if (t != ST_F32) return CUDNN_TENSOR_OP_MATH;
+    return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* Builds the descriptors of a Conv (or of ConvTranspose's backward-data
+ * problem, where `fx` is the forward convolution's input: Y of the
+ * ConvTranspose, and `fy` its output: X).  Returns a message-setting error
+ * when cuDNN cannot describe the problem. */
+static st_status describe(conv_cache *c, const st_conv_state *s, const st_operand *fx, const st_operand *w,
+                          const st_operand *fy, bool tf32)
+{
+    int nsp = s->nsp, xdims[5], xstr[5], ydims[5], ystr[5], nd, ndy;
+    if (!dnn_dims(fx, nsp, xdims, xstr, &nd) || !dnn_dims(fy, nsp, ydims, ystr, &ndy))
+        return st_error(ST_ERR_UNSUPPORTED, "strides cuDNN cannot describe");
+    if (!st_operand_is_contiguous(w)) return st_error(ST_ERR_UNSUPPORTED, "a strided W");
+    int wdims[5], n = 0, pads[3], strd[3], dil[3], ns = 0;
+    wdims[n++] = (int)w->sizes[0];
+    wdims[n++] = (int)w->sizes[1];
+    if (nsp == 1) {
+        wdims[n++] = 1;
+        pads[ns] = 0, strd[ns] = 1, dil[ns++] = 1;
+    }
+    for (int i = 0; i < nsp; i++) {
+        /* cuDNN pads both ends alike: begin pads, checked below to give Y's size */
+        if (s->pb[i] > INT32_MAX || s->s[i] > INT32_MAX || s->d[i] > INT32_MAX || w->sizes[2 + i] > INT32_MAX)
+            return st_error(ST_ERR_UNSUPPORTED, "window parameters over int range");
+        wdims[n++] = (int)w->sizes[2 + i];
+        pads[ns] = (int)s->pb[i], strd[ns] = (int)s->s[i], dil[ns++] = (int)s->d[i];
+    }
+    cudnnDataType_t dt = dnn_type(fx->dtype);
+    ST_TRY(dnn(cudnnCreateTensorDescriptor(&c->xd), "cudnnCreateTensorDescriptor"));
+    ST_TRY(dnn(cudnnCreateTensorDescriptor(&c->yd), "cudnnCreateTensorDescriptor"));
+    ST_TRY(dnn(cudnnCreateFilterDescriptor(&c->wd), "cudnnCreateFilterDescriptor"));
+    ST_TRY(dnn(cudnnCreateConvolutionDescriptor(&c->cd), "cudnnCreateConvolutionDescriptor"));
+    ST_TRY(dnn(cudnnSetTensorNdDescriptor(c->xd, dt, nd, xdims, xstr), "cudnnSetTensorNdDescriptor (input)"));
+    ST_TRY(dnn(cudnnSetTensorNdDescriptor(c->yd, dt, ndy, ydims, ystr), "cudnnSetTensorNdDescriptor (output)"));
+    ST_TRY(dnn(cudnnSetFilterNdDescriptor(c->wd, dt, CUDNN_TENSOR_NCHW, n, wdims), "cudnnSetFilterNdDescriptor"));
+    ST_TRY(dnn(cudnnSetConvolutionNdDescriptor(c->cd, ns, pads, strd, dil, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               "cudnnSetConvolutionNdDescriptor"));
+    if (s->group > 1) ST_TRY(dnn(cudnnSetConvolutionGroupCount(c->cd, (int)s->group), "cudnnSetConvolutionGroupCount"));
+    ST_TRY(dnn(cudnnSetConvolutionMathType(c->cd, base_math(fx->dtype, tf32)), "cudnnSetConvolutionMathType"));
+    int out[5];
+    ST_TRY(dnn(cudnnGetConvolutionNdForwardOutputDim(c->cd, c->xd, c->wd, nd, out), "cudnnGetConvolutionNdForwardOutputDim"));
+    for (int d = 0; d < nd; d++)
+        if (out[d] != ydims[d])
+            return st_error(ST_ERR_UNSUPPORTED, "asymmetric pads: cuDNN's output dim %d is %d, not %d", d, out[d], ydims[d]);
+    return ST_OK;
+}
+
+/* The math mode to run a heuristic's candidate with, or false to skip it:
+ * f32 without TF32 takes no tensor-core candidate. */
+static bool candidate_math(st_dtype t, bool tf32, cudnnMathType_t cand, cudnnMathType_t *use)
+{
+    if (t == ST_F32 && !tf32) {
+        if (cand == CUDNN_TENSOR_OP_MATH || cand == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return false;
+        *use = CUDNN_FMA_MATH;
+        return true;
+    }
+    *use = cand;
+    return true;
+}
+
+/* First run: the heuristic's candidates in order, the first that runs is
+ * kept (and has written y). */
+static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype t, const void *x, const void *w, void *y,
+                                void *ws_ptr, size_t ws_bytes)
+{
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    ST_TRY(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+               "cudnnGetConvolutionForwardAlgorithm_v7"));
+    const float one = 1.0f, zero = 0.0f;
+    const char *last = "no candidate algorithm";
+    for (int i = 0; i < got; i++) {
+        cudnnMathType_t math;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !candidate_math(t, ctx->allow_tf32, perf[i].mathType, &math)) continue;
+        /* f32 keeps f32 accuracy: no transform-domain algorithms */
+        cudnnConvolutionFwdAlgo_t al = perf[i].algo;
+        if (t == ST_F32 && !ctx->allow_tf32 &&
+            (al == CUDNN_CONVOLUTION_FWD_ALGO_FFT || al == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+             al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED))
+            continue;
+        if (cudnnSetConvolutionMathType(c->cd, math) != CUDNN_STATUS_SUCCESS) continue;
+        size_t ws = 0;
+        if (cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > ws_bytes)
+            continue;
+        cudnnStatus_t e = cudnnConvolutionForward(h, &one, c->xd, x, c->wd, w, c->cd, perf[i].algo, ws_ptr, ws, &zero, c->yd, y);
+        if (e == CUDNN_STATUS_SUCCESS) {
+            c->algo = perf[i].algo;
+            c->ws = ws;
+            return ST_OK;
+        }
+        last = cudnnGetErrorString(e);
+        cudaGetLastError(); /* a refused launch must not fail the command later */
+    }
+    return st_error(ST_ERR_UNSUPPORTED, "no cuDNN algorithm ran (%s)", last);
+}
+
+/* MODE_PACKED's buffers: X and Y packed at the start of the workspace,
+ * cuDNN's workspace after them.  False if they do not fit. */
+static bool packed_buffers(const st_cuda_ctx *ctx, const st_operand *x, const st_operand *y, st_operand *px, st_operand *py,
+                           size_t *used)
+{
+    size_t es = st_dtype_size(x->dtype);
+    size_t xb = st_align256((size_t)st_operand_numel(x) * es), yb = st_align256((size_t)st_operand_numel(y) * es);
+    if (xb + yb > ctx->workspace_bytes / 2) return false;
+    *px = st_packed_like(x, ctx->workspace);
+    *py = st_packed_like(y, (char *)ctx->workspace + xb);
+    *used = xb + yb;
+    return true;
+}
+
+static void reset_descs(conv_cache *c)
+{
+    if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
+    if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
+    if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
+    if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+    c->xd = c->yd = NULL;
+    c->wd = NULL;
+    c->cd = NULL;
+}
+
+/* First run: cuDNN on the operands as they are, else on packed copies,
+ * else the direct kernel.  Sets c->mode; true when Y is computed. */
+static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, const st_conv_state *s)
+{
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    cudaStream_t stream = st_stream(k);
+    if (st_operand_numel(x) == 0) {
+        c->mode = MODE_DIRECT;
+        return false;
+    }
+    st_status r = describe(c, s, x, w, y, ctx->allow_tf32);
+    if (r == ST_OK) r = choose_forward(c, ctx, x->dtype, x->data, w->data, y->data, ctx->workspace, ctx->workspace_bytes);
+    if (r == ST_OK) {
+        c->mode = MODE_STRIDED;
+        return bias_epilogue(stream, y, y, b, s->epi) == ST_OK;
+    }
+    const char *why1 = st_last_error();
+    char first_why[256];
+    snprintf(first_why, sizeof first_why, "%s", why1);
+    reset_descs(c);
+    st_operand px, py;
+    size_t used = 0;
+    if (packed_buffers(ctx, x, y, &px, &py, &used)) {
+        r = describe(c, s, &px, w, &py, ctx->allow_tf32);
+        if (r == ST_OK) r = st_pack(stream, &px, x);
+        if (r == ST_OK)
+            r = choose_forward(c, ctx, x->dtype, px.data, w->data, py.data, (char *)ctx->workspace + used,
+                               ctx->workspace_bytes - used);
+        if (r == ST_OK && bias_epilogue(stream, y, &py, b, s->epi) == ST_OK) {
+            c->mode = MODE_PACKED;
+            if (verbose())
+                fprintf(stderr, "strata: cuda: Conv '%s' runs cuDNN on packed copies: %s\n", k->node->name, first_why);
+            return true;
+        }
+    } else {
+        r = st_error(ST_ERR_UNSUPPORTED, "packed copies of X and Y exceed the workspace");
+    }
+    if (verbose())
+        fprintf(stderr, "strata: cuda: Conv '%s' runs the direct kernel: %s; packed: %s\n", k->node->name, first_why, st_last_error());
+    reset_descs(c);
+    c->mode = MODE_DIRECT;
+    return false;
+}
+
+extern "C" st_status st_cuda_conv(const st_kctx *k)
+{
+    const st_conv_state *s = (const st_conv_state *)k->state;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    cudaStream_t stream = st_stream(k);
+    if (!float_class(x->dtype)) return st_error(ST_ERR_UNSUPPORTED, "cuda: Conv has no CUDA kernel for %s", st_dtype_name(x->dtype));
+    if (st_operand_numel(y) == 0) return ST_OK;
+    conv_cache *c = (conv_cache *)ctx->slot->data;
+    if (!c) {
+        if (ctx->capturing)
+            return st_error(ST_ERR_BACKEND, "cuda: Conv: no cached cuDNN set-up (the command's first run was captured)");
+        c = (conv_cache *)calloc(1, sizeof *c);
+        if (!c) return st_error(ST_ERR_NOMEM, "out of memory");
+        ctx->slot->data = c;
+        ctx->slot->release = conv_cache_free;
+        if (setup_conv(c, k, ctx, s)) return ST_OK;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    switch (c->mode) {
+    case MODE_STRIDED:
+        ST_TRY(dnn(cudnnConvolutionForward(h, &one, c->xd, x->data, c->wd, w->data, c->cd, c->algo, ctx->workspace, c->ws, &zero,
+                                           c->yd, y->data),
+                   "cudnnConvolutionForward"));
+        return bias_epilogue(stream, y, y, b, s->epi);
+    case MODE_PACKED: {
+        st_operand px, py;
+        size_t used = 0;
+        if (!packed_buffers(ctx, x, y, &px, &py, &used)) return st_error(ST_ERR_INTERNAL, "cuda: Conv: packed buffers no longer fit");
+        ST_TRY(st_pack(stream, &px, x));
+        ST_TRY(dnn(cudnnConvolutionForward(h, &one, c->xd, px.data, c->wd, w->data, c->cd, c->algo, (char *)ctx->workspace + used,
+                                           c->ws, &zero, c->yd, py.data),
+                   "cudnnConvolutionForward"));
+        return bias_epilogue(stream, y, &py, b, s->epi);
+    }
+    default:
+        direct_conv(k, s);
+        return ST_OK;
+    }
+}
+
+/* ---- ConvTranspose: cuDNN's backward-data convolution ---- */
+
+struct dct_args {
+    geo g;
+    const void *x, *w, *b;
+    void *y;
+    st_dtype xt, wt, bt, yt;
+    int64_t n, m, cg, mg, bs;
+};
+
+/* y[n, m, o] = b[m] + sum over the group's input channels c and the taps
+ * k with o = i * stride - pad + k * dilation of x[n, c, i] * w[c, m % mg, k]. */
+__global__ void dct_kernel(dct_args a)
+{
+    const geo &g = a.g;
+    int64_t total = a.n * a.m * g.osz[0] * g.osz[1] * g.osz[2];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i;
+        int64_t ow = r % g.osz[2];
+        r /= g.osz[2];
+        int64_t oh = r % g.osz[1];
+        r /= g.osz[1];
+        int64_t od = r % g.osz[0];
+        r /= g.osz[0];
+        int64_t m = r % a.m, n = r / a.m, grp = m / a.mg, ml = m % a.mg;
+        float acc = a.b ? st_ldf(a.bt, a.b, m * a.bs) : 0.0f;
+        for (int64_t kd = 0; kd < g.k[0]; kd++) {
+            int64_t td = od + g.pb[0] - kd * g.dl[0];
+            if (td < 0 || td % g.st[0]) continue;
+            int64_t id = td / g.st[0];
+            if (id >= g.isz[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                int64_t th = oh + g.pb[1] - kh * g.dl[1];
+                if (th < 0 || th % g.st[1]) continue;
+                int64_t ih = th / g.st[1];
+                if (ih >= g.isz[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    int64_t tw = ow + g.pb[2] - kw * g.dl[2];
+                    if (tw < 0 || tw % g.st[2]) continue;
+                    int64_t iw = tw / g.st[2];
+                    if (iw >= g.isz[2]) continue;
+                    for (int64_t c = 0; c < a.cg; c++) {
+                        int64_t ci = grp * a.cg + c;
+                        float xv = st_ldf(a.xt, a.x, n * g.xs[0] + ci * g.xs[1] + id * g.xs[2] + ih * g.xs[3] + iw * g.xs[4]);
+                        float wv = st_ldf(a.wt, a.w, ci * g.ws[0] + ml * g.ws[1] + kd * g.ws[2] + kh * g.ws[3] + kw * g.ws[4]);
+                        acc += xv * wv;
+                    }
+                }
+            }
+        }
+        st_stf(a.yt, a.y, n * g.ys[0] + m * g.ys[1] + od * g.ys[2] + oh * g.ys[3] + ow * g.ys[4], acc);
+    }
+}
+
+static void direct_conv_transpose(const st_kctx *k, const st_conv_state *s)
+{
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    dct_args a;
+    memset(&a, 0, sizeof a);
+    a.g = geo_make(s, x, y, w);
+    a.x = x->data;
+    a.w = w->data;
+    a.b = b ? b->data : NULL;
+    a.y = y->data;
+    a.xt = x->dtype;
+    a.wt = w->dtype;
+    a.bt = b ? b->dtype : ST_F32;
+    a.yt = y->dtype;
+    a.bs = b ? b->strides[0] : 0;
+    a.n = y->sizes[0];
+    a.m = y->sizes[1];
+    a.cg = x->sizes[1] / s->group;
+    a.mg = y->sizes[1] / s->group;
+    dct_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(a);
+}
+
+struct ct_cache {
+    conv_cache c;
+    cudnnConvolutionBwdDataAlgo_t algo;
+};
+
+static void ct_cache_free(void *p)
+{
+    ct_cache *c = (ct_cache *)p;
+    if (!c) return;
+    if (c->c.xd) cudnnDestroyTensorDescriptor(c->c.xd);
+    if (c->c.yd) cudnnDestroyTensorDescriptor(c->c.yd);
+    if (c->c.wd) cudnnDestroyFilterDescriptor(c->c.wd);
+    if (c->c.cd) cudnnDestroyConvolutionDescriptor(c->c.cd);
+    free(c);
+}
+
+/* The backward-data problem: dx = Y (the forward conv's input), dy = X. */
+static st_status choose_backward(ct_cache *cc, const st_kctx *k, const st_cuda_ctx *ctx)
+{
+    conv_cache *c = &cc->c;
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int got = 0;
+    ST_TRY(dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                           &got, perf),
+               "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    const float one = 1.0f, zero = 0.0f;
+    const char *last = "no candidate algorithm";
+    for (int i = 0; i < got; i++) {
+        cudnnMathType_t math;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !candidate_math(x->dtype, ctx->allow_tf32, perf[i].mathType, &math)) continue;
+        cudnnConvolutionBwdDataAlgo_t al = perf[i].algo;
+        if (x->dtype == ST_F32 && !ctx->allow_tf32 &&
+            (al == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || al == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+             al == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || al == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED))
+            continue;
+        if (cudnnSetConvolutionMathType(c->cd, math) != CUDNN_STATUS_SUCCESS) continue;
+        size_t ws = 0;
+        if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > ctx->workspace_bytes)
+            continue;
+        cudnnStatus_t e = cudnnConvolutionBackwardData(h, &one, c->wd, w->data, c->yd, x->data, c->cd, perf[i].algo, ctx->workspace,
+                                                       ws, &zero, c->xd, y->data);
+        if (e == CUDNN_STATUS_SUCCESS) {
+            cc->algo = perf[i].algo;
+            c->ws = ws;
+            return ST_OK;
+        }
+        last = cudnnGetErrorString(e);
+        cudaGetLastError();
+    }
+    return st_error(ST_ERR_UNSUPPORTED, "no cuDNN algorithm ran (%s)", last);
+}
+
+extern "C" st_status st_cuda_conv_transpose(const st_kctx *k)
+{
+    const st_conv_state *s = (const st_conv_state *)k->state;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    if (!float_class(x->dtype))
+        return st_error(ST_ERR_UNSUPPORTED, "cuda: ConvTranspose has no CUDA kernel for %s", st_dtype_name(x->dtype));
+    if (st_operand_numel(y) == 0) return ST_OK;
+    ct_cache *c = (ct_cache *)ctx->slot->data;
+    bool ran = false;
+    if (!c) {
+        if (ctx->capturing)
+            return st_error(ST_ERR_BACKEND, "cuda: ConvTranspose: no cached cuDNN set-up (the command's first run was captured)");
+        c = (ct_cache *)calloc(1, sizeof *c);
+        if (!c) return st_error(ST_ERR_NOMEM, "out of memory");
+        ctx->slot->data = c;
+        ctx->slot->release = ct_cache_free;
+        st_status r = ST_OK;
+        for (int i = 0; i < s->nsp && r == ST_OK; i++)
+            if (s->pb[i] != s->pe[i]) r = st_error(ST_ERR_UNSUPPORTED, "asymmetric pads");
+        if (r == ST_OK && st_operand_numel(x) == 0) r = st_error(ST_ERR_UNSUPPORTED, "empty input");
+        /* the forward convolution maps Y's shape to X's: its input is Y */
+        if (r == ST_OK) r = describe(&c->c, s, y, w, x, ctx->allow_tf32);
+        if (r == ST_OK) r = choose_backward(c, k, ctx);
+        if (r != ST_OK) {
+            if (verbose())
+                fprintf(stderr, "strata: cuda: ConvTranspose '%s' runs the direct kernel: %s\n", k->node->name, st_last_error());
+            c->c.mode = MODE_DIRECT;
+        } else {
+            ran = true;
+        }
+    }
+    if (c->c.mode == MODE_DIRECT) {
+        direct_conv_transpose(k, s);
+        return ST_OK;
+    }
+    if (!ran) {
+        const float one = 1.0f, zero = 0.0f;
+        ST_TRY(dnn(cudnnConvolutionBackwardData((cudnnHandle_t)ctx->cudnn, &one, c->c.wd, w->data, c->c.yd, x->data, c->c.cd, c->algo,
+                                                ctx->workspace, c->c.ws, &zero, c->c.xd, y->data),
+                   "cudnnConvolutionBackwardData"));
+    }
+    return bias_epilogue(st_stream(k), y, y, b, s->epi);
+}
+
+/* ---- pooling ---- */
+
+struct pool_args {
+    geo g;
+    const void *x;
+    void *y;
+    int64_t *ix;                   /* MaxPool's Indices, or NULL */
+    int64_t ixs[5];
+    st_dtype xt, yt;
+    int64_t n, c;
+    bool is_max, count_include_pad, col_major;
+};
+
+__global__ void pool_kernel(pool_args a)
+{
+    const geo &g = a.g;
+    const float inf = __int_as_float(0x7f800000);
+    int64_t total = a.n * a.c * g.osz[0] * g.osz[1] * g.osz[2];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, o[3];
+        o[2] = r % g.osz[2];
+        r /= g.osz[2];
+        o[1] = r % g.osz[1];
+        r /= g.osz[1];
+        o[0] = r % g.osz[0];
+        r /= g.osz[0];
+        int64_t c = r % a.c, n = r / a.c;
+        int64_t start[3], total_w = 1;
+        for (int d = 0; d < 3; d++) {
+            start[d] = o[d] * g.st[d] - g.pb[d];
+            /* count_include_pad's divisor counts pads, not a ceil_mode window's overhang */
+            int64_t lim = start[d] + (g.k[d] - 1) * g.dl[d] + 1, hi = g.isz[d] + g.pe[d];
+            total_w *= ((lim < hi ? lim : hi) - start[d] + g.dl[d] - 1) / g.dl[d];
+        }
+        int64_t xb = n * g.xs[0] + c * g.xs[1], best = -1, count = 0;
+        float acc = a.is_max ? -inf : 0.0f;
+        for (int64_t kd = 0; kd < g.k[0]; kd++) {
+            int64_t pd = start[0] + kd * g.dl[0];
+            if (pd < 0 || pd >= g.isz[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                int64_t ph = start[1] + kh * g.dl[1];
+                if (ph < 0 || ph >= g.isz[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    int64_t pw = start[2] + kw * g.dl[2];
+                    if (pw < 0 || pw >= g.isz[2]) continue;
+                    float v = st_ldf(a.xt, a.x, xb + pd * g.xs[2] + ph * g.xs[3] + pw * g.xs[4]);
+                    if (a.is_max) {
+                        if (v > acc || best < 0) {
+                            acc = v;
+                            /* storage_order 1 (2-D only): column-major flat index */
+                            best = a.col_major ? pw * g.isz[1] + ph : (pd * g.isz[1] + ph) * g.isz[2] + pw;
+                        }
+                    } else {
+                        acc += v;
+                    }
+                    count++;
+                }
+            }
+        }
+        float res = a.is_max ? acc : acc / (float)(a.count_include_pad ? total_w : (count ? count : 1));
+        int64_t yo = n * g.ys[0] + c * g.ys[1] + o[0] * g.ys[2] + o[1] * g.ys[3] + o[2] * g.ys[4];
+        if (st_is_f32_class(a.yt)) st_stf(a.yt, a.y, yo, res);
+        else st_sti(a.yt, a.y, yo, (int64_t)res);
+        if (a.ix) {
+            int64_t plane = g.isz[0] * g.isz[1] * g.isz[2];
+            int64_t io = n * a.ixs[0] + c * a.ixs[1] + o[0] * a.ixs[2] + o[1] * a.ixs[3] + o[2] * a.ixs[4];
+            a.ix[io] = (n * a.c + c) * plane + best;
+        }
+    }
+}
+
+/* Global pools: one block per (n, c) row of the spatial dims. */
+struct gpool_args {
+    st_rowlay r;                   /* 0: x, 1: y */
+    const void *x;
+    void *y;
+    st_dtype xt, yt;
+    bool is_max;
+};
+
+/* the CPU's max for pools: a NaN is taken only when first */
+struct op_pmax {
+    __device__ float operator()(float p, float q) const { return q > p ? q : p; }
+};
+
+__global__ void gpool_kernel(gpool_args a)
+{
+    __shared__ float sh[33];
+    const float inf = __int_as_float(0x7f800000);
+    const int64_t n = a.r.row_len;
+    for (int64_t o = blockIdx.x; o < a.r.n_outer; o += gridDim.x) {
+        int64_t off[2];
+        st_rl_outer(a.r, o, 2, off);
+        float acc = a.is_max ? -inf : 0.0f;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            float v = st_ldf(a.xt, a.x, off[0] + st_rl_elem(a.r, 0, j));
+            acc = a.is_max ? (v > acc ? v : acc) : acc + v;
+        }
+        float res = a.is_max ? st_block_reduce(acc, op_pmax(), -inf, sh) : st_block_reduce(acc, st_op_sum(), 0.0f, sh) / (float)n;
+        if (threadIdx.x == 0) {
+            if (st_is_f32_class(a.yt)) st_stf(a.yt, a.y, off[1], res);
+            else st_sti(a.yt, a.y, off[1], (int64_t)res);
+        }
+    }
+}
+
+extern "C" st_status st_cuda_pool(const st_kctx *k)
+{
+    const st_conv_state *s = (const st_conv_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    const st_operand *ix = k->n_out > 1 && k->out[1].data ? &k->out[1] : NULL;
+    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: %s has no CUDA kernel for float64", k->node->op_type);
+    if (st_operand_numel(y) == 0) return ST_OK;
+    bool global = strncmp(k->node->op_type, "Global", 6) == 0;
+    if (global) {
+        gpool_args a;
+        memset(&a, 0, sizeof a);
+        int64_t ys[ST_MAX_RANK] = {0};
+        ys[0] = y->strides[0];
+        ys[1] = y->strides[1];
+        const int64_t *strides[2] = {x->strides, ys};
+        a.r = st_rl_make(x->rank, x->sizes, (uint32_t)((1u << x->rank) - 1) & ~3u, 2, strides);
+        a.x = x->data;
+        a.y = y->data;
+        a.xt = x->dtype;
+        a.yt = y->dtype;
+        a.is_max = s->is_max;
+        if (a.r.row_len == 0) return st_error(ST_ERR_SHAPE, "cuda: %s of an empty spatial extent", k->node->op_type);
+        gpool_kernel<<<st_row_blocks(a.r.n_outer), st_row_threads(a.r.row_len), 0, st_stream(k)>>>(a);
+        return ST_OK;
+    }
+    pool_args a;
+    memset(&a, 0, sizeof a);
+    a.g = geo_make(s, x, y, NULL);
+    a.x = x->data;
+    a.y = y->data;
+    a.xt = x->dtype;
+    a.yt = y->dtype;
+    a.n = y->sizes[0];
+    a.c = y->sizes[1];
+    a.is_max = s->is_max;
+    a.count_include_pad = s->count_include_pad;
+    a.col_major = s->storage_order == 1 && s->nsp == 2;
+    if (ix) {
+        a.ix = (int64_t *)ix->data;
+        a.ixs[0] = ix->strides[0];
+        a.ixs[1] = ix->strides[1];
+        for (int i = 0; i < s->nsp; i++) a.ixs[2 + 3 - s->nsp + i] = ix->strides[2 + i];
+    }
+    pool_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(a);
+    return ST_OK;
+}

@@ -1,0 +1,494 @@
+/*
+ * cl_exec.c — runs a hazard DAG on one OpenCL command queue.
+ *
+ * The queue is out-of-order where the device supports it (PoCL and most
+ * GPU drivers do), in-order otherwise.  Every command is enqueued with the
+ * events of its DAG predecessors as its wait list and yields exactly one
+ * event: its kernel's, the last of a chain when it enqueues a sequence, or
+ * a marker that joins independent parts (or stands in for a command that
+ * had nothing to do).  On an out-of-order queue those wait lists are the
+ * only ordering there is, as on the CPU executor: a missing DAG edge
+ * would let the device run a conflicting pair in either order.
+ *
+ * Commands are enqueued in program order, or with ST_SCHEDULE_RANDOM in a
+ * seeded random topological order, behind a user event (the "gate") that
+ * opens only when the whole DAG is enqueued: then the device sees every
+ * command at once and an out-of-order queue may start any ready one.
+ *
+ * Host access (rule 4): wait() takes a list of commands and calls
+ * clWaitForEvents on exactly their events; n < 0 waits for the whole run.
+ * A command whose event ends in an error status is reported by the node's
+ * name.  Per-command state that kernels cache (device tables) lives in
+ * slots kept per DAG until the plan is forgotten.
+ *
+ * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
+ * whole-run wait, the device time per op type (a diagnostic on stderr).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/opencl/cl_internal.h"
+#include "core/status.h"
+#include "exec/dag.h"
+
+typedef struct dag_state {
+    const st_dag *dag;
+    cl_event *events;          /* per command, of the latest run */
+    bool profiled;             /* the latest run's profile was printed */
+    st_cl_slot *slots;
+} dag_state;
+
+typedef struct cl_exec {
+    st_exec base;
+    st_cl_device *dev;
+    cl_command_queue queue;
+    bool out_of_order, random, profile;
+    uint64_t rng;
+    cl_kernel kernels[ST_CLK_COUNT];
+    dag_state *states;
+    int n_states, cap_states;
+    dag_state *cur;
+    int *order, *ready, *remaining;
+    cl_event *wait_buf;
+    int cap_cmds, cap_wait;
+    st_status err;
+    char errmsg[1024];
+} cl_exec;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- what kernels call (cl_internal.h) ---- */
+
+void st_cl_release_mem(void *mem)
+{
+    if (mem) clReleaseMemObject((cl_mem)mem);
+}
+
+st_status st_cl_kernel(st_cl_ctx *c, st_clk id, cl_kernel *out)
+{
+    if (!c->kernels[id]) {
+        cl_program p;
+        ST_TRY(st_cl_program(c->dev, &p));
+        cl_int err;
+        c->kernels[id] = clCreateKernel(p, st_clk_names[id], &err);
+        if (err != CL_SUCCESS) {
+            c->kernels[id] = NULL;
+            char what[96];
+            snprintf(what, sizeof what, "clCreateKernel(%s)", st_clk_names[id]);
+            return st_cl_check(err, what);
+        }
+    }
+    *out = c->kernels[id];
+    return ST_OK;
+}
+
+st_status st_cl_set_args(cl_kernel k, st_clk id, int n, const st_cl_arg *args)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p);
+        if (err != CL_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "clSetKernelArg(%s, %d)", st_clk_names[id], i);
+            return st_cl_check(err, what);
+        }
+    }
+    return ST_OK;
+}
+
+static st_status push_tail(st_cl_ctx *c, cl_event ev, bool chain)
+{
+    if (chain) {
+        for (int i = 0; i < c->n_tails; i++) clReleaseEvent(c->tails[i]);
+        c->n_tails = 0;
+    }
+    if (c->n_tails == c->cap_tails) {
+        int cap = c->cap_tails ? c->cap_tails * 2 : 8;
+        cl_event *t = realloc(c->tails, (size_t)cap * sizeof *t);
+        if (!t) {
+            clWaitForEvents(1, &ev);
+            clReleaseEvent(ev);
+            return st_error(ST_ERR_NOMEM, "out of memory");
+        }
+        c->tails = t;
+        c->cap_tails = cap;
+    }
+    c->tails[c->n_tails++] = ev;
+    return ST_OK;
+}
+
+/* The wait list of the next enqueue: the command's earlier work when
+ * chaining (it already waited for the predecessors), else the
+ * predecessors. */
+static void wait_list(const st_cl_ctx *c, bool chain, const cl_event **w, cl_uint *n)
+{
+    if (chain && c->n_tails) {
+        *w = c->tails;
+        *n = (cl_uint)c->n_tails;
+    } else {
+        *w = c->n_wait ? c->wait : NULL;
+        *n = c->n_wait;
+    }
+}
+
+st_status st_cl_run(st_cl_ctx *c, cl_kernel k, st_clk id, cl_uint dims, const size_t *global, const size_t *local,
+                    bool chain)
+{
+    for (cl_uint d = 0; d < dims; d++)
+        if (global[d] == 0) return ST_OK; /* nothing to do */
+    const cl_event *w;
+    cl_uint nw;
+    wait_list(c, chain, &w, &nw);
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(c->queue, k, dims, NULL, global, local, nw, w, &ev);
+    if (err != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", st_clk_names[id]);
+        return st_cl_check(err, what);
+    }
+    return push_tail(c, ev, chain);
+}
+
+st_status st_cl_fill(st_cl_ctx *c, cl_mem m, uint64_t off, const void *pattern, size_t psize, uint64_t n)
+{
+    if (!n) return ST_OK;
+    const cl_event *w;
+    cl_uint nw;
+    wait_list(c, true, &w, &nw);
+    cl_event ev = NULL;
+    cl_int err = clEnqueueFillBuffer(c->queue, m, pattern, psize, (size_t)off, (size_t)n, nw, w, &ev);
+    ST_TRY(st_cl_check(err, "clEnqueueFillBuffer"));
+    return push_tail(c, ev, true);
+}
+
+st_status st_cl_dtype_ok(const st_cl_ctx *c, st_dtype dt, const char *what)
+{
+    if (dt == ST_F64 && !c->dev->fp64)
+        return st_error(ST_ERR_UNSUPPORTED, "%s: float64 needs cl_khr_fp64, which '%s' lacks", what, c->dev->name);
+    if (dt == ST_STRING || !st_dtype_valid(dt)) return st_error(ST_ERR_UNSUPPORTED, "%s: dtype %s", what, st_dtype_name(dt));
+    return ST_OK;
+}
+
+/* ---- per-DAG state ---- */
+
+static void state_free(dag_state *st)
+{
+    if (!st->dag) return;
+    for (int c = 0; c < st->dag->n_cmds; c++) {
+        if (st->events && st->events[c]) clReleaseEvent(st->events[c]);
+        if (st->slots && st->slots[c].release) st->slots[c].release(st->slots[c].data);
+    }
+    free(st->events);
+    free(st->slots);
+    memset(st, 0, sizeof *st);
+}
+
+static st_status state_get(cl_exec *e, const st_dag *d, dag_state **out)
+{
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) {
+            *out = &e->states[i];
+            return ST_OK;
+        }
+    if (e->n_states == e->cap_states) {
+        int cap = e->cap_states ? e->cap_states * 2 : 8;
+        dag_state *s = realloc(e->states, (size_t)cap * sizeof *s);
+        if (!s) return st_error(ST_ERR_NOMEM, "out of memory in the OpenCL executor");
+        memset(s + e->cap_states, 0, (size_t)(cap - e->cap_states) * sizeof *s);
+        if (e->cur) e->cur = s + (e->cur - e->states);
+        e->states = s;
+        e->cap_states = cap;
+    }
+    dag_state *st = &e->states[e->n_states];
+    int n = d->n_cmds > 0 ? d->n_cmds : 1;
+    st->dag = d;
+    st->events = calloc((size_t)n, sizeof *st->events);
+    st->slots = calloc((size_t)n, sizeof *st->slots);
+    if (!st->events || !st->slots) {
+        state_free(st);
+        return st_error(ST_ERR_NOMEM, "out of memory in the OpenCL executor");
+    }
+    e->n_states++;
+    *out = st;
+    return ST_OK;
+}
+
+static void fail(cl_exec *e, st_status s, const st_cmd *cmd)
+{
+    if (e->err != ST_OK) return;
+    e->err = s;
+    if (cmd) snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name, st_last_error());
+    else snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
+}
+
+static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
+{
+    if (n_cmds > e->cap_cmds) {
+        int *o = realloc(e->order, (size_t)n_cmds * sizeof *o);
+        if (o) e->order = o;
+        int *r = realloc(e->ready, (size_t)n_cmds * sizeof *r);
+        if (r) e->ready = r;
+        int *m = realloc(e->remaining, (size_t)n_cmds * sizeof *m);
+        if (m) e->remaining = m;
+        if (!o || !r || !m) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        e->cap_cmds = n_cmds;
+    }
+    if (n_wait > e->cap_wait) {
+        cl_event *w = realloc(e->wait_buf, (size_t)n_wait * sizeof *w);
+        if (!w) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        e->wait_buf = w;
+        e->cap_wait = n_wait;
+    }
+    return ST_OK;
+}
+
+/* Program order, or a seeded random topological order. */
+static void make_order(cl_exec *e, const st_dag *d)
+{
+    if (!e->random) {
+        for (int c = 0; c < d->n_cmds; c++) e->order[c] = c;
+        return;
+    }
+    int n_ready = 0, k = 0;
+    for (int c = 0; c < d->n_cmds; c++) {
+        e->remaining[c] = d->cmds[c].n_pred;
+        if (!d->cmds[c].n_pred) e->ready[n_ready++] = c;
+    }
+    while (n_ready) {
+        int pick = (int)(rng_next(&e->rng) % (uint64_t)n_ready);
+        int c = e->ready[pick];
+        e->ready[pick] = e->ready[--n_ready];
+        e->order[k++] = c;
+        const st_cmd *cmd = &d->cmds[c];
+        for (int s = 0; s < cmd->n_succ; s++) {
+            int x = d->succs[cmd->succ_first + s];
+            if (--e->remaining[x] == 0) e->ready[n_ready++] = x;
+        }
+    }
+}
+
+/* Enqueues command c; its event goes to st->events[c]. */
+static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
+{
+    const st_dag *d = st->dag;
+    const st_cmd *cmd = &d->cmds[c];
+    cl_uint nw = 0;
+    for (int k = 0; k < cmd->n_pred; k++) e->wait_buf[nw++] = st->events[d->preds[cmd->pred_first + k]];
+    if (gate && !cmd->n_pred) e->wait_buf[nw++] = gate;
+    int nops = cmd->n_in + cmd->n_out;
+    st_operand ops_buf[32];
+    st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
+    if (!ops) return st_error(ST_ERR_NOMEM, "out of memory");
+    /* kernels bind views by (cl_mem, offset); the operands carry shapes
+     * only (data is the cl_mem, never dereferenced on the host) */
+    for (int k = 0; k < nops; k++) ops[k] = st_operand_of(&cmd->views[k], NULL);
+    for (int k = 0; k < nops; k++)
+        if (cmd->views[k].storage && cmd->views[k].storage->dev) ops[k].data = cmd->views[k].storage->dev;
+    st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c], cmd->gnode->name};
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
+    st_status r = cmd->op->opencl(&k);
+    if (ops != ops_buf) free(ops);
+    cl_event ev = NULL;
+    if (r == ST_OK) {
+        if (ctx.n_tails == 1) {
+            ev = ctx.tails[0];
+            ctx.n_tails = 0;
+        } else {
+            /* nothing enqueued (an empty tensor), or independent parts: one
+             * marker stands for the command */
+            const cl_event *w = ctx.n_tails ? ctx.tails : (nw ? e->wait_buf : NULL);
+            cl_uint n = ctx.n_tails ? (cl_uint)ctx.n_tails : nw;
+            r = st_cl_check(clEnqueueMarkerWithWaitList(e->queue, n, w, &ev), "clEnqueueMarkerWithWaitList");
+        }
+    }
+    for (int i = 0; i < ctx.n_tails; i++) clReleaseEvent(ctx.tails[i]);
+    free(ctx.tails);
+    st->events[c] = ev;
+    return r;
+}
+
+static st_status exec_submit(st_exec *base, const st_dag *d)
+{
+    cl_exec *e = (cl_exec *)base;
+    e->err = ST_OK;
+    e->errmsg[0] = 0;
+    dag_state *st = NULL;
+    ST_TRY(state_get(e, d, &st));
+    /* the previous run of this DAG is complete (the session waited) */
+    for (int c = 0; c < d->n_cmds; c++)
+        if (st->events[c]) {
+            clReleaseEvent(st->events[c]);
+            st->events[c] = NULL;
+        }
+    st->profiled = false;
+    int max_wait = 1;
+    for (int c = 0; c < d->n_cmds; c++)
+        if (d->cmds[c].n_pred + 1 > max_wait) max_wait = d->cmds[c].n_pred + 1;
+    ST_TRY(reserve(e, d->n_cmds > 0 ? d->n_cmds : 1, max_wait));
+    e->cur = st;
+    make_order(e, d);
+    cl_event gate = NULL;
+    if (e->random) {
+        cl_int err;
+        gate = clCreateUserEvent(e->dev->context, &err);
+        ST_TRY(st_cl_check(err, "clCreateUserEvent"));
+    }
+    for (int i = 0; i < d->n_cmds && e->err == ST_OK; i++) {
+        int c = e->order[i];
+        st_status r = enqueue_cmd(e, st, c, gate);
+        if (r != ST_OK) fail(e, r, &d->cmds[c]);
+    }
+    if (gate) {
+        clSetUserEventStatus(gate, CL_COMPLETE);
+        clReleaseEvent(gate);
+    }
+    if (e->err != ST_OK) {
+        clFinish(e->queue); /* leave nothing half-enqueued running */
+        st_error(e->err, "%s", e->errmsg);
+        return e->err;
+    }
+    return st_cl_check(clFlush(e->queue), "clFlush");
+}
+
+/* Device time per op type of the finished run, on stderr. */
+static void print_profile(const dag_state *st)
+{
+    const st_dag *d = st->dag;
+    const char *names[64];
+    double ms[64];
+    int count[64], n = 0;
+    double total = 0;
+    for (int c = 0; c < d->n_cmds; c++) {
+        cl_ulong t0 = 0, t1 = 0;
+        if (!st->events[c] || clGetEventProfilingInfo(st->events[c], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) != CL_SUCCESS ||
+            clGetEventProfilingInfo(st->events[c], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
+            continue;
+        double t = (double)(t1 - t0) * 1e-6;
+        const char *name = d->cmds[c].op->name;
+        int i = 0;
+        while (i < n && strcmp(names[i], name) != 0) i++;
+        if (i == n && n < 64) {
+            names[n] = name;
+            ms[n] = 0;
+            count[n++] = 0;
+        }
+        if (i < n) {
+            ms[i] += t;
+            count[i]++;
+        }
+        total += t;
+    }
+    fprintf(stderr, "opencl profile: %d commands, %.3f ms of device time (each command's last event)\n", d->n_cmds, total);
+    for (int i = 0; i < n; i++) fprintf(stderr, "  %-20s %5d  %10.3f ms\n", names[i], count[i], ms[i]);
+}
+
+static st_status event_status(cl_exec *e, const dag_state *st, int c)
+{
+    cl_int s = CL_COMPLETE;
+    if (!st->events[c]) return ST_OK;
+    clGetEventInfo(st->events[c], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
+    if (s >= 0) return ST_OK;
+    const st_cmd *cmd = &st->dag->cmds[c];
+    (void)e;
+    return st_error(ST_ERR_BACKEND, "node '%s' (%s): the device failed the command: %s (%d)", cmd->gnode->name, cmd->op->name,
+                    st_cl_error_name(s), (int)s);
+}
+
+static st_status exec_wait(st_exec *base, const int *cmds, int n)
+{
+    cl_exec *e = (cl_exec *)base;
+    dag_state *st = e->cur;
+    if (!st) return ST_OK;
+    st_status r = ST_OK;
+    if (n < 0) {
+        r = st_cl_check(clFinish(e->queue), "clFinish");
+        for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) r = event_status(e, st, c);
+        if (r == ST_OK && e->profile && !st->profiled) {
+            st->profiled = true;
+            print_profile(st);
+        }
+    } else if (n > 0) {
+        if (reserve(e, 1, n) != ST_OK) return st_cl_check(clFinish(e->queue), "clFinish");
+        cl_uint m = 0;
+        for (int i = 0; i < n; i++)
+            if (st->events[cmds[i]]) e->wait_buf[m++] = st->events[cmds[i]];
+        cl_int err = m ? clWaitForEvents(m, e->wait_buf) : CL_SUCCESS;
+        for (int i = 0; i < n && r == ST_OK; i++) r = event_status(e, st, cmds[i]);
+        if (r == ST_OK && err != CL_SUCCESS) r = st_cl_check(err, "clWaitForEvents");
+    }
+    if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    return r;
+}
+
+static void exec_forget(st_exec *base, const st_dag *d)
+{
+    cl_exec *e = (cl_exec *)base;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) {
+            clFinish(e->queue);
+            if (e->cur == &e->states[i]) e->cur = NULL;
+            state_free(&e->states[i]);
+            if (i != e->n_states - 1) {
+                e->states[i] = e->states[e->n_states - 1];
+                if (e->cur == &e->states[e->n_states - 1]) e->cur = &e->states[i];
+            }
+            e->n_states--;
+            memset(&e->states[e->n_states], 0, sizeof e->states[0]);
+            return;
+        }
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cl_exec *e = (cl_exec *)base;
+    if (e->queue) clFinish(e->queue);
+    for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
+    free(e->states);
+    for (int k = 0; k < ST_CLK_COUNT; k++)
+        if (e->kernels[k]) clReleaseKernel(e->kernels[k]);
+    if (e->queue) clReleaseCommandQueue(e->queue);
+    free(e->order);
+    free(e->ready);
+    free(e->remaining);
+    free(e->wait_buf);
+    free(e);
+}
+
+static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+
+st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
+{
+    st_cl_device *d = (st_cl_device *)b;
+    cl_program p;
+    ST_TRY(st_cl_program(d, &p)); /* fail at session creation, not at the first run */
+    cl_exec *e = calloc(1, sizeof *e);
+    if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the OpenCL executor");
+    e->base.vt = &cl_exec_vt;
+    e->base.backend = b;
+    e->dev = d;
+    e->random = o->schedule == ST_SCHEDULE_RANDOM;
+    e->rng = o->seed;
+    const char *io = getenv("STRATA_OPENCL_IN_ORDER"), *prof = getenv("STRATA_OPENCL_PROFILE");
+    e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0);
+    e->profile = prof && strcmp(prof, "1") == 0;
+    cl_command_queue_properties qp = e->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
+    cl_int err;
+    e->queue = clCreateCommandQueue(d->context, d->device, qp | (e->out_of_order ? CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE : 0), &err);
+    if (err != CL_SUCCESS && e->out_of_order) { /* advertised but refused: in order still runs the DAG */
+        e->out_of_order = false;
+        e->queue = clCreateCommandQueue(d->context, d->device, qp, &err);
+    }
+    if (err != CL_SUCCESS) {
+        e->queue = NULL;
+        exec_destroy(&e->base);
+        return st_cl_check(err, "clCreateCommandQueue");
+    }
+    *out = &e->base;
+    return ST_OK;
+}

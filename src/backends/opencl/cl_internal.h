@@ -1,0 +1,174 @@
+/*
+ * cl_internal.h — what the OpenCL backend's C files share: the device
+ * object, the program (all kernels of the .cl files here, built once
+ * per device), the per-command context a kernel enqueues through, and the
+ * small helpers that turn views into kernel arguments.
+ *
+ * Ordering is the executor's business (cl_exec.c): a kernel function gets
+ * the events of its command's DAG predecessors and enqueues its work with
+ * them as the wait list (st_cl_run), never waiting on the host itself.
+ */
+#ifndef ST_CL_INTERNAL_H
+#define ST_CL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "backends/opencl/kernels.h"
+#include "core/view.h"
+
+/* Every kernel of the program, by the name after "st_" in the .cl files. */
+#define ST_CL_KERNEL_LIST(X) \
+    X(unary)                 \
+    X(binary)                \
+    X(where)                 \
+    X(copy)                  \
+    X(gemm)                  \
+    X(conv_gemm)             \
+    X(conv_rows)             \
+    X(conv_direct)           \
+    X(pool)                  \
+    X(pool_global)           \
+    X(conv_transpose)        \
+    X(resize)                \
+    X(softmax_serial)        \
+    X(softmax_group)         \
+    X(batchnorm)             \
+    X(reduce)
+
+typedef enum st_clk {
+#define ST_CLK_ENUM(n) ST_CLK_##n,
+    ST_CL_KERNEL_LIST(ST_CLK_ENUM)
+#undef ST_CLK_ENUM
+    ST_CLK_COUNT
+} st_clk;
+
+extern const char *const st_clk_names[ST_CLK_COUNT];
+
+typedef struct st_cl_device {
+    st_backend base;
+    int ordinal;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue transfer;        /* in-order: host <-> storage copies and fills */
+    pthread_mutex_t transfer_lock;
+    bool out_of_order;                /* the device takes CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE */
+    bool fp16, fp64, is_gpu;
+    size_t max_wg;
+    cl_uint addr_align;               /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits */
+    char name[256], vendor[128], version[128], driver[128], platform_name[128];
+    /* the program: built (or loaded from the disk cache) on first use */
+    pthread_mutex_t program_lock;
+    cl_program program;
+    bool program_tried, program_cached;
+    st_status program_status;
+    char program_error[2048];
+    double program_seconds;
+    /* cl_mem -> storage, for st_cl_resolve (sorted by handle value) */
+    pthread_mutex_t mem_lock;
+    struct st_cl_mem_entry *mems;
+    int n_mems, cap_mems;
+} st_cl_device;
+
+/* A command's cached state (a device table of resize taps, ...): data and
+ * the function that frees it, kept until the plan is forgotten. */
+typedef struct st_cl_slot {
+    void *data;
+    void (*release)(void *data);
+} st_cl_slot;
+
+/* A slot's release function for a cl_mem. */
+void st_cl_release_mem(void *mem);
+
+/* What a kernel function gets in k->dev. */
+typedef struct st_cl_ctx {
+    st_cl_device *dev;
+    cl_command_queue queue;
+    cl_kernel *kernels;               /* the executor's, created on first use */
+    const cl_event *wait;             /* the DAG predecessors' events */
+    cl_uint n_wait;
+    cl_event *tails;                  /* events the command's successors must wait for */
+    int n_tails, cap_tails;
+    st_cl_slot *slot;
+    const char *node;                 /* for messages */
+} st_cl_ctx;
+
+/* ST_OK, or ST_ERR_BACKEND "opencl: <what>: CL_xxx (code)". */
+st_status st_cl_check(cl_int err, const char *what);
+const char *st_cl_error_name(cl_int err);
+
+/* The program for dev (built or loaded once). */
+st_status st_cl_program(st_cl_device *dev, cl_program *out);
+/* The kernel for id, created from the program on first use. */
+st_status st_cl_kernel(st_cl_ctx *c, st_clk id, cl_kernel *out);
+
+/* Kernel arguments: a list of (size, pointer) pairs. */
+typedef struct st_cl_arg {
+    size_t size;
+    const void *p;
+} st_cl_arg;
+#define ST_CLA(x) ((st_cl_arg){sizeof(x), &(x)})
+st_status st_cl_set_args(cl_kernel k, st_clk id, int n, const st_cl_arg *args);
+
+/* Enqueues k over global[dims] (local may be NULL).  chain: after this
+ * command's earlier enqueues (a sequence), else only after the
+ * predecessors (independent parts, joined when the command ends). */
+st_status st_cl_run(st_cl_ctx *c, cl_kernel k, st_clk id, cl_uint dims, const size_t *global, const size_t *local,
+                    bool chain);
+/* Enqueues a buffer fill of n bytes at off with the pattern of psize
+ * bytes, after the command's earlier work. */
+st_status st_cl_fill(st_cl_ctx *c, cl_mem m, uint64_t off, const void *pattern, size_t psize, uint64_t n);
+
+/* ---- operands as kernel arguments ---- */
+
+/* A strided operand: element offset from the cl_mem's base, dtype, and
+ * sizes/strides in elements.  All members are 8 bytes so the struct has
+ * the same layout in C and in OpenCL C (common.cl's st_td). */
+typedef struct st_cl_td {
+    cl_long off;
+    cl_long dt;
+    cl_long rank;
+    cl_long n[ST_MAX_RANK];
+    cl_long s[ST_MAX_RANK];
+} st_cl_td;
+
+/* The cl_mem of a view (NULL for an omitted operand or an empty storage). */
+static inline cl_mem st_cl_mem(const st_view *v) { return v->storage ? (cl_mem)v->storage->dev : NULL; }
+
+/* v's descriptor; ST_ERR_INTERNAL if its byte offset is not a whole
+ * number of elements (kernels index by element). */
+st_status st_cl_td_of(const st_view *v, st_cl_td *td);
+/* x's descriptor with y's shape: strides broadcast (right-aligned, 0 on
+ * size-1 dims), as elementwise ops read their inputs. */
+st_status st_cl_td_broadcast(const st_view *x, const st_view *y, st_cl_td *td);
+/* Merges neighbouring dims that step evenly in all n descriptors (which
+ * share tds[0]'s sizes) and drops unit dims: fewer divisions per element. */
+void st_cl_td_coalesce(st_cl_td *tds, int n);
+
+/* y = x element by element in row-major order, converting dtypes (x may
+ * have another shape of the same element count, or xtd: a descriptor of x
+ * to use instead, e.g. broadcast into y's shape). */
+st_status st_cl_copy_view(st_cl_ctx *c, const st_view *y, const st_view *x, const st_cl_td *xtd, bool chain);
+
+/* The 2-D grid of an elementwise kernel over tds[0]'s shape (innermost
+ * dim, rows); a rank-0 shape becomes [1] in all n descriptors. */
+void st_cl_grid(st_cl_td *tds, int n, size_t global[2]);
+
+/* Whether the device computes dt (f64 needs cl_khr_fp64). */
+st_status st_cl_dtype_ok(const st_cl_ctx *c, st_dtype dt, const char *what);
+
+/* The resolver of rule 2 for OpenCL (see opencl.c): a cl_mem (a storage's,
+ * or a sub-buffer made by someone else over one) and a byte offset. */
+st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *storage_off);
+
+st_backend *st_opencl_backend(int device);
+st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * elementwise.cl — unary (with Clip; the f32 math is activation.cl's),
+ * binary, and Where.  One work-item per output element; inputs
+ * come with strides in the output's shape (0 on broadcast dims).
+ *
+ * The op codes are st_unary / st_binary of ops/elementwise.h (the host
+ * asserts the numbering, k_elementwise.c).  Float data computes in f32
+ * (CLS_F32), f64 in double, integers in 64-bit two's complement with the
+ * CPU kernels' conventions (wrapping arithmetic, truncating division,
+ * x / 0 = 0).
+ */
+
+#define B_ADD 0
+#define B_SUB 1
+#define B_MUL 2
+#define B_DIV 3
+#define B_POW 4
+#define B_MOD 5
+#define B_MAX 6
+#define B_MIN 7
+#define B_MEAN 8
+#define B_EQUAL 9
+#define B_LESS 10
+#define B_GREATER 11
+#define B_LESS_EQUAL 12
+#define B_GREATER_EQUAL 13
+#define B_AND 14
+#define B_OR 15
+#define B_XOR 16
+#define B_SHIFT_LEFT 17
+#define B_SHIFT_RIGHT 18
+#define B_PRELU 19
+
+#ifdef ST_FP64
+inline double unary_d(int code, double x, double a, double b, double g, double lo, double hi, int flags)
+{
+    switch (code) {
+    case U_RELU: return x > 0 ? x : 0.0;
+    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case U_SILU: return x / (1.0 + exp(-x));
+    case U_TANH: return tanh(x);
+    case U_EXP: return exp(x);
+    case U_LOG: return log(x);
+    case U_SQRT: return sqrt(x);
+    case U_NEG: return -x;
+    case U_ABS: return fabs(x);
+    case U_RECIPROCAL: return 1.0 / x;
+    case U_FLOOR: return floor(x);
+    case U_CEIL: return ceil(x);
+    case U_ROUND: return rint(x);
+    case U_ERF: return erf(x);
+    case U_SIN: return sin(x);
+    case U_COS: return cos(x);
+    case U_TAN: return tan(x);
+    case U_ASIN: return asin(x);
+    case U_ACOS: return acos(x);
+    case U_ATAN: return atan(x);
+    case U_SINH: return sinh(x);
+    case U_COSH: return cosh(x);
+    case U_ASINH: return asinh(x);
+    case U_ACOSH: return acosh(x);
+    case U_ATANH: return atanh(x);
+    case U_SIGN: return (double)((x > 0) - (x < 0));
+    case U_LEAKY_RELU: return x >= 0 ? x : a * x;
+    case U_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a * x + b));
+    case U_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case U_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
+    case U_SELU: return g * (x > 0 ? x : a * (exp(x) - 1.0));
+    case U_CELU: return fmax(0.0, x) + fmin(0.0, a * (exp(x / a) - 1.0));
+    case U_SOFTPLUS: return x > 30.0 ? x : log1p(exp(x));
+    case U_SOFTSIGN: return x / (1.0 + fabs(x));
+    case U_THRESHOLDED_RELU: return x > a ? x : 0.0;
+    case U_MISH: return x * tanh(x > 30.0 ? x : log1p(exp(x)));
+    case U_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
+    case U_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+    case U_ISNAN: return isnan(x) ? 1.0 : 0.0;
+    case U_ISINF: return (isinf(x) && ((x > 0 && (flags & 1)) || (x < 0 && (flags & 2)))) ? 1.0 : 0.0;
+    case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case U_NOT: return x == 0.0 ? 1.0 : 0.0;
+    }
+    return x;
+}
+#endif
+
+inline long unary_l(int code, long x, long lo, long hi)
+{
+    switch (code) {
+    case U_RELU: return x > 0 ? x : 0;
+    case U_NEG: return (long)(0ul - (ulong)x);
+    case U_ABS: return x < 0 ? (long)(0ul - (ulong)x) : x;
+    case U_SIGN: return (x > 0) - (x < 0);
+    case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case U_NOT: return x == 0;
+    }
+    return x;
+}
+
+/* lop/hip: Clip's min and max tensors (NULL when absent; then lof/hif or
+ * lol/hil hold the defaults).  Grid: (innermost dim, rows). */
+kernel void st_unary(gp y, st_td yd, gcp x, st_td xd, int code, int cls, float a, float b, float g, int flags, float lof,
+                     float hif, long lol, long hil, gcp lop, st_td lod, gcp hip, st_td hid)
+{
+    long i = get_global_id(0), r = get_global_id(1), oy, ox, unused;
+    td_row3(&yd, &xd, &xd, r, &oy, &ox, &unused);
+    oy += i * TD_INNER(yd);
+    ox += i * TD_INNER(xd);
+    if (cls == CLS_F32) {
+        float lo = lop ? ld_f(lop, lod.off, (int)lod.dt) : lof;
+        float hi = hip ? ld_f(hip, hid.off, (int)hid.dt) : hif;
+        if (yd.dt == DT_F32 && xd.dt == DT_F32)
+            ((global float *)y)[oy] = unary_f(code, ((global const float *)x)[ox], a, b, g, lo, hi, flags);
+        else
+            st_f(y, oy, (int)yd.dt, unary_f(code, ld_f(x, ox, (int)xd.dt), a, b, g, lo, hi, flags));
+    }
+#ifdef ST_FP64
+    else if (cls == CLS_F64) {
+        double lo = lop ? ld_d(lop, lod.off, (int)lod.dt) : (double)lof;
+        double hi = hip ? ld_d(hip, hid.off, (int)hid.dt) : (double)hif;
+        st_d(y, oy, (int)yd.dt, unary_d(code, ld_d(x, ox, (int)xd.dt), a, b, g, lo, hi, flags));
+    }
+#endif
+    else {
+        long lo = lop ? ld_l(lop, lod.off, (int)lod.dt) : lol;
+        long hi = hip ? ld_l(hip, hid.off, (int)hid.dt) : hil;
+        st_l(y, oy, (int)yd.dt, unary_l(code, ld_l(x, ox, (int)xd.dt), lo, hi));
+    }
+}
+
+inline float binary_f(int code, float a, float b)
+{
+    switch (code) {
+    case B_ADD:
+    case B_MEAN: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_POW: return pow(a, b);
+    case B_MOD: return fmod(a, b);
+    case B_MAX: return isnan(a) || a > b ? a : b;
+    case B_MIN: return isnan(a) || a < b ? a : b;
+    case B_EQUAL: return a == b;
+    case B_LESS: return a < b;
+    case B_GREATER: return a > b;
+    case B_LESS_EQUAL: return a <= b;
+    case B_GREATER_EQUAL: return a >= b;
+    case B_AND: return (a != 0.0f) && (b != 0.0f);
+    case B_OR: return (a != 0.0f) || (b != 0.0f);
+    case B_XOR: return (a != 0.0f) != (b != 0.0f);
+    case B_PRELU: return a >= 0.0f ? a : a * b;
+    }
+    return 0.0f;
+}
+
+#ifdef ST_FP64
+inline double binary_d(int code, double a, double b, int fmod_mode)
+{
+    switch (code) {
+    case B_ADD:
+    case B_MEAN: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: return a / b;
+    case B_POW: return pow(a, b);
+    case B_MOD: return fmod_mode ? fmod(a, b) : a - floor(a / b) * b;
+    case B_MAX: return isnan(a) || a > b ? a : b;
+    case B_MIN: return isnan(a) || a < b ? a : b;
+    case B_EQUAL: return a == b;
+    case B_LESS: return a < b;
+    case B_GREATER: return a > b;
+    case B_LESS_EQUAL: return a <= b;
+    case B_GREATER_EQUAL: return a >= b;
+    case B_AND: return a != 0 && b != 0;
+    case B_OR: return a != 0 || b != 0;
+    case B_XOR: return (a != 0) != (b != 0);
+    case B_PRELU: return a >= 0 ? a : a * b;
+    }
+    return 0.0;
+}
+#endif
+
+inline long ipow_l(long base, long e)
+{
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    ulong r = 1, b = (ulong)base;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (long)r;
+}
+
+inline long binary_l(int code, long a, long b, int fmod_mode, int uns)
+{
+    ulong ua = (ulong)a, ub = (ulong)b;
+    switch (code) {
+    case B_ADD:
+    case B_MEAN: return (long)(ua + ub);
+    case B_SUB: return (long)(ua - ub);
+    case B_MUL: return (long)(ua * ub);
+    case B_DIV:
+        if (b == 0) return 0;
+        if (uns) return (long)(ua / ub);
+        if (a == LONG_MIN && b == -1) return LONG_MIN;
+        return a / b;
+    case B_POW: return ipow_l(a, b);
+    case B_MOD: {
+        if (b == 0) return 0;
+        if (uns) return (long)(ua % ub);
+        if (a == LONG_MIN && b == -1) return 0;
+        long r = a % b;
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    case B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
+    case B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
+    case B_EQUAL: return a == b;
+    case B_LESS: return uns ? ua < ub : a < b;
+    case B_GREATER: return uns ? ua > ub : a > b;
+    case B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
+    case B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
+    case B_AND: return a && b;
+    case B_OR: return a || b;
+    case B_XOR: return (a != 0) != (b != 0);
+    case B_SHIFT_LEFT: return ub >= 64 ? 0 : (long)(ua << ub);
+    case B_SHIFT_RIGHT: return ub >= 64 ? 0 : (long)(ua >> ub);
+    case B_PRELU: return a >= 0 ? a : (long)(ua * ub);
+    }
+    return 0;
+}
+
+kernel void st_binary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, int code, int cls, int fmod_mode, int uns)
+{
+    long i = get_global_id(0), r = get_global_id(1), oy, oa, ob;
+    td_row3(&yd, &ad, &bd, r, &oy, &oa, &ob);
+    oy += i * TD_INNER(yd);
+    oa += i * TD_INNER(ad);
+    ob += i * TD_INNER(bd);
+    if (cls == CLS_F32) {
+        if (yd.dt == DT_F32 && ad.dt == DT_F32 && bd.dt == DT_F32)
+            ((global float *)y)[oy] = binary_f(code, ((global const float *)a)[oa], ((global const float *)b)[ob]);
+        else
+            st_f(y, oy, (int)yd.dt, binary_f(code, ld_f(a, oa, (int)ad.dt), ld_f(b, ob, (int)bd.dt)));
+    }
+#ifdef ST_FP64
+    else if (cls == CLS_F64) {
+        st_d(y, oy, (int)yd.dt, binary_d(code, ld_d(a, oa, (int)ad.dt), ld_d(b, ob, (int)bd.dt), fmod_mode));
+    }
+#endif
+    else {
+        st_l(y, oy, (int)yd.dt, binary_l(code, ld_l(a, oa, (int)ad.dt), ld_l(b, ob, (int)bd.dt), fmod_mode, uns));
+    }
+}
+
+/* y = c ? x : z, elements moved as bytes (any dtype). */
+kernel void st_where(gp y, st_td yd, gcp c, st_td cd, gcp x, st_td xd, gcp z, st_td zd)
+{
+    long i = get_global_id(0), r = get_global_id(1), oy, oc, ox;
+    td_row3(&yd, &cd, &xd, r, &oy, &oc, &ox);
+    long oz = td_row(&yd, &zd, r) + i * TD_INNER(zd);
+    oy += i * TD_INNER(yd);
+    oc += i * TD_INNER(cd);
+    ox += i * TD_INNER(xd);
+    int es = dt_size((int)yd.dt);
+    if (c[oc]) mv(y, oy, x, ox, es);
+    else mv(y, oy, z, oz, es);
+}

@@ -1,0 +1,220 @@
+/*
+ * k_elementwise.c — host side of the OpenCL elementwise kernels
+ * (elementwise.cl, copy.cl): unary ops and Clip, binary ops, the variadic
+ * Sum/Max/Min/Mean, Where, Cast.
+ *
+ * Each picks a compute class from the dtypes the way the CPU kernels do
+ * (f32/f16/bf16 in f32, anything with f64 in double, integers in int64),
+ * broadcasts the inputs' strides into the output's shape, coalesces the
+ * dims and launches one work-item per output element.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "backends/opencl/cl_internal.h"
+#include "core/status.h"
+#include "ops/elementwise.h"
+
+/* elementwise.cl numbers the codes itself */
+_Static_assert(ST_U_RELU == 0 && ST_U_HARD_SIGMOID == 26 && ST_U_GELU_TANH == 36 && ST_U_CLIP == 40 && ST_U_SILU == 41,
+               "elementwise.cl's U_ codes follow st_unary");
+_Static_assert(ST_B_ADD == 0 && ST_B_MEAN == 8 && ST_B_AND == 14 && ST_B_PRELU == 19, "elementwise.cl's B_ codes follow st_binary");
+
+enum { CLS_F32 = 0, CLS_F64 = 1, CLS_I64 = 2 };
+
+static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+/* The class of an op on dtypes a and b (b = a for one input). */
+static int compute_class(st_dtype a, st_dtype b)
+{
+    if (f32_family(a) && f32_family(b)) return CLS_F32;
+    if (st_dtype_is_float(a) || st_dtype_is_float(b)) return CLS_F64;
+    return CLS_I64;
+}
+
+static st_status class_ok(const st_cl_ctx *c, int cls, const char *what)
+{
+    if (cls == CLS_F64 && !c->dev->fp64)
+        return st_error(ST_ERR_UNSUPPORTED, "%s: float64 needs cl_khr_fp64, which '%s' lacks", what, c->dev->name);
+    return ST_OK;
+}
+
+static st_status run_unary(const st_kctx *k, const st_ew_state *s, int code, float lof, float hif, long lol, long hil,
+                           const st_view *lov, const st_view *hiv)
+{
+    st_cl_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int cls = compute_class(x->dtype, x->dtype);
+    if (y->dtype == ST_F64 || x->dtype == ST_F64) cls = CLS_F64;
+    ST_TRY(class_ok(c, cls, "unary op"));
+    st_cl_td td[2], lod, hid;
+    ST_TRY(st_cl_td_of(y, &td[0]));
+    ST_TRY(st_cl_td_broadcast(x, y, &td[1]));
+    st_cl_td_coalesce(td, 2);
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), lom = NULL, him = NULL;
+    if (lov && lov->storage) {
+        ST_TRY(st_cl_td_of(lov, &lod));
+        lom = st_cl_mem(lov);
+    } else {
+        ST_TRY(st_cl_td_of(x, &lod));
+    }
+    if (hiv && hiv->storage) {
+        ST_TRY(st_cl_td_of(hiv, &hid));
+        him = st_cl_mem(hiv);
+    } else {
+        ST_TRY(st_cl_td_of(x, &hid));
+    }
+    cl_int ccode = code, ccls = cls, flags = (s->detect_pos ? 1 : 0) | (s->detect_neg ? 2 : 0);
+    cl_float a = s->alpha, b = s->beta, g = s->gamma, clo = lof, chi = hif;
+    cl_long llo = lol, lhi = hil;
+    size_t global[2];
+    st_cl_grid(td, 2, global);
+    cl_kernel kern;
+    ST_TRY(st_cl_kernel(c, ST_CLK_unary, &kern));
+    st_cl_arg args[] = {ST_CLA(ym),    ST_CLA(td[0]), ST_CLA(xm),  ST_CLA(td[1]), ST_CLA(ccode), ST_CLA(ccls),
+                        ST_CLA(a),     ST_CLA(b),     ST_CLA(g),   ST_CLA(flags), ST_CLA(clo),   ST_CLA(chi),
+                        ST_CLA(llo),   ST_CLA(lhi),   ST_CLA(lom), ST_CLA(lod),   ST_CLA(him),   ST_CLA(hid)};
+    ST_TRY(st_cl_set_args(kern, ST_CLK_unary, (int)(sizeof args / sizeof *args), args));
+    return st_cl_run(c, kern, ST_CLK_unary, 2, global, NULL, true);
+}
+
+st_status st_cl_unary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    return run_unary(k, s, s->code, 0.0f, 0.0f, 0, 0, NULL, NULL);
+}
+
+st_status st_cl_clip(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    bool flt = st_dtype_is_float(k->views[0].dtype);
+    /* attributes (opset < 11) or the type's range; input tensors override
+     * on the device */
+    float lof = flt ? s->alpha : -INFINITY, hif = flt ? s->beta : INFINITY;
+    if (lof < -3.402823466e38f) lof = -INFINITY;
+    if (hif > 3.402823466e38f) hif = INFINITY;
+    const st_view *lo = k->n_in > 1 && k->in[1].data ? &k->views[1] : NULL;
+    const st_view *hi = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
+    return run_unary(k, s, ST_U_CLIP, lof, hif, INT64_MIN, INT64_MAX, lo, hi);
+}
+
+/* y = a op b over y's shape; a and b broadcast. */
+static st_status run_binary(st_cl_ctx *c, const st_view *a, const st_view *b, const st_view *y, int code, bool fmod_mode,
+                            bool chain)
+{
+    int cls = compute_class(a->dtype, b->dtype);
+    ST_TRY(class_ok(c, cls, "binary op"));
+    st_cl_td td[3];
+    ST_TRY(st_cl_td_of(y, &td[0]));
+    ST_TRY(st_cl_td_broadcast(a, y, &td[1]));
+    ST_TRY(st_cl_td_broadcast(b, y, &td[2]));
+    st_cl_td_coalesce(td, 3);
+    cl_mem ym = st_cl_mem(y), am = st_cl_mem(a), bm = st_cl_mem(b);
+    cl_int ccode = code, ccls = cls, fm = fmod_mode, uns = !st_dtype_is_signed(a->dtype) && a->dtype != ST_BOOL &&
+                                                          !st_dtype_is_float(a->dtype);
+    size_t global[2];
+    st_cl_grid(td, 3, global);
+    cl_kernel kern;
+    ST_TRY(st_cl_kernel(c, ST_CLK_binary, &kern));
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(td[0]), ST_CLA(am),   ST_CLA(td[1]), ST_CLA(bm),
+                        ST_CLA(td[2]), ST_CLA(ccode), ST_CLA(ccls), ST_CLA(fm),    ST_CLA(uns)};
+    ST_TRY(st_cl_set_args(kern, ST_CLK_binary, (int)(sizeof args / sizeof *args), args));
+    return st_cl_run(c, kern, ST_CLK_binary, 2, global, NULL, chain);
+}
+
+st_status st_cl_binary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    return run_binary(k->dev, &k->views[0], &k->views[1], &k->views[k->n_in], s->code, s->fmod != 0, true);
+}
+
+/* y = x converted and strided; x may have another shape of the same
+ * element count (row-major order), or be broadcast (stride 0). */
+st_status st_cl_copy_view(st_cl_ctx *c, const st_view *y, const st_view *x, const st_cl_td *xtd, bool chain)
+{
+    int cls = compute_class(x->dtype, y->dtype);
+    if (!st_dtype_is_float(x->dtype) && !st_dtype_is_float(y->dtype)) cls = CLS_I64;
+    else if (!st_dtype_is_float(x->dtype) && y->dtype != ST_F64) cls = CLS_I64; /* int -> f32/f16/bf16 */
+    if (x->dtype != y->dtype) ST_TRY(class_ok(c, cls, "copy"));
+    st_cl_td td[2];
+    ST_TRY(st_cl_td_of(y, &td[0]));
+    if (xtd) td[1] = *xtd;
+    else ST_TRY(st_cl_td_of(x, &td[1]));
+    bool same_shape = td[0].rank == td[1].rank;
+    for (int d = 0; d < td[0].rank && same_shape; d++) same_shape = td[0].n[d] == td[1].n[d];
+    if (same_shape) st_cl_td_coalesce(td, 2);
+    size_t global[2];
+    if (same_shape) {
+        st_cl_grid(td, 2, global);
+    } else {
+        st_cl_grid(td, 1, global);
+    }
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x);
+    cl_int ccls = cls, same = same_shape;
+    cl_kernel kern;
+    ST_TRY(st_cl_kernel(c, ST_CLK_copy, &kern));
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(td[0]), ST_CLA(xm), ST_CLA(td[1]), ST_CLA(ccls), ST_CLA(same)};
+    ST_TRY(st_cl_set_args(kern, ST_CLK_copy, 6, args));
+    return st_cl_run(c, kern, ST_CLK_copy, 2, global, NULL, chain);
+}
+
+st_status st_cl_cast(const st_kctx *k)
+{
+    return st_cl_copy_view(k->dev, &k->views[k->n_in], &k->views[0], NULL, true);
+}
+
+/* Sum/Max/Min/Mean: y = x0 broadcast, then y = y op xi, then Mean's
+ * division: a chain of launches. */
+st_status st_cl_variadic(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    st_cl_ctx *c = k->dev;
+    const st_view *y = &k->views[k->n_in];
+    st_cl_td xb;
+    ST_TRY(st_cl_td_broadcast(&k->views[0], y, &xb));
+    ST_TRY(st_cl_copy_view(c, y, &k->views[0], &xb, true));
+    for (int i = 1; i < k->n_in; i++) ST_TRY(run_binary(c, y, &k->views[i], y, s->code, false, true));
+    if (s->code == ST_B_MEAN && k->n_in > 1) {
+        /* a scalar divisor in a tiny buffer the command owns (its slot) */
+        if (!c->slot->data) {
+            union {
+                float f;
+                double d;
+            } v;
+            size_t es = y->dtype == ST_F64 ? 8 : 4;
+            if (es == 8) v.d = (double)k->n_in;
+            else v.f = (float)k->n_in;
+            cl_int err;
+            cl_mem m = clCreateBuffer(c->dev->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, es, &v, &err);
+            ST_TRY(st_cl_check(err, "clCreateBuffer (Mean's divisor)"));
+            c->slot->data = m;
+            c->slot->release = st_cl_release_mem;
+        }
+        st_storage fake = {0};
+        fake.dev = c->slot->data;
+        st_view d;
+        st_view_init(&d, y->dtype == ST_F64 ? ST_F64 : ST_F32, 0, NULL);
+        d.storage = &fake;
+        ST_TRY(run_binary(c, y, &d, y, ST_B_DIV, false, true));
+    }
+    return ST_OK;
+}
+
+st_status st_cl_where(const st_kctx *k)
+{
+    st_cl_ctx *c = k->dev;
+    const st_view *y = &k->views[k->n_in];
+    st_cl_td td[4];
+    ST_TRY(st_cl_td_of(y, &td[0]));
+    for (int i = 0; i < 3; i++) ST_TRY(st_cl_td_broadcast(&k->views[i], y, &td[i + 1]));
+    st_cl_td_coalesce(td, 4);
+    cl_mem ym = st_cl_mem(y), cm = st_cl_mem(&k->views[0]), xm = st_cl_mem(&k->views[1]), zm = st_cl_mem(&k->views[2]);
+    size_t global[2];
+    st_cl_grid(td, 4, global);
+    cl_kernel kern;
+    ST_TRY(st_cl_kernel(c, ST_CLK_where, &kern));
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(td[0]), ST_CLA(cm), ST_CLA(td[1]),
+                        ST_CLA(xm), ST_CLA(td[2]), ST_CLA(zm), ST_CLA(td[3])};
+    ST_TRY(st_cl_set_args(kern, ST_CLK_where, 8, args));
+    return st_cl_run(c, kern, ST_CLK_where, 2, global, NULL, true);
+}

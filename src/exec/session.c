@@ -26,6 +26,11 @@ typedef struct bound_input {
     int64_t dims[ST_MAX_RANK];
     void *data;
     size_t bytes, cap;
+    /* what is already in the arena: these bytes, for this plan and arena
+     * (input buffers are never reused within a run, see plan/plan.c) */
+    bool uploaded;
+    uint64_t up_plan;
+    uint64_t up_arena;
 } bound_input;
 
 static void forget_plan(st_session *s, st_plan *p);
@@ -43,6 +48,7 @@ struct st_session {
     uint64_t clock;
     st_plan *cur;             /* plan of the last run */
     st_storage *arena;
+    uint64_t arena_gen;       /* counts arena replacements */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -198,6 +204,7 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     }
     st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
     b->set = true;
+    b->uploaded = false;
     b->dtype = v->dtype;
     b->rank = rank;
     memcpy(b->dims, dims, (size_t)rank * sizeof *dims);
@@ -288,8 +295,9 @@ static st_status get_plan(st_session *s, st_plan **out)
         s->cache[lru] = s->cache[--s->n_cache];
         s->cache_used[lru] = s->cache_used[s->n_cache];
     }
+    p->serial = ++s->clock;
     s->cache[s->n_cache] = p;
-    s->cache_used[s->n_cache++] = ++s->clock;
+    s->cache_used[s->n_cache++] = s->clock;
     *out = p;
     return ST_OK;
 }
@@ -315,6 +323,7 @@ static st_status run_locked(st_session *s)
         ST_TRY(s->backend->storage_alloc(s->backend, p->arena_bytes, "arena", &a));
         st_storage_release(s->arena);
         s->arena = a;
+        s->arena_gen++;
     }
     rebind_arena(s, p);
     st_backend *b = s->backend;
@@ -322,8 +331,14 @@ static st_status run_locked(st_session *s)
         ST_TRY(b->fill(b, s->arena, 0, 0xff, s->arena->size));
     for (int i = 0; i < g->n_inputs; i++) {
         const st_pvalue *pv = &p->values[g->inputs[i]];
-        const bound_input *bi = &s->bound[i];
+        bound_input *bi = &s->bound[i];
         if (pv->kind != ST_PV_INPUT || bi->bytes == 0) continue; /* value inputs are constants */
+        /* unchanged since the last upload into this arena for this plan:
+         * nothing to copy (the sanitizer's poison overwrote it, though) */
+        if (bi->uploaded && bi->up_plan == p->serial && bi->up_arena == s->arena_gen && !s->opt.sanitize) continue;
+        bi->uploaded = true;
+        bi->up_plan = p->serial;
+        bi->up_arena = s->arena_gen;
         if (pv->t.dtype == bi->dtype) {
             ST_TRY(b->write(b, s->arena, (uint64_t)pv->view.offset, bi->data, bi->bytes));
         } else {

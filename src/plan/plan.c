@@ -75,7 +75,9 @@ st_status st_plan_buffers(st_plan *p)
         b->value = v;
         b->size = (value_bytes(pv) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
         b->first = pv->kind == ST_PV_INPUT ? -1 : pv->producer;
-        b->last = b->first;
+        /* inputs keep their bytes to the end, so a run whose inputs did not
+         * change need not upload them again (exec/session.c) */
+        b->last = pv->kind == ST_PV_INPUT ? p->n_nodes : b->first;
         buf_of_root[v] = p->n_buffers++;
     }
     /* every value in a buffer widens its life: producers (placed inputs are

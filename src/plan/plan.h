@@ -77,6 +77,7 @@ typedef struct st_buffer {
 
 typedef struct st_plan {
     const struct st_model *model;
+    uint64_t serial;             /* unique within its session (never reused, unlike addresses) */
     st_dtype precision;
     /* the input shapes this plan was built for */
     int n_inputs;

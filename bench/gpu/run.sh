@@ -17,4 +17,4 @@ for p in f32 f16; do
     $S bench $M -i /tmp/x$b.npy --backend cuda --precision $p --runs 200 --warmup 20 | sed 's/^.*: //'
   done
 done
-python3 bench/gpu/torch_peer.py "$@"
+timeout ${PEER_TIMEOUT:-450} python3 bench/gpu/torch_peer.py "$@"

@@ -259,8 +259,8 @@ class DFL(nn.Module):
 def _grid(h, w, like):
     """(xv, yv) integer cell coordinates, (h, w) each, from traced sizes so the
     exported graph computes them with Range for any input size."""
-    ys = torch.arange(h, dtype=like.dtype)
-    xs = torch.arange(w, dtype=like.dtype)
+    ys = torch.arange(h, dtype=like.dtype, device=like.device)
+    xs = torch.arange(w, dtype=like.dtype, device=like.device)
     yv, xv = torch.meshgrid(ys, xs, indexing="ij")
     return xv, yv
 

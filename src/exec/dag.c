@@ -197,7 +197,11 @@ static st_status make_commands(const st_plan *p, st_dag *d)
     const st_graph *g = p->model->g;
     int n_views = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (p->nodes[i].kind == ST_PN_EXEC) n_views += g->nodes[i].n_in + g->nodes[i].n_out;
+        if (p->nodes[i].kind == ST_PN_EXEC) {
+            int n_in;
+            st_plan_in(p, &g->nodes[i], i, &n_in);
+            n_views += n_in + g->nodes[i].n_out;
+        }
     d->view_pool = calloc((size_t)n_views + 1, sizeof *d->view_pool);
     /* an op's footprint rule may give two ranges per operand */
     d->fps = calloc(2 * (size_t)n_views + 1, sizeof *d->fps);
@@ -211,23 +215,25 @@ static st_status make_commands(const st_plan *p, st_dag *d)
         if (p->nodes[i].kind != ST_PN_EXEC) continue;
         const st_node *n = &g->nodes[i];
         st_cmd *cmd = &d->cmds[c];
+        int n_in;
+        const int *in = st_plan_in(p, n, i, &n_in);
         cmd->node = i;
         cmd->gnode = n;
-        cmd->op = n->op;
+        cmd->op = st_plan_op(p, n, i);
         cmd->state = p->nodes[i].state;
-        cmd->n_in = n->n_in;
+        cmd->n_in = n_in;
         cmd->n_out = n->n_out;
         cmd->skip = p->nodes[i].skip;
         cmd->views = d->view_pool + vi;
-        for (int k = 0; k < n->n_in + n->n_out; k++) {
-            int v = k < n->n_in ? n->in[k] : st_plan_out(p, n, i, k - n->n_in);
+        for (int k = 0; k < n_in + n->n_out; k++) {
+            int v = k < n_in ? in[k] : st_plan_out(p, n, i, k - n_in);
             if (v < 0) continue;
             cmd->views[k] = p->values[v].view;
         }
-        vi += n->n_in + n->n_out;
+        vi += n_in + n->n_out;
         int nfp = 0;
-        if (n->op->footprint) nfp = n->op->footprint(cmd->state, n->n_in, n->n_out, cmd->views, cmd->skip, tmp);
-        else default_footprint(n->n_in, n->n_out, cmd->views, cmd->skip, tmp, &nfp);
+        if (cmd->op->footprint) nfp = cmd->op->footprint(cmd->state, n_in, n->n_out, cmd->views, cmd->skip, tmp);
+        else default_footprint(n_in, n->n_out, cmd->views, cmd->skip, tmp, &nfp);
         cmd->fp_first = d->n_fps;
         for (int f = 0; f < nfp; f++) {
             if (tmp[f].hi <= tmp[f].lo) continue; /* an empty tensor touches nothing */

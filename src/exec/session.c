@@ -271,9 +271,9 @@ static st_status get_plan(st_session *s, st_plan **out)
      * the host at plan time whatever the backend */
     if (s->backend->supports)
         for (int i = 0; i < p->n_nodes && r == ST_OK; i++)
-            if (p->nodes[i].kind == ST_PN_EXEC && !s->backend->supports(g->nodes[i].op))
+            if (p->nodes[i].kind == ST_PN_EXEC && !s->backend->supports(st_plan_op(p, &g->nodes[i], i)))
                 r = st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend '%s'", g->nodes[i].name,
-                             g->nodes[i].op_type, s->backend->name);
+                             st_plan_op(p, &g->nodes[i], i)->name, s->backend->name);
     if (r != ST_OK) {
         st_plan_free(p);
         return r;

@@ -73,26 +73,48 @@ static st_status check_outputs(const st_node *n, const st_infer *c)
     return ST_OK;
 }
 
+/* Normalisation parameters (a BatchNormalization's scale, bias, mean and
+ * variance; a LayerNormalization's or InstanceNormalization's scale and
+ * bias) are not activations: they stay f32 under a lower precision.  A
+ * running variance beyond f16's range (PP-OCRv4 det has one) would become
+ * infinite, and bf16 would round every parameter to 3 digits. */
+static bool is_norm_param(const st_node *n, int k)
+{
+    if (n->domain[0] || k == 0) return false;
+    return !strcmp(n->op_type, "BatchNormalization") || !strcmp(n->op_type, "LayerNormalization") ||
+           !strcmp(n->op_type, "InstanceNormalization");
+}
+
 static st_status lower_precision(st_plan *p, const st_graph *g)
 {
     if (p->precision == ST_F32) return ST_OK;
-    /* Constants that a command reads are converted once, here. */
+    /* Constants that a command reads as data are converted once, here. */
+    bool *low = calloc((size_t)p->n_values + 1, sizeof *low);
+    if (!low) return st_error(ST_ERR_NOMEM, "out of memory planning");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (p->nodes[i].kind == ST_PN_EXEC)
+            for (int k = 0; k < g->nodes[i].n_in; k++)
+                if (g->nodes[i].in[k] >= 0 && !is_norm_param(&g->nodes[i], k)) low[g->nodes[i].in[k]] = true;
     for (int i = 0; i < g->n_nodes; i++) {
         if (p->nodes[i].kind != ST_PN_EXEC) continue;
         const st_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
-            if (v < 0) continue;
+            if (v < 0 || !low[v]) continue;
             st_pvalue *pv = &p->values[v];
             if (pv->kind != ST_PV_CONST || pv->t.dtype != ST_F32) continue;
             int64_t numel = st_numel(pv->t.rank, pv->t.dims);
             void *d = st_plan_alloc(p, (uint64_t)numel * 2);
-            if (!d) return st_error(ST_ERR_NOMEM, "out of memory converting constant '%s'", g->values[v].name);
+            if (!d) {
+                free(low);
+                return st_error(ST_ERR_NOMEM, "out of memory converting constant '%s'", g->values[v].name);
+            }
             st_convert(p->precision, d, ST_F32, pv->t.data, (size_t)numel);
             pv->t.data = d;
             pv->t.dtype = p->precision;
         }
     }
+    free(low);
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
         if ((pv->kind == ST_PV_INPUT || pv->kind == ST_PV_ROOT) && pv->t.dtype == ST_F32) pv->t.dtype = p->precision;

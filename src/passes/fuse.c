@@ -12,7 +12,14 @@
  * Legality: X (and the Sigmoid's output) have no reader outside the
  * pattern and are not graph outputs; the activation's other inputs are
  * constants; the activation runs as a command.
+ *
+ * Before that, a HardSwish that an exporter spelled out as
+ *   Div(Mul(X, Clip(Add(X, 3), 0, 6)), 6)            (Paddle's export)
+ * becomes one HardSwish node (the Div node, rewritten to read X): one pass
+ * instead of four, and in f16 the product X * 6, which can exceed f16's
+ * range where the result does not, is never stored.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,8 +40,10 @@ static int sole_reader(const st_plan *p, const st_graph *g, const users *u, int 
     if (u->count[v] != 1 || g->values[v].is_output) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_exec(p, i)) continue;
-        for (int k = 0; k < g->nodes[i].n_in; k++)
-            if (g->nodes[i].in[k] == v) return i;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k] == v) return i;
     }
     return -1;
 }
@@ -44,9 +53,10 @@ static bool act_of(const st_plan *p, const st_graph *g, int a, st_epilogue *e)
 {
     const st_node *n = &g->nodes[a];
     const st_ew_state *s = p->nodes[a].state;
+    const char *op = st_plan_op(p, n, a)->name;
     static const char *FUSABLE[] = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip"};
     bool ok = false;
-    for (size_t i = 0; i < sizeof FUSABLE / sizeof *FUSABLE; i++) ok |= strcmp(n->op_type, FUSABLE[i]) == 0;
+    for (size_t i = 0; i < sizeof FUSABLE / sizeof *FUSABLE; i++) ok |= strcmp(op, FUSABLE[i]) == 0;
     if (!ok || !s) return false;
     e->act = s->code + 1;
     e->alpha = s->alpha;
@@ -81,16 +91,104 @@ static void absorb(st_plan *p, const st_graph *g, int conv, int out, st_epilogue
     }
 }
 
+/* The constant scalar value v holds, or NAN. */
+static float const_scalar(const st_plan *p, int v)
+{
+    if (v < 0) return NAN;
+    const st_pvalue *pv = &p->values[v];
+    if (pv->kind != ST_PV_CONST || st_numel(pv->t.rank, pv->t.dims) != 1) return NAN;
+    return (float)st_load_f64(pv->t.dtype, pv->t.data);
+}
+
+/* The node producing v, if it runs and has op type `op`. */
+static int producer_is(const st_plan *p, const st_graph *g, int v, const char *op)
+{
+    if (v < 0 || g->values[v].is_output) return -1;
+    int n = p->values[v].producer;
+    if (!is_exec(p, n) || strcmp(g->nodes[n].op_type, op) != 0 || g->nodes[n].domain[0]) return -1;
+    return n;
+}
+
+static bool same_shape(const st_plan *p, int a, int b)
+{
+    const st_tinfo *x = &p->values[a].t, *y = &p->values[b].t;
+    if (x->rank != y->rank) return false;
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d]) return false;
+    return true;
+}
+
+static void count_users(const st_plan *p, const st_graph *g, users *u)
+{
+    memset(u->count, 0, (size_t)p->n_values * sizeof *u->count);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!is_exec(p, i)) continue;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k] >= 0) u->count[in[k]]++;
+    }
+}
+
+/* Div(Mul(X, Clip(Add(X, 3), 0, 6)), 6) -> HardSwish(X), on node `div`. */
+static void rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int div)
+{
+    const st_node *dn = &g->nodes[div];
+    if (dn->n_in != 2 || dn->out[0] < 0 || const_scalar(p, dn->in[1]) != 6.0f) return;
+    int m = dn->in[0], mul = producer_is(p, g, m, "Mul");
+    if (mul < 0 || u->count[m] != 1) return;
+    const st_node *mn = &g->nodes[mul];
+    for (int side = 0; side < 2; side++) {
+        int x = mn->in[side], c = mn->in[1 - side], clip = producer_is(p, g, c, "Clip");
+        if (clip < 0 || u->count[c] != 1) continue;
+        const st_ew_state *cs = p->nodes[clip].state;
+        const st_node *cn = &g->nodes[clip];
+        float lo = cs->alpha, hi = cs->beta;
+        if (cn->n_in > 1 && cn->in[1] >= 0) lo = const_scalar(p, cn->in[1]);
+        if (cn->n_in > 2 && cn->in[2] >= 0) hi = const_scalar(p, cn->in[2]);
+        if (lo != 0.0f || hi != 6.0f) continue;
+        int a = cn->in[0], add = producer_is(p, g, a, "Add");
+        if (add < 0 || u->count[a] != 1) continue;
+        const st_node *an = &g->nodes[add];
+        if (!((an->in[0] == x && const_scalar(p, an->in[1]) == 3.0f) || (an->in[1] == x && const_scalar(p, an->in[0]) == 3.0f)))
+            continue;
+        if (!same_shape(p, x, dn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
+        const st_op_def *hs = st_op_find("", "HardSwish");
+        int *in = malloc(sizeof *in);
+        st_ew_state *st = calloc(1, sizeof *st);
+        if (!hs || !in || !st) {
+            free(in);
+            free(st);
+            return;
+        }
+        st->code = ST_U_HARD_SWISH;
+        in[0] = x;
+        free(p->nodes[div].state);
+        p->nodes[div].state = st;
+        p->nodes[div].op = hs;
+        p->nodes[div].in = in;
+        p->nodes[div].n_in = 1;
+        int gone[3] = {add, clip, mul};
+        for (int k = 0; k < 3; k++) {
+            p->nodes[gone[k]].kind = ST_PN_FUSED;
+            p->values[g->nodes[gone[k]].out[0]].kind = ST_PV_DEAD;
+        }
+        if (p->values[x].last_use < div) p->values[x].last_use = div;
+        return;
+    }
+}
+
 void st_pass_fuse(st_plan *p)
 {
     const st_graph *g = p->model->g;
     users u = {calloc((size_t)p->n_values + 1, sizeof(int))};
     if (!u.count) return; /* fusion is an optimisation */
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!is_exec(p, i)) continue;
-        for (int k = 0; k < g->nodes[i].n_in; k++)
-            if (g->nodes[i].in[k] >= 0) u.count[g->nodes[i].in[k]]++;
-    }
+    count_users(p, g, &u);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
+            rewrite_hardswish(p, g, &u, i);
+            if (p->nodes[i].op) count_users(p, g, &u);
+        }
     for (int i = 0; i < g->n_nodes; i++) {
         const st_node *n = &g->nodes[i];
         if (!is_exec(p, i) || strcmp(n->op_type, "Conv") != 0 || n->domain[0] || n->out[0] < 0) continue;

@@ -182,6 +182,7 @@ static void plan_reset(st_plan *p)
     for (int i = 0; i < p->n_nodes; i++) {
         free(p->nodes[i].state);
         free(p->nodes[i].skip);
+        free(p->nodes[i].in);
     }
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     p->n_owned = 0;
@@ -329,6 +330,7 @@ void st_plan_free(st_plan *p)
     for (int i = 0; i < p->n_nodes; i++) {
         free(p->nodes[i].state);
         free(p->nodes[i].skip);
+        free(p->nodes[i].in);
     }
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);

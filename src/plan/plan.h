@@ -66,6 +66,11 @@ typedef struct st_pnode {
     int cmd;             /* command index, -1 if none */
     int out0;            /* value the command writes as output 0 (an activation fused
                             into it moves its output here), -1: the node's own */
+    /* A rewritten node (passes/fuse.c: a decomposed HardSwish becomes one
+     * HardSwish) runs this op on these inputs; NULL: the node's own. */
+    const st_op_def *op;
+    int *in;
+    int n_in;
 } st_pnode;
 
 typedef struct st_buffer {
@@ -138,6 +143,23 @@ void *st_plan_alloc(st_plan *p, uint64_t bytes);
 
 /* Evaluates a node on the host (folding), outputs into plan memory. */
 st_status st_fold_node(st_plan *p, int node);
+
+/* The op node i's command runs and the values it reads (fusion may have
+ * rewritten both). */
+static inline const st_op_def *st_plan_op(const st_plan *p, const st_node *n, int i)
+{
+    return p->nodes[i].op ? p->nodes[i].op : n->op;
+}
+
+static inline const int *st_plan_in(const st_plan *p, const st_node *n, int i, int *count)
+{
+    if (p->nodes[i].in) {
+        *count = p->nodes[i].n_in;
+        return p->nodes[i].in;
+    }
+    *count = n->n_in;
+    return n->in;
+}
 
 /* The value node i's command writes as output k (fusion can redirect 0). */
 static inline int st_plan_out(const st_plan *p, const st_node *n, int i, int k)

@@ -192,12 +192,80 @@ __global__ void epilogue_kernel(epi_args a)
     }
 }
 
+/* The common case, one (image, channel) plane per blockIdx.y with packed
+ * pixels: no index arithmetic per element and the bias read once, where the
+ * general kernel above spends most of its time dividing (profiled on an
+ * H200: 38% of YOLOv8n's kernel time at batch 32 went to the general one). */
+template <typename T>
+__device__ __forceinline__ float epi_ld(const T *p, int64_t i) { return st_ldf(ST_F32, p, i); }
+template <>
+__device__ __forceinline__ float epi_ld<__half>(const __half *p, int64_t i) { return __half2float(p[i]); }
+template <>
+__device__ __forceinline__ float epi_ld<__nv_bfloat16>(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void epi_st(float *p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void epi_st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void epi_st(__nv_bfloat16 *p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+struct plane_args {
+    const void *src, *b;
+    void *y;
+    st_dtype bt;
+    int64_t bs, plane, channels, ys_n, ys_c, ss_n, ss_c;
+    st_epilogue epi;
+};
+
+template <typename T>
+__global__ void epilogue_plane_kernel(plane_args a)
+{
+    int64_t pc = blockIdx.y, n = pc / a.channels, c = pc % a.channels;
+    float bias = a.b ? st_ldf(a.bt, a.b, c * a.bs) : 0.0f;
+    const T *s = (const T *)a.src + n * a.ss_n + c * a.ss_c;
+    T *d = (T *)a.y + n * a.ys_n + c * a.ys_c;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.plane; i += (int64_t)gridDim.x * blockDim.x)
+        epi_st(d, i, st_epilogue_f(a.epi, epi_ld(s, i) + bias));
+}
+
+/* The dims after the channel dim as one packed run of pixels, or -1. */
+static int64_t packed_plane(const st_operand *o)
+{
+    int64_t run = 1;
+    for (int d = o->rank - 1; d >= 2; d--) {
+        if (o->sizes[d] != 1 && o->strides[d] != run) return -1;
+        run *= o->sizes[d];
+    }
+    return run;
+}
+
 /* y = act(src + b) per channel (b may be NULL); src has y's shape and
  * dtype and may be y itself.  Nothing to do in place without b and act. */
 static st_status bias_epilogue(cudaStream_t stream, const st_operand *y, const st_operand *src, const st_operand *b,
                                st_epilogue epi)
 {
     if (!b && !epi.act) return src->data == y->data ? ST_OK : st_pack(stream, y, src);
+    int64_t plane = packed_plane(y);
+    if (y->rank >= 3 && plane > 0 && plane == packed_plane(src) && y->sizes[0] * y->sizes[1] <= 65535 &&
+        (y->dtype == ST_F32 || y->dtype == ST_F16 || y->dtype == ST_BF16)) {
+        plane_args p;
+        p.src = src->data;
+        p.y = y->data;
+        p.b = b ? b->data : NULL;
+        p.bt = b ? b->dtype : ST_F32;
+        p.bs = b ? b->strides[0] : 0;
+        p.plane = plane;
+        p.channels = y->sizes[1];
+        p.ys_n = y->strides[0];
+        p.ys_c = y->strides[1];
+        p.ss_n = src->strides[0];
+        p.ss_c = src->strides[1];
+        p.epi = epi;
+        int threads = plane >= 256 ? 256 : 128;
+        int64_t bx = (plane + threads - 1) / threads;
+        dim3 grid((unsigned)(bx > 64 ? 64 : bx), (unsigned)(y->sizes[0] * y->sizes[1]));
+        if (y->dtype == ST_F32) epilogue_plane_kernel<float><<<grid, threads, 0, stream>>>(p);
+        else if (y->dtype == ST_F16) epilogue_plane_kernel<__half><<<grid, threads, 0, stream>>>(p);
+        else epilogue_plane_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(p);
+        return ST_OK;
+    }
     epi_args a;
     memset(&a, 0, sizeof a);
     a.src = src->data;

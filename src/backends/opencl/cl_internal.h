@@ -60,6 +60,8 @@ typedef struct st_cl_device {
     cl_command_queue transfer;        /* in-order: host <-> storage copies and fills */
     pthread_mutex_t transfer_lock;
     bool out_of_order;                /* the device takes CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE */
+    bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
+    bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
     bool fp16, fp64, is_gpu;
     size_t max_wg;
     cl_uint addr_align;               /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits */
@@ -97,7 +99,6 @@ typedef struct st_cl_ctx {
     cl_event *tails;                  /* events the command's successors must wait for */
     int n_tails, cap_tails;
     st_cl_slot *slot;
-    const char *node;                 /* for messages */
 } st_cl_ctx;
 
 /* ST_OK, or ST_ERR_BACKEND "opencl: <what>: CL_xxx (code)". */
@@ -117,14 +118,13 @@ typedef struct st_cl_arg {
 #define ST_CLA(x) ((st_cl_arg){sizeof(x), &(x)})
 st_status st_cl_set_args(cl_kernel k, st_clk id, int n, const st_cl_arg *args);
 
-/* Enqueues k over global[dims] (local may be NULL).  chain: after this
- * command's earlier enqueues (a sequence), else only after the
- * predecessors (independent parts, joined when the command ends). */
+/* Enqueues k over global[dims].  local NULL: a fixed work-group shape of
+ * 64, the global size rounded up (the kernel must ignore the work-items
+ * past its data).  chain: after this command's earlier enqueues (a
+ * sequence), else only after the predecessors (independent parts, joined
+ * by a marker when the command ends). */
 st_status st_cl_run(st_cl_ctx *c, cl_kernel k, st_clk id, cl_uint dims, const size_t *global, const size_t *local,
                     bool chain);
-/* Enqueues a buffer fill of n bytes at off with the pattern of psize
- * bytes, after the command's earlier work. */
-st_status st_cl_fill(st_cl_ctx *c, cl_mem m, uint64_t off, const void *pattern, size_t psize, uint64_t n);
 
 /* ---- operands as kernel arguments ---- */
 

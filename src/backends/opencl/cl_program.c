@@ -5,7 +5,8 @@
  *
  * Building from source is slow on some drivers (seconds on PoCL, which
  * runs clang), so the device binary (CL_PROGRAM_BINARIES) is saved under
- * $XDG_CACHE_HOME/strata/opencl, else ~/.cache/strata/opencl, in a file
+ * $XDG_CACHE_HOME/strata/opencl, else ~/.cache/strata/opencl (without a
+ * home, $TMPDIR or /tmp, under strata-<uid>/opencl), in a file
  * named after a hash of everything that decides the binary: the source,
  * the build options, the platform, device name and version, and the
  * driver version.  The next process loads it with
@@ -49,8 +50,9 @@ static uint64_t fnv_str(uint64_t h, const char *s) { return fnv1a(h, s, strlen(s
 
 static void build_options(const st_cl_device *d, char *out, size_t cap)
 {
-    snprintf(out, cap, "-cl-std=CL1.2%s%s%s", d->fp64 ? " -DST_FP64" : "", d->fp16 ? " -DST_FP16" : "",
-             d->is_gpu ? " -DST_GPU" : "");
+    /* f16 needs no cl_khr_fp16: kernels load and store it with the core
+     * vload_half / vstore_half_rte and compute in f32 */
+    snprintf(out, cap, "-cl-std=CL1.2%s", d->fp64 ? " -DST_FP64" : "");
 }
 
 /* 128 bits of key as 32 hex digits. */
@@ -89,10 +91,10 @@ static bool cache_dir(char *out, size_t cap)
 {
     const char *off = getenv("STRATA_OPENCL_CACHE");
     if (off && strcmp(off, "0") == 0) return false;
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME"), *tmp = getenv("TMPDIR");
     if (xdg && *xdg) snprintf(out, cap, "%s/strata/opencl", xdg);
     else if (home && *home) snprintf(out, cap, "%s/.cache/strata/opencl", home);
-    else return false;
+    else snprintf(out, cap, "%s/strata-%ld/opencl", tmp && *tmp ? tmp : "/tmp", (long)getuid());
     return mkdirs(out) == 0;
 }
 

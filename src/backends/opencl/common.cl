@@ -246,5 +246,15 @@ inline void td_row3(const st_td *t0, const st_td *t1, const st_td *t2, long r, l
     *o2 = c;
 }
 
+/* Whether (i, r) is outside the grid of shape t (launches are rounded up
+ * to whole work-groups). */
+inline bool td_outside(const st_td *t, long i, long r)
+{
+    if (i >= t->n[t->rank - 1]) return true;
+    long rows = 1;
+    for (int d = 0; d < (int)t->rank - 1; d++) rows *= t->n[d];
+    return r >= rows;
+}
+
 /* The element stride of the innermost dim. */
 #define TD_INNER(t) ((t).s[(t).rank - 1])

@@ -177,6 +177,7 @@ kernel void st_conv_direct(gp y, gcp x, gcp w, gcp bias, st_win_p p)
 {
     long i = get_global_id(0), n, m, o[3];
     win_index(&p, p.groups * p.mg, i, &n, &m, o);
+    if (n >= p.nimg) return;
     long g = m / p.mg;
     float acc = p.has_b ? ld_f(bias, p.bo + m * p.bs, (int)p.b_dt) : 0.0f;
     int xdt = (int)p.x_dt, wdt = (int)p.w_dt;
@@ -219,6 +220,7 @@ kernel void st_conv_transpose(gp y, gcp x, gcp w, gcp bias, st_win_p p)
 {
     long i = get_global_id(0), n, m, o[3];
     win_index(&p, p.groups * p.mg, i, &n, &m, o);
+    if (n >= p.nimg) return;
     long g = m / p.mg, mm = m - g * p.mg;
     float acc = p.has_b ? ld_f(bias, p.bo + m * p.bs, (int)p.b_dt) : 0.0f;
     int xdt = (int)p.x_dt, wdt = (int)p.w_dt;
@@ -251,6 +253,7 @@ kernel void st_pool(gp y, gcp x, gp ix, st_win_p p)
 {
     long i = get_global_id(0), n, c, o[3];
     win_index(&p, p.cg, i, &n, &c, o);
+    if (n >= p.nimg) return;
     long start[3], total = 1;
     for (int a = 0; a < 3; a++) {
         start[a] = o[a] * p.s[a] - p.pb[a];

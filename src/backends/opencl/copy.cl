@@ -11,6 +11,7 @@
 kernel void st_copy(gp y, st_td yd, gcp x, st_td xd, int cls, int same_shape)
 {
     long i = get_global_id(0), r = get_global_id(1);
+    if (td_outside(&yd, i, r)) return;
     long oy = td_row(&yd, &yd, r) + i * TD_INNER(yd);
     long ox = same_shape ? td_row(&yd, &xd, r) + i * TD_INNER(xd) : td_at(&xd, &xd, r * yd.n[yd.rank - 1] + i);
     int ty = (int)yd.dt, tx = (int)xd.dt;

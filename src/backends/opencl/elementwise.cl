@@ -101,6 +101,7 @@ kernel void st_unary(gp y, st_td yd, gcp x, st_td xd, int code, int cls, float a
                      float hif, long lol, long hil, gcp lop, st_td lod, gcp hip, st_td hid)
 {
     long i = get_global_id(0), r = get_global_id(1), oy, ox, unused;
+    if (td_outside(&yd, i, r)) return;
     td_row3(&yd, &xd, &xd, r, &oy, &ox, &unused);
     oy += i * TD_INNER(yd);
     ox += i * TD_INNER(xd);
@@ -232,6 +233,7 @@ inline long binary_l(int code, long a, long b, int fmod_mode, int uns)
 kernel void st_binary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, int code, int cls, int fmod_mode, int uns)
 {
     long i = get_global_id(0), r = get_global_id(1), oy, oa, ob;
+    if (td_outside(&yd, i, r)) return;
     td_row3(&yd, &ad, &bd, r, &oy, &oa, &ob);
     oy += i * TD_INNER(yd);
     oa += i * TD_INNER(ad);
@@ -256,6 +258,7 @@ kernel void st_binary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, int code
 kernel void st_where(gp y, st_td yd, gcp c, st_td cd, gcp x, st_td xd, gcp z, st_td zd)
 {
     long i = get_global_id(0), r = get_global_id(1), oy, oc, ox;
+    if (td_outside(&yd, i, r)) return;
     td_row3(&yd, &cd, &xd, r, &oy, &oc, &ox);
     long oz = td_row(&yd, &zd, r) + i * TD_INNER(zd);
     oy += i * TD_INNER(yd);

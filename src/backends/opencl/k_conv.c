@@ -2,14 +2,18 @@
  * k_conv.c — host side of the windowed ops on OpenCL (conv.cl): Conv,
  * ConvTranspose and the pools, 1 to 3 spatial dims.
  *
- * Conv runs as an implicit GEMM (st_conv_gemm) when it has 1 or 2
- * spatial dims and at least 16 output channels per group, the shape where
- * a 64x64 tile of output channels x pixels is mostly useful work; other
- * convs (depthwise, few channels, 3-D) run st_conv_direct, one output
- * element per work-item.  Bias and the fused activation (st_conv_state's
+ * A Conv with 1 or 2 spatial dims and at least 16 output channels per
+ * group is a GEMM of output channels x pixels.  On a GPU it runs as an
+ * implicit GEMM tiled through local memory (st_conv_gemm, 64x64 tiles);
+ * on a CPU device (PoCL), where local memory is ordinary memory and
+ * barriers split the work-group loop, st_conv_rows is about twice as
+ * fast: each work-item computes 8 channels of one pixel straight from
+ * global memory, and the compiler vectorises across neighbouring pixels.
+ * STRATA_OPENCL_CONV=tiled or =rows overrides the choice.  Other convs
+ * (depthwise, few channels, 3-D) run st_conv_direct, one output element
+ * per work-item.  Bias and the fused activation (st_conv_state's
  * epilogue) are applied before the single store.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
@@ -124,9 +128,7 @@ st_status st_cl_conv(const st_kctx *k)
     int64_t numel = st_view_numel(y);
     if (numel == 0) return ST_OK;
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), wm = st_cl_mem(w), bm = b ? st_cl_mem(b) : NULL;
-    const char *force = getenv("STRATA_OPENCL_CONV");
-    bool tiled = force ? strcmp(force, "tiled") == 0 : k->dev ? ((st_cl_ctx *)k->dev)->dev->is_gpu : true;
-    if (s->nsp <= 2 && p.mg >= 16 && !tiled) {
+    if (s->nsp <= 2 && p.mg >= 16 && !((st_cl_ctx *)k->dev)->dev->conv_tiled) {
         int64_t pixels = p.os[1] * p.os[2];
         size_t global[3] = {(size_t)((pixels + 63) / 64 * 64), (size_t)((p.mg + 7) / 8), (size_t)(p.nimg * p.groups)};
         size_t local[3] = {64, 1, 1};

@@ -24,11 +24,13 @@ enum { CLS_F32 = 0, CLS_F64 = 1, CLS_I64 = 2 };
 
 static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
-/* The class of an op on dtypes a and b (b = a for one input). */
+/* The class of an op on dtypes a and b (b = a for one input): f64 only
+ * when f64 is involved (a device may lack it), f32 when either is a
+ * float, else int64. */
 static int compute_class(st_dtype a, st_dtype b)
 {
-    if (f32_family(a) && f32_family(b)) return CLS_F32;
-    if (st_dtype_is_float(a) || st_dtype_is_float(b)) return CLS_F64;
+    if (a == ST_F64 || b == ST_F64) return CLS_F64;
+    if (f32_family(a) || f32_family(b)) return CLS_F32;
     return CLS_I64;
 }
 
@@ -44,8 +46,7 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, int code, flo
 {
     st_cl_ctx *c = k->dev;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    int cls = compute_class(x->dtype, x->dtype);
-    if (y->dtype == ST_F64 || x->dtype == ST_F64) cls = CLS_F64;
+    int cls = compute_class(x->dtype, y->dtype == ST_F64 ? ST_F64 : x->dtype);
     ST_TRY(class_ok(c, cls, "unary op"));
     st_cl_td td[2], lod, hid;
     ST_TRY(st_cl_td_of(y, &td[0]));
@@ -132,9 +133,9 @@ st_status st_cl_binary(const st_kctx *k)
  * element count (row-major order), or be broadcast (stride 0). */
 st_status st_cl_copy_view(st_cl_ctx *c, const st_view *y, const st_view *x, const st_cl_td *xtd, bool chain)
 {
-    int cls = compute_class(x->dtype, y->dtype);
-    if (!st_dtype_is_float(x->dtype) && !st_dtype_is_float(y->dtype)) cls = CLS_I64;
-    else if (!st_dtype_is_float(x->dtype) && y->dtype != ST_F64) cls = CLS_I64; /* int -> f32/f16/bf16 */
+    /* a float source converts through float (or double), an integer one
+     * through int64, so an integer is never rounded on its way */
+    int cls = x->dtype == ST_F64 || y->dtype == ST_F64 ? CLS_F64 : st_dtype_is_float(x->dtype) ? CLS_F32 : CLS_I64;
     if (x->dtype != y->dtype) ST_TRY(class_ok(c, cls, "copy"));
     st_cl_td td[2];
     ST_TRY(st_cl_td_of(y, &td[0]));

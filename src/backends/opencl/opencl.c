@@ -79,6 +79,7 @@ const char *st_cl_error_name(cl_int err)
         E(CL_INVALID_IMAGE_DESCRIPTOR) E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS)
         E(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef E
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL driver installed)";
     }
     return "CL_UNKNOWN_ERROR";
 }
@@ -349,6 +350,17 @@ static st_status device_init(st_cl_device *d, const cand *c)
     cl_command_queue_properties qp = 0;
     clGetDeviceInfo(c->device, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
     d->out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
+    /* PoCL before 4 keeps one loaded binary per (kernel, work-group size,
+     * widest grid dim) but releases them by (kernel, work-group size) only:
+     * two launches of one kernel with different grids running at once (an
+     * out-of-order queue) trip its assertion `found->ref_count > 0` */
+    char pver[128] = "";
+    clGetPlatformInfo(c->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
+    pver[sizeof pver - 1] = 0;
+    const char *pocl = strstr(pver, "PoCL ");
+    d->ooo_unsafe = pocl && atoi(pocl + 5) < 4;
+    const char *conv = getenv("STRATA_OPENCL_CONV");
+    d->conv_tiled = conv && *conv ? strcmp(conv, "tiled") == 0 : c->gpu;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->addr_align, &d->addr_align, NULL);
     cl_int err;

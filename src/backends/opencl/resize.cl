@@ -32,6 +32,7 @@ typedef struct st_resize_p {
 kernel void st_resize(gp y, st_td yd, gcp x, st_td xd, global const st_tap *taps, st_resize_p p)
 {
     long i = get_global_id(0), r = get_global_id(1);
+    if (td_outside(&yd, i, r)) return;
     int l = (int)p.rank - 1;
     long o[8];
     o[l] = i;

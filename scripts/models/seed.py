@@ -15,6 +15,7 @@ Usage: /usr/bin/python3 scripts/models/seed.py --out DIR [--seed N]
 import argparse
 import json
 import os
+import subprocess
 
 import numpy as np
 import torch
@@ -249,6 +250,15 @@ def main():
             np.save(os.path.join(args.out, ref_dir, n + ".npy"), t.numpy())
         manifest[name] = {"model": name + ".onnx", "inputs": in_files, "ref_dir": ref_dir,
                           "outputs": out_names, "expect": expect}
+    # ONNX Runtime's outputs too (onnxruntime-node, installed by setup.sh),
+    # so the seed modules are checked against both PyTorch and ONNX Runtime
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name, m in manifest.items():
+        ort_dir = os.path.join(args.out, name + "_ort")
+        os.makedirs(ort_dir, exist_ok=True)
+        subprocess.run(["node", os.path.join(root, "scripts", "ort", "run.js"), os.path.join(args.out, m["model"]), ort_dir]
+                       + [os.path.join(args.out, f) for f in m["inputs"]], check=True, stdout=subprocess.DEVNULL)
+        m["ort_dir"] = name + "_ort"
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     for i, (name, (cls, shapes, dyn)) in enumerate(EXTRA.items()):

@@ -49,6 +49,7 @@ struct st_session {
     st_plan *cur;             /* plan of the last run */
     st_storage *arena;
     uint64_t arena_gen;       /* counts arena replacements */
+    uint64_t plans_built;     /* for tests: a repeated shape must not plan again */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -296,6 +297,7 @@ static st_status get_plan(st_session *s, st_plan **out)
         s->cache_used[lru] = s->cache_used[s->n_cache];
     }
     p->serial = ++s->clock;
+    s->plans_built++;
     s->cache[s->n_cache] = p;
     s->cache_used[s->n_cache++] = s->clock;
     *out = p;
@@ -418,6 +420,9 @@ st_status st_session_input(st_session *s, const char *name, st_tensor **out)
     if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
     return value_tensor(s, s->model->g->inputs[i], out);
 }
+
+/* For tests: how many plans this session has built. */
+uint64_t st_session_plans_built(const st_session *s) { return s ? s->plans_built : 0; }
 
 /* For tools and tests that inspect the plan of the last run. */
 const st_plan *st_session_plan(const st_session *s) { return s ? s->cur : NULL; }

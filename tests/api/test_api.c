@@ -24,6 +24,7 @@
 #include "strata.h"
 
 static int failures;
+uint64_t st_session_plans_built(const st_session *s);
 #define CHECK(cond)                                                                   \
     do {                                                                              \
         if (!(cond)) {                                                                \
@@ -238,9 +239,12 @@ int main(int argc, char **argv)
     g0 = read_output(s, "y0", 3, 16);
     if (g0) compare(g0, y0.data, 3 * 16, "y0 (batch 3)");
     free(g0);
-    /* back to 5: the cached plan */
+    /* back to 5: the cached plan, nothing planned again */
+    CHECK(st_session_plans_built(s) == 2);
     CHECK(st_session_set_input(s, "x", ST_F32, 2, x.dims, x.data) == ST_OK);
     CHECK(st_session_run(s) == ST_OK);
+    CHECK(st_session_plans_built(s) == 2);
+    printf("plans built for batch 5, 3, 5: %llu\n", (unsigned long long)st_session_plans_built(s));
     st_tensor *t;
     CHECK(st_session_output(s, "y1", &t) == ST_OK);
     st_session_free(s); /* the tensor keeps its storage alive */

@@ -3,9 +3,10 @@
 command line.  The cases and PyTorch references come from
 scripts/models/seed.py (see its manifest.json).
 
-  seed_test.py STRATA DIR check CASE [--precision P] [--sanitize]
-      strata check against PyTorch; f32 at atol 1e-5 + rtol 1e-5, f16/bf16
-      at 1e-2 of the output's largest magnitude (strata check's defaults).
+  seed_test.py STRATA DIR check CASE [--precision P] [--sanitize] [--ort]
+      strata check against PyTorch (or, with --ort, ONNX Runtime); f32 at
+      atol 1e-5 + rtol 1e-5, f16/bf16 at 1e-2 of the output's largest
+      magnitude (strata check's defaults).
   seed_test.py STRATA DIR plan CASE
       the plan shows the chunk/split/unbind/slice outputs as pure views and
       the expected number of concats written in place.
@@ -39,7 +40,11 @@ def fail(msg):
 
 
 def check(strata, d, m, extra):
-    r = run([strata, "check"] + case_args(d, m) + ["--ref-dir", os.path.join(d, m["ref_dir"])] + extra)
+    ref = m["ref_dir"]
+    if "--ort" in extra:  # against ONNX Runtime's outputs instead of PyTorch's
+        extra = [e for e in extra if e != "--ort"]
+        ref = m["ort_dir"]
+    r = run([strata, "check"] + case_args(d, m) + ["--ref-dir", os.path.join(d, ref)] + extra)
     print(r.stdout + r.stderr)
     if r.returncode != 0:
         fail("strata check %s returned %d" % (" ".join(extra), r.returncode))

@@ -1,0 +1,17 @@
+# check_complete.cmake — fails unless the case list in tests/CMakeLists.txt
+# (CASES) names exactly the cases bad_inputs.py defines (SCRIPT --list).
+execute_process(COMMAND ${PYTHON} ${SCRIPT} --list OUTPUT_VARIABLE listed RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${SCRIPT} --list failed")
+endif()
+string(STRIP "${listed}" listed)
+string(REPLACE "\n" ";" listed "${listed}")
+set(missing ${listed})
+list(REMOVE_ITEM missing ${CASES})
+set(extra ${CASES})
+list(REMOVE_ITEM extra ${listed})
+if(missing OR extra)
+  message(FATAL_ERROR "bad-input cases without a test: '${missing}'; tests without a case: '${extra}'")
+endif()
+list(LENGTH listed n)
+message(STATUS "all ${n} bad-input cases have a test")

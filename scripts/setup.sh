@@ -19,7 +19,6 @@ PKGS=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
   libopenblas-dev
   python3 python3-torch python3-onnx python3-numpy python3-pil
-  nodejs npm
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind
@@ -28,6 +27,10 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node and npm: whatever provides the commands (a machine may carry
+# NodeSource's nodejs, which bundles npm and conflicts with Debian's npm)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing[*]}"
   SUDO=""

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/dtype.h"
 #include "tool.h"
@@ -266,6 +267,12 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+static uint64_t machine_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : (uint64_t)1 << 40;
+}
+
 /* Random input: floats uniform in [-1, 1), integers in [0, 10), bools. */
 static int random_input(const tool_opts *o, const st_value_info *info, uint64_t *rng, st_npy *out)
 {
@@ -289,9 +296,16 @@ static int random_input(const tool_opts *o, const st_value_info *info, uint64_t 
             }
         }
         out->dims[d] = v;
+        if (v && n > ((size_t)1 << 40) / (size_t)v) return tool_fail("input '%s': shape is too large", info->name);
         n *= (size_t)v;
     }
     size_t es = st_dtype_size(info->dtype);
+    /* a declared shape is untrusted: refuse before allocating, not after
+     * the kernel has begun to page in gigabytes of random numbers */
+    uint64_t limit = o->so.memory_limit ? o->so.memory_limit : machine_memory();
+    if ((uint64_t)n * es > limit)
+        return tool_fail("input '%s' needs %llu bytes, over the memory limit of %llu bytes", info->name,
+                         (unsigned long long)n * es, (unsigned long long)limit);
     out->data = malloc(n * es + 1);
     if (!out->data) return tool_fail("out of memory for input '%s'", info->name);
     out->bytes = n * es;

@@ -64,7 +64,9 @@ void st_view_slice(st_view *v, int axis, int64_t start, int64_t step, int64_t co
 {
     assert(axis >= 0 && axis < v->rank);
     if (count > 0) v->offset += start * v->strides[axis] * (int64_t)st_dtype_size(v->dtype);
-    v->strides[axis] *= step;
+    /* with one element the step never applies; it may be anything up to
+     * INT64_MAX (a Slice's steps are data), so leave the stride alone */
+    if (count > 1) v->strides[axis] *= step;
     v->sizes[axis] = count;
 }
 

@@ -22,8 +22,15 @@ void st_tracker_release(st_tracker *t)
 st_status st_tracker_wait_range(st_tracker *t, const st_storage *s, int64_t lo, int64_t hi, bool for_write)
 {
     if (!t) return ST_OK;
-    st_status r = ST_OK;
     pthread_mutex_lock(&t->mu);
+    st_status r = st_tracker_wait_range_locked(t, s, lo, hi, for_write);
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+st_status st_tracker_wait_range_locked(st_tracker *t, const st_storage *s, int64_t lo, int64_t hi, bool for_write)
+{
+    st_status r = ST_OK;
     if (t->dag && t->exec) {
         int *cmds = malloc(((size_t)t->dag->n_cmds + 1) * sizeof *cmds);
         if (!cmds) {
@@ -34,7 +41,6 @@ st_status st_tracker_wait_range(st_tracker *t, const st_storage *s, int64_t lo, 
             free(cmds);
         }
     }
-    pthread_mutex_unlock(&t->mu);
     return r;
 }
 
@@ -92,13 +98,34 @@ static st_status stage(const st_view *v, int64_t lo, int64_t hi, void **buf, st_
     return ST_OK;
 }
 
-st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t dst_bytes)
+/* A host access holds the tracker's lock from the wait to the end of the
+ * copy: a run of the same session started from another thread cannot
+ * submit (or poison, or upload into the arena) in between, so a read sees
+ * one run's bytes, never a mix of two. */
+static st_status lock_current(const st_tensor *t, const char *fn)
 {
-    ST_TRY(check_io(t, dtype, dst, dst_bytes, "st_tensor_read"));
-    int64_t lo, hi;
-    st_view_extent(&t->view, &lo, &hi);
-    if (hi <= lo) return ST_OK;
-    ST_TRY(st_tracker_wait_range(t->tracker, t->view.storage, lo, hi, false));
+    if (!t->tracker) return ST_OK;
+    pthread_mutex_lock(&t->tracker->mu);
+    if (t->tracker->plan != t->plan) {
+        /* another thread's run is the contract's "call made while another
+         * thread is inside the session"; this thread's is a stale tensor */
+        bool other = !pthread_equal(t->tracker->runner, t->owner);
+        pthread_mutex_unlock(&t->tracker->mu);
+        return st_error(other ? ST_ERR_BUSY : ST_ERR_INVALID_ARG,
+                        "%s: the session has run since %swith other input shapes or failed, so this tensor's bytes "
+                        "hold other values; get the output again", fn, other ? "on another thread " : "");
+    }
+    return ST_OK;
+}
+
+static void unlock_current(const st_tensor *t)
+{
+    if (t->tracker) pthread_mutex_unlock(&t->tracker->mu);
+}
+
+static st_status tensor_read_locked(const st_tensor *t, st_dtype dtype, void *dst, int64_t lo, int64_t hi)
+{
+    if (t->tracker) ST_TRY(st_tracker_wait_range_locked(t->tracker, t->view.storage, lo, hi, false));
     st_backend *b = t->view.storage->backend;
     void *buf;
     st_operand src;
@@ -114,13 +141,21 @@ st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t d
     return s;
 }
 
-st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t src_bytes)
+st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t dst_bytes)
 {
-    ST_TRY(check_io(t, dtype, src, src_bytes, "st_tensor_write"));
+    ST_TRY(check_io(t, dtype, dst, dst_bytes, "st_tensor_read"));
     int64_t lo, hi;
     st_view_extent(&t->view, &lo, &hi);
     if (hi <= lo) return ST_OK;
-    ST_TRY(st_tracker_wait_range(t->tracker, t->view.storage, lo, hi, true));
+    ST_TRY(lock_current(t, "st_tensor_read"));
+    st_status s = tensor_read_locked(t, dtype, dst, lo, hi);
+    unlock_current(t);
+    return s;
+}
+
+static st_status tensor_write_locked(st_tensor *t, st_dtype dtype, const void *src, int64_t lo, int64_t hi)
+{
+    if (t->tracker) ST_TRY(st_tracker_wait_range_locked(t->tracker, t->view.storage, lo, hi, true));
     st_backend *b = t->view.storage->backend;
     void *buf;
     st_operand dst;
@@ -136,5 +171,17 @@ st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t 
         s = b->write(b, t->view.storage, (uint64_t)lo, buf, (uint64_t)(hi - lo));
     }
     free(buf);
+    return s;
+}
+
+st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t src_bytes)
+{
+    ST_TRY(check_io(t, dtype, src, src_bytes, "st_tensor_write"));
+    int64_t lo, hi;
+    st_view_extent(&t->view, &lo, &hi);
+    if (hi <= lo) return ST_OK;
+    ST_TRY(lock_current(t, "st_tensor_write"));
+    st_status s = tensor_write_locked(t, dtype, src, lo, hi);
+    unlock_current(t);
     return s;
 }

@@ -34,6 +34,7 @@ typedef struct bound_input {
 } bound_input;
 
 static void forget_plan(st_session *s, st_plan *p);
+static st_status upload_and_submit(st_session *s, st_plan *p);
 
 struct st_session {
     const st_model *model;
@@ -328,6 +329,30 @@ static st_status run_locked(st_session *s)
         s->arena_gen++;
     }
     rebind_arena(s, p);
+    /* From the first byte the arena changes until the run is submitted,
+     * hold the tracker's lock: a tensor read on another thread then sees
+     * the last run's bytes or (waiting for its writers) this run's, never
+     * poison or half-uploaded inputs (exec/access.c). */
+    pthread_mutex_lock(&t->mu);
+    t->plan = 0;
+    t->runner = pthread_self();
+    r = upload_and_submit(s, p);
+    if (r == ST_OK) {
+        t->dag = p->dag;
+        t->plan = p->serial;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (r == ST_OK) s->cur = p;
+    return r;
+}
+
+/* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
+ * the caller holds the tracker's lock. */
+static st_status upload_and_submit(st_session *s, st_plan *p)
+{
+    const st_graph *g = s->model->g;
+    st_tracker *t = s->tracker;
+    st_status r;
     st_backend *b = s->backend;
     if (s->opt.sanitize) /* poison: NaN in every float dtype, -1 in integers */
         ST_TRY(b->fill(b, s->arena, 0, 0xff, s->arena->size));
@@ -353,12 +378,7 @@ static st_status run_locked(st_session *s)
             ST_TRY(r);
         }
     }
-    pthread_mutex_lock(&t->mu);
-    r = t->exec->vt->submit(t->exec, p->dag);
-    if (r == ST_OK) t->dag = p->dag;
-    pthread_mutex_unlock(&t->mu);
-    if (r == ST_OK) s->cur = p;
-    return r;
+    return t->exec->vt->submit(t->exec, p->dag);
 }
 
 st_status st_session_run(st_session *s)
@@ -397,28 +417,40 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
         st_storage_release(st);
         return r;
     }
-    return st_tensor_new(&pv->view, pv->model_dtype, s->tracker, out);
+    ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, s->tracker, out));
+    (*out)->plan = s->cur->serial;
+    (*out)->owner = pthread_self();
+    return ST_OK;
 }
 
 st_status st_session_output(st_session *s, const char *name, st_tensor **out)
 {
     if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_output: NULL argument");
     *out = NULL;
-    if (!s->cur) return st_error(ST_ERR_INVALID_ARG, "st_session_output: no run has been made yet");
     const st_graph *g = s->model->g;
-    for (int i = 0; i < g->n_outputs; i++)
-        if (strcmp(g->values[g->outputs[i]].name, name) == 0) return value_tensor(s, g->outputs[i], out);
-    return st_error(ST_ERR_INVALID_ARG, "the model has no output named '%s'", name);
+    int v = -1;
+    for (int i = 0; i < g->n_outputs && v < 0; i++)
+        if (strcmp(g->values[g->outputs[i]].name, name) == 0) v = g->outputs[i];
+    if (v < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no output named '%s'", name);
+    /* s->cur and its plan change under a run on another thread */
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_status r = s->cur ? value_tensor(s, v, out)
+                         : st_error(ST_ERR_INVALID_ARG, "st_session_output: no run has been made yet");
+    leave(s);
+    return r;
 }
 
 st_status st_session_input(st_session *s, const char *name, st_tensor **out)
 {
     if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_input: NULL argument");
     *out = NULL;
-    if (!s->cur) return st_error(ST_ERR_INVALID_ARG, "st_session_input: no run has been made yet");
     int i = input_index(s, name);
     if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
-    return value_tensor(s, s->model->g->inputs[i], out);
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_status r = s->cur ? value_tensor(s, s->model->g->inputs[i], out)
+                         : st_error(ST_ERR_INVALID_ARG, "st_session_input: no run has been made yet");
+    leave(s);
+    return r;
 }
 
 /* For tests: how many plans this session has built. */

@@ -53,9 +53,19 @@ static st_status check_outputs(const st_node *n, const st_infer *c)
     for (int k = 0; k < n->n_out; k++) {
         const st_tinfo *t = &c->out[k];
         if (!t->present) continue;
-        if (!st_dtype_valid(t->dtype))
+        if (!st_dtype_valid(t->dtype)) {
+            /* rules take an output's dtype from input 0; a node without one
+             * is a malformed model (ops with no inputs set a dtype) */
+            if (n->n_in == 0 || n->in[0] < 0)
+                return st_error(ST_ERR_MODEL, "node '%s' (%s): input 0 is missing", n->name, n->op_type);
+            /* a node may list more outputs than its op has, or an optional
+             * output that strata does not compute */
+            if (k > 0)
+                return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): output %d is not produced (the op has fewer "
+                                "outputs, or strata does not compute that optional one)", n->name, n->op_type, k);
             return st_error(ST_ERR_INTERNAL, "node '%s' (%s): shape rule left output %d without a dtype", n->name,
                             n->op_type, k);
+        }
         if (t->rank < 0 || t->rank > ST_MAX_RANK)
             return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): output %d has rank %d (maximum %d)", n->name,
                             n->op_type, k, t->rank, ST_MAX_RANK);
@@ -174,7 +184,11 @@ st_status st_specialize(st_plan *p)
     if (!live) return st_error(ST_ERR_NOMEM, "out of memory planning");
     liveness(p, g, live);
 
-    int max_io = 1;
+    /* Rules index inputs they expect (in[0], in[1], ...) before checking
+     * how many a node has; room for 16 zeroed ones (not present) keeps a
+     * node with too few inputs from reading past the array or another
+     * node's leftovers. */
+    int max_io = 16;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].n_in > max_io) max_io = g->nodes[i].n_in;
         if (g->nodes[i].n_out > max_io) max_io = g->nodes[i].n_out;
@@ -198,18 +212,16 @@ st_status st_specialize(st_plan *p)
                          n->op_type, n->domain[0] ? n->domain : "ai.onnx", n->opset);
             break;
         }
+        memset(tin, 0, (size_t)max_io * sizeof *tin);
         for (int k = 0; k < n->n_in; k++) {
-            memset(&tin[k], 0, sizeof tin[k]);
             if (n->in[k] < 0) continue;
             const st_pvalue *pv = &p->values[n->in[k]];
             tin[k] = pv->t;
             tin[k].present = true;
             if (pv->kind != ST_PV_CONST) tin[k].data = NULL;
         }
-        for (int k = 0; k < n->n_out; k++) {
-            memset(&tout[k], 0, sizeof tout[k]);
-            tout[k].present = n->out[k] >= 0;
-        }
+        memset(tout, 0, (size_t)max_io * sizeof *tout);
+        for (int k = 0; k < n->n_out; k++) tout[k].present = n->out[k] >= 0;
         int missing = -1;
         st_infer c = {n, n->opset, n->n_in, n->n_out, tin, tout, NULL, &missing};
         s = n->op->infer(&c);
@@ -277,6 +289,10 @@ st_status st_fold_node(st_plan *p, int node)
         if (n->out[k] < 0) continue;
         st_pvalue *pv = &p->values[n->out[k]];
         uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        if (p->memory_limit && (bytes > p->memory_limit || p->folded_bytes > p->memory_limit - bytes))
+            return st_error(ST_ERR_NOMEM, "output %d needs %llu bytes at plan time, over the memory limit of %llu bytes",
+                            k, (unsigned long long)bytes, (unsigned long long)p->memory_limit);
+        p->folded_bytes += bytes;
         void *d = st_plan_alloc(p, bytes);
         if (!d) return st_error(ST_ERR_NOMEM, "out of memory (%llu bytes)", (unsigned long long)bytes);
         pv->t.data = d;

@@ -79,7 +79,8 @@ st_status st_npy_parse(const void *buf, size_t len, const char *what, st_npy *ou
     else if (!(end - f >= 5 && memcmp(f, "False", 5) == 0)) return st_error(ST_ERR_IO, "%s: malformed fortran_order", what);
 
     const char *s = find_key(h, end, "shape");
-    if (!s || *s != '(') return st_error(ST_ERR_IO, "%s: .npy header has no shape tuple", what);
+    /* the key may end the header: nothing after it to look at */
+    if (!s || s >= end || *s != '(') return st_error(ST_ERR_IO, "%s: .npy header has no shape tuple", what);
     s++;
     out->rank = 0;
     for (;;) {

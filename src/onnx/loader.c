@@ -162,9 +162,8 @@ static st_status read_external(const Onnx__TensorProto *t, const char *tname, co
     return ST_OK;
 }
 
-/* Copies n typed-field elements into dst, converting each to dtype. */
-static st_status typed_field(const Onnx__TensorProto *t, const char *tname, st_dtype dt, uint64_t numel,
-                             void *dst)
+/* Checks that the typed field for dt holds exactly numel values. */
+static st_status typed_count(const Onnx__TensorProto *t, const char *tname, st_dtype dt, uint64_t numel)
 {
     size_t have = 0;
     switch (dt) {
@@ -177,6 +176,13 @@ static st_status typed_field(const Onnx__TensorProto *t, const char *tname, st_d
     if (have != numel)
         return st_error(ST_ERR_MODEL, "tensor '%s': has %zu %s values, its shape needs %llu", tname, have,
                         st_dtype_name(dt), (unsigned long long)numel);
+    return ST_OK;
+}
+
+/* Copies n typed-field elements into dst, converting each to dtype (the
+ * count was checked by typed_count). */
+static void typed_field(const Onnx__TensorProto *t, st_dtype dt, uint64_t numel, void *dst)
+{
     for (uint64_t i = 0; i < numel; i++) {
         char *p = (char *)dst + i * st_dtype_size(dt);
         switch (dt) {
@@ -190,7 +196,6 @@ static st_status typed_field(const Onnx__TensorProto *t, const char *tname, st_d
         default: st_store_i64(dt, p, t->int32_data[i]); break;
         }
     }
-    return ST_OK;
 }
 
 static st_status tensor_from_proto(Onnx__TensorProto *t, const char *what, const char *base_dir,
@@ -235,9 +240,14 @@ static st_status tensor_from_proto(Onnx__TensorProto *t, const char *what, const
             t->raw_data.len = 0;
         }
     } else {
-        c->data = malloc(bytes ? bytes : 1);
-        if (!c->data) s = oom(tname);
-        else s = typed_field(t, tname, dt, numel, c->data);
+        /* count first: a shape of 2^38 floats with no values is a malformed
+         * tensor, not a terabyte to allocate */
+        s = typed_count(t, tname, dt, numel);
+        if (s == ST_OK) {
+            c->data = malloc(bytes ? bytes : 1);
+            if (!c->data) s = oom(tname);
+            else typed_field(t, dt, numel, c->data);
+        }
     }
     if (s != ST_OK) {
         st_const_free(c);
@@ -702,14 +712,37 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
     return ST_OK;
 }
 
+/* What bytes that are not a ModelProto hold, when they are another ONNX
+ * message people mistake for a model (a graph saved alone, a test's
+ * input_0.pb); NULL otherwise. */
+static const char *other_message(const void *data, size_t size)
+{
+    const char *kind = NULL;
+    Onnx__GraphProto *g = onnx__graph_proto__unpack(NULL, size, data);
+    if (g) {
+        if (g->n_node || g->n_output) kind = "GraphProto (a graph without the model around it)";
+        onnx__graph_proto__free_unpacked(g, NULL);
+        if (kind) return kind;
+    }
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, data);
+    if (t) {
+        if (t->has_data_type && t->data_type) kind = "TensorProto (a tensor, not a model)";
+        onnx__tensor_proto__free_unpacked(t, NULL);
+    }
+    return kind;
+}
+
 st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_graph **out)
 {
     *out = NULL;
     if (size == 0) return st_error(ST_ERR_MODEL, "the model file is empty");
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
-    if (!mp)
+    if (!mp) {
+        const char *kind = other_message(data, size);
+        if (kind) return st_error(ST_ERR_MODEL, "not an ONNX model: the file holds an ONNX %s", kind);
         return st_error(ST_ERR_MODEL, "not a valid ONNX model: the protobuf does not parse (truncated or corrupt, %zu bytes)",
                         size);
+    }
     if (!mp->graph || (!mp->has_ir_version && mp->n_opset_import == 0)) {
         const char *missing = !mp->graph ? "graph" : "ir_version or opset_import";
         onnx__model_proto__free_unpacked(mp, NULL);

@@ -40,6 +40,11 @@ static st_status window(st_infer *c, st_conv_state *s, const int64_t *in, const 
     for (int i = 0; i < n; i++) {
         if (s->k[i] < 1 || s->s[i] < 1 || s->d[i] < 1 || s->pb[i] < 0 || s->pe[i] < 0)
             return st_infer_error(c, ST_ERR_MODEL, "kernel, strides and dilations must be >= 1 and pads >= 0 (spatial dim %d)", i);
+        /* attributes are untrusted: bounded, the window arithmetic below
+         * cannot overflow (dims are below 2^46) */
+        const int64_t lim = (int64_t)1 << 31;
+        if (s->k[i] > lim || s->s[i] > lim || s->d[i] > lim || s->pb[i] > lim || s->pe[i] > lim)
+            return st_infer_error(c, ST_ERR_MODEL, "kernel, strides, dilations and pads must be at most 2^31 (spatial dim %d)", i);
     }
     const char *ap = st_attr_string(c->node, "auto_pad", "NOTSET");
     bool ceil_mode = pool && st_attr_int(c->node, "ceil_mode", 0) != 0;

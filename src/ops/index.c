@@ -92,7 +92,8 @@ static st_status infer_tile(st_infer *c)
     out_like(c, 0, &c->in[0]);
     for (int d = 0; d < r; d++) {
         if (reps[d] < 0) return st_infer_error(c, ST_ERR_SHAPE, "repeats[%d] = %lld is negative", d, (long long)reps[d]);
-        c->out[0].dims[d] = c->in[0].dims[d] * reps[d];
+        if (__builtin_mul_overflow(c->in[0].dims[d], reps[d], &c->out[0].dims[d]))
+            return st_infer_error(c, ST_ERR_SHAPE, "repeats[%d] = %lld overflows the dim", d, (long long)reps[d]);
     }
     return ST_OK;
 }
@@ -145,7 +146,9 @@ static st_status infer_pad(st_infer *c)
     }
     out_like(c, 0, x);
     for (int d = 0; d < r; d++) {
-        int64_t n = x->dims[d] + s->begin[d] + s->end[d];
+        int64_t n;
+        if (__builtin_add_overflow(x->dims[d], s->begin[d], &n) || __builtin_add_overflow(n, s->end[d], &n))
+            return st_infer_error(c, ST_ERR_SHAPE, "pads of axis %d overflow its size", d);
         if (n < 0) return st_infer_error(c, ST_ERR_SHAPE, "pads crop axis %d of size %lld below zero", d, (long long)x->dims[d]);
         if (s->mode != ST_PAD_CONSTANT && x->dims[d] == 0 && n > 0)
             return st_infer_error(c, ST_ERR_SHAPE, "mode '%s' cannot pad axis %d, which is empty", mode, d);
@@ -178,7 +181,10 @@ static st_status infer_range(st_infer *c)
     } else {
         int64_t start = st_load_i64(t, c->in[0].data), limit = st_load_i64(t, c->in[1].data), delta = st_load_i64(t, c->in[2].data);
         if (delta == 0) return st_infer_error(c, ST_ERR_MODEL, "delta is zero");
-        int64_t span = limit - start;
+        int64_t span;
+        /* bounds near the int64 limits: the span, or span / -1, overflows */
+        if (__builtin_sub_overflow(limit, start, &span) || (span == INT64_MIN && delta == -1))
+            return st_infer_error(c, ST_ERR_SHAPE, "the range has too many elements");
         /* ceil(span / delta) for either sign */
         n = span / delta + ((span % delta != 0) && ((span < 0) == (delta < 0)) ? 1 : 0);
         if (n < 0) n = 0;

@@ -277,6 +277,7 @@ static st_status st_infer_resize(st_infer *c)
     st_tinfo *o = &c->out[0];
     o->dtype = x->dtype;
     o->rank = rank;
+    uint64_t bytes = st_dtype_size(x->dtype);
     for (int i = 0; i < rank; i++) {
         if (!(r.scale[i] > 0.0) || !isfinite(r.scale[i]))
             return st_infer_error(c, ST_ERR_MODEL, "scale %g on axis %d is not positive", r.scale[i], i);
@@ -286,14 +287,24 @@ static st_status st_infer_resize(st_infer *c)
         } else {
             /* floor(dim * scale), in float as ONNX's shape inference does */
             float d = (float)x->dims[i] * (float)r.scale[i];
+            /* scales are data: a huge one must not overflow the conversion */
+            if (!(d < 0x1p46f))
+                return st_infer_error(c, ST_ERR_SHAPE, "scale %g makes axis %d larger than 2^46", r.scale[i], i);
             o->dims[i] = (int64_t)floorf(d);
             r.width[i] = r.scale[i] * (double)x->dims[i];
         }
+        /* refused here, before the tap table below is sized from it */
+        if (o->dims[i] && bytes > (1ull << 46) / (uint64_t)o->dims[i])
+            return st_infer_error(c, ST_ERR_NOMEM, "the output would be larger than 64 TiB");
+        bytes *= (uint64_t)o->dims[i];
     }
 
     int ntaps = r.mode == MODE_NEAREST ? 1 : (r.mode == MODE_LINEAR ? 2 : 4);
     int64_t total = 0;
     for (int i = 0; i < rank; i++) total += o->dims[i] * ntaps;
+    if (total > (1 << 28))
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "the output's dims need %lld interpolation taps, more than 2^28",
+                              (long long)total);
     st_resize_state *s = st_infer_state(c, sizeof *s + (size_t)total * sizeof(st_resize_tap));
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     s->rank = rank;

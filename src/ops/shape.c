@@ -105,7 +105,9 @@ st_status st_infer_reshape(st_infer *c)
             continue;
         }
         if (shape[i] < 0) return st_infer_error(c, ST_ERR_SHAPE, "shape[%d] = %lld is invalid", i, (long long)shape[i]);
-        known *= shape[i];
+        /* the shape is data: its product can overflow (then it cannot match) */
+        if (__builtin_mul_overflow(known, shape[i], &known))
+            return st_infer_error(c, ST_ERR_SHAPE, "shape's product overflows at shape[%d] = %lld", i, (long long)shape[i]);
     }
     if (infer_at >= 0) {
         if (known == 0 || in_numel % known)
@@ -263,12 +265,16 @@ static int64_t slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step,
         start = start < 0 ? 0 : start > dim ? dim : start;
         end = end < 0 ? 0 : end > dim ? dim : end;
         *first = start;
-        return end > start ? (end - start + step - 1) / step : 0;
+        /* (n - 1) / step + 1, not (n + step - 1) / step: a step near
+         * INT64_MAX must not overflow */
+        return end > start ? (end - start - 1) / step + 1 : 0;
     }
     start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
     end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
     *first = start;
-    return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    /* -INT64_MIN overflows: take the magnitude unsigned */
+    uint64_t mag = (uint64_t)0 - (uint64_t)step;
+    return start > end ? (int64_t)((uint64_t)(start - end - 1) / mag) + 1 : 0;
 }
 
 st_status st_infer_slice(st_infer *c)

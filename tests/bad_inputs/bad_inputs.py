@@ -114,11 +114,11 @@ def c_random_bytes(d):
 def c_tensor_proto(d):
     onnx, TP, helper, nh = onnx_mods()
     t = nh.from_array(np.ones((2, 3), np.float32), "t")
-    return [write(os.path.join(d, "t.onnx"), t.SerializeToString())], ["not", "ONNX model"]
+    return [write(os.path.join(d, "t.onnx"), t.SerializeToString())], ["not an ONNX model", "TensorProto"]
 
 
 def c_graph_proto(d):
-    return [write(os.path.join(d, "g.onnx"), base_graph().SerializeToString())], ["not", "ONNX model"]
+    return [write(os.path.join(d, "g.onnx"), base_graph().SerializeToString())], ["not an ONNX model", "GraphProto"]
 
 
 def c_model_without_graph(d):
@@ -149,6 +149,15 @@ def c_unknown_domain_op(d):
     m = make_model(base_graph(nodes=nodes))
     m.opset_import.append(helper.make_opsetid("com.example", 3))
     return [save(m, os.path.join(d, "m.onnx"))], ["Gelu", "com.example", "opset 3"]
+
+
+def c_node_missing_input(d):
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("Squeeze", [], ["h"], name="sq"),
+             helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")]
+    g = base_graph(nodes=nodes, outputs=[helper.make_tensor_value_info("y", TP.FLOAT, [2, 4]),
+                                         helper.make_tensor_value_info("h", TP.FLOAT, None)])
+    return [save(make_model(g), os.path.join(d, "m.onnx"))], ["'sq'", "Squeeze", "input 0 is missing"]
 
 
 def c_cycle(d):
@@ -188,6 +197,15 @@ def c_initializer_count(d):
     t.dims.extend([3, 4])
     t.float_data.extend([1.0] * 11)
     return [save(make_model(base_graph(w_init=t)), os.path.join(d, "m.onnx"))], ["'W'", "11", "12"]
+
+
+def c_initializer_no_values(d):
+    # 2^38 floats declared, none given: refused as malformed, not allocated
+    onnx, TP, helper, nh = onnx_mods()
+    t = TP()
+    t.name, t.data_type = "W", TP.FLOAT
+    t.dims.extend([1 << 38])
+    return [save(make_model(base_graph(w_init=t)), os.path.join(d, "m.onnx"))], ["'W'", "has 0", "274877906944"]
 
 
 def c_negative_dim(d):

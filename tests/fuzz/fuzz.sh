@@ -37,7 +37,7 @@ case "$mode" in
       [ -f "$dict" ] && extra+=("-dict=$dict")
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-        "$B/fuzz_$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+        "$B/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
                      -artifact_prefix="$B/fuzz/artifacts/$t/" "${extra[@]}" \
                      "$B/fuzz/corpus/$t" "$B/fuzz/seed/$t"
     done ;;

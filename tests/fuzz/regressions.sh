@@ -7,6 +7,7 @@ dir=${1:?usage: regressions.sh DIR FUZZ_LOADER FUZZ_NPY FUZZ_RUN}
 /usr/bin/python3 "$(dirname "$0")/regressions.py" "$dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export STRATA_FUZZ_STRICT=1   # fuzz_run: an ST_ERR_INTERNAL fails too
 for t in loader npy run; do
   case $t in loader) exe=$2 ;; npy) exe=$3 ;; run) exe=$4 ;; esac
   files=("$dir/$t"/*)

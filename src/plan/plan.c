@@ -186,6 +186,7 @@ static void plan_reset(st_plan *p)
     }
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     p->n_owned = 0;
+    p->folded_bytes = 0;
     free(p->buffers);
     p->buffers = NULL;
     p->n_buffers = 0;
@@ -203,6 +204,7 @@ st_status st_plan_build(const st_model *m, const st_session_options *o, const in
     p->precision = o->precision ? o->precision : ST_F32;
     p->sanitize = o->sanitize != 0;
     p->hazard_mode = o->hazard_mode;
+    p->memory_limit = o->memory_limit;
     p->n_inputs = g->n_inputs;
     p->in_rank = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_rank);
     p->in_dims = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_dims);
@@ -232,6 +234,7 @@ st_status st_plan_build(const st_model *m, const st_session_options *o, const in
     }
     p->in_data = NULL;
     if (s == ST_OK) st_pass_fuse(p);
+    if (s == ST_OK && o->backend == ST_BACKEND_CPU) st_pass_fuse_cpu(p);
     if (s == ST_OK) st_pass_place_concats(p);
     if (s == ST_OK) s = st_pass_layout(p);
     if (s == ST_OK) s = st_plan_buffers(p);

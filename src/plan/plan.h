@@ -5,6 +5,7 @@
  *   graph/specialize.c  concrete dtypes and shapes, constant folding
  *                       (shape sub-graphs fold here), dead-node removal
  *   passes/fuse.c       activations folded into the op that feeds them
+ *   passes/fuse_cpu.c   CPU plans: affine ops around them too
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
  *   plan/plan.c         buffers, lifetimes, arena offsets, storages
@@ -102,6 +103,11 @@ typedef struct st_plan {
     st_pnode *nodes;
     void **owned;        /* constant data the plan allocated */
     int n_owned, cap_owned;
+    /* Folding builds constants on the host at plan time; a ConstantOfShape
+     * or Expand of a hostile shape must be refused, not attempted.  The
+     * bytes folded so far count against the session's memory limit. */
+    uint64_t memory_limit;   /* 0: no limit */
+    uint64_t folded_bytes;
 
     st_buffer *buffers;
     int n_buffers;
@@ -134,6 +140,7 @@ void st_plan_free(st_plan *p);
 /* Passes, in order (each file's header says what it owns). */
 st_status st_specialize(st_plan *p);
 void st_pass_fuse(st_plan *p);
+void st_pass_fuse_cpu(st_plan *p);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
 st_status st_plan_buffers(st_plan *p);

@@ -17,10 +17,16 @@
  * With sanitize on, a command that starts while a running command touches
  * conflicting bytes is a hard error (a run-time check of the same property
  * the static check in exec/dag.c proves).
+ *
+ * STRATA_CPU_PROFILE=1 in the environment makes the executor time every
+ * command and print, when it is destroyed, the total per op type (wall
+ * time of the kernel calls; run with --inter-op off so they do not
+ * overlap); STRATA_CPU_PROFILE=nodes, the total per node.  bench/RESULTS.md's per-op breakdowns come from it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -127,7 +133,60 @@ typedef struct cpu_exec {
     st_status err;
     char errmsg[1024];
     int cap;
+    /* STRATA_CPU_PROFILE: milliseconds and calls per op type */
+    bool profile, profile_nodes;
+    int n_prof;
+    struct {
+        const char *op;
+        double ms;
+        long calls;
+    } prof[1024];
 } cpu_exec;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void prof_add(cpu_exec *e, const char *op, double ms)
+{
+    st_pool_lock(e->pool);
+    int i = 0;
+    while (i < e->n_prof && strcmp(e->prof[i].op, op) != 0) i++;
+    if (i < (int)(sizeof e->prof / sizeof *e->prof)) {
+        if (i == e->n_prof) {
+            e->prof[i].op = op;
+            e->prof[i].ms = 0;
+            e->prof[i].calls = 0;
+            e->n_prof++;
+        }
+        e->prof[i].ms += ms;
+        e->prof[i].calls++;
+    }
+    st_pool_unlock(e->pool);
+}
+
+static void prof_print(const cpu_exec *e)
+{
+    double total = 0;
+    for (int i = 0; i < e->n_prof; i++) total += e->prof[i].ms;
+    int order[sizeof e->prof / sizeof *e->prof];
+    for (int i = 0; i < e->n_prof; i++) order[i] = i;
+    for (int i = 1; i < e->n_prof; i++)
+        for (int k = i; k > 0 && e->prof[order[k]].ms > e->prof[order[k - 1]].ms; k--) {
+            int t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    fprintf(stderr, "strata cpu profile: %.1f ms in kernels\n", total);
+    for (int i = 0; i < e->n_prof; i++) {
+        int o = order[i];
+        fprintf(stderr, "  %-22s %10.2f ms %5.1f%% %8ld calls\n", e->prof[o].op, e->prof[o].ms,
+                total > 0 ? 100.0 * e->prof[o].ms / total : 0.0, e->prof[o].calls);
+    }
+}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -213,7 +272,9 @@ static void exec_run(void *ctx, int c)
     for (int k = 0; k < cmd->n_in + cmd->n_out; k++)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL};
+    double t0 = e->profile ? now_ms() : 0;
     st_status s = cmd->op->cpu(&k);
+    if (e->profile) prof_add(e, e->profile_nodes ? cmd->gnode->name : cmd->op->name, now_ms() - t0);
     if (s != ST_OK) {
         st_pool_lock(e->pool);
         if (e->err == ST_OK) {
@@ -306,6 +367,7 @@ static void exec_destroy(st_exec *base)
 {
     cpu_exec *e = (cpu_exec *)base;
     exec_wait(base, NULL, -1);
+    if (e->profile) prof_print(e);
     st_pool_destroy(e->pool);
     free(e->remaining);
     free(e->state);
@@ -323,11 +385,8 @@ static int default_threads(void)
     return n > 0 ? (int)n : 1;
 }
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-
 static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {
-    pthread_once(&blas_once, st_blas_init);
     cpu_exec *e = calloc(1, sizeof *e);
     if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
     e->base.vt = &cpu_exec_vt;
@@ -336,6 +395,9 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     e->sanitize = o->sanitize != 0;
     e->serial = o->serial != 0;
     e->rng = o->seed;
+    const char *prof = getenv("STRATA_CPU_PROFILE");
+    e->profile = prof && *prof && strcmp(prof, "0") != 0;
+    e->profile_nodes = e->profile && !strcmp(prof, "nodes");
     e->pool = st_pool_create(o->threads > 0 ? o->threads : default_threads());
     if (!e->pool) {
         free(e);

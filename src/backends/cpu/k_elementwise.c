@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/pool.h"
 #include "ops/elementwise.h"
@@ -29,6 +30,11 @@ static const float *load_block(st_dtype dt, const char *base, int64_t step, int6
         for (int64_t i = 0; i < n; i++) scratch[i] = v;
         return scratch;
     }
+    if (dt == ST_F32) {
+        const float *f = (const float *)base;
+        for (int64_t i = 0; i < n; i++) scratch[i] = f[i * step];
+        return scratch;
+    }
     for (int64_t i = 0; i < n; i++) scratch[i] = st_load_f32(dt, base + i * step * (int64_t)es);
     return scratch;
 }
@@ -41,6 +47,11 @@ static float *out_block(st_dtype dt, char *base, int64_t step, float *scratch)
 static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const float *v)
 {
     if (dt == ST_F32 && step == 1) return; /* computed in place */
+    if (dt == ST_F32) {
+        float *f = (float *)base;
+        for (int64_t i = 0; i < n; i++) f[i * step] = v[i];
+        return;
+    }
     size_t es = st_dtype_size(dt);
     for (int64_t i = 0; i < n; i++) st_store_f32(dt, base + i * step * (int64_t)es, v[i]);
 }
@@ -49,6 +60,10 @@ static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const 
 
 static float erf_f(float x) { return erff(x); }
 
+/* Cloned for AVX-512 (selected at load time through an ifunc, by cpuid)
+ * and for baseline x86-64: the loops below are written so GCC vectorises
+ * them (compare-and-select, not fmaxf calls, for the clamps). */
+__attribute__((target_clones("avx512f", "default")))
 static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n, float lo, float hi)
 {
     float a = s->alpha, b = s->beta, g = s->gamma;
@@ -81,9 +96,20 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
     case ST_U_ATANH: for (i = 0; i < n; i++) y[i] = atanhf(x[i]); break;
     case ST_U_SIGN: for (i = 0; i < n; i++) y[i] = (float)((x[i] > 0) - (x[i] < 0)); break;
     case ST_U_LEAKY_RELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i]; break;
-    case ST_U_HARD_SIGMOID: for (i = 0; i < n; i++) y[i] = fmaxf(0.0f, fminf(1.0f, a * x[i] + b)); break;
+    case ST_U_HARD_SIGMOID:
+        for (i = 0; i < n; i++) {
+            float t = a * x[i] + b;
+            t = t > 1.0f ? 1.0f : t;
+            y[i] = t < 0.0f ? 0.0f : t;
+        }
+        break;
     case ST_U_HARD_SWISH:
-        for (i = 0; i < n; i++) y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] / 6.0f + 0.5f));
+        for (i = 0; i < n; i++) {
+            float t = x[i] / 6.0f + 0.5f;
+            t = t > 1.0f ? 1.0f : t;
+            t = t < 0.0f ? 0.0f : t;
+            y[i] = x[i] * t;
+        }
         break;
     case ST_U_ELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * (expf(x[i]) - 1.0f); break;
     case ST_U_SELU: for (i = 0; i < n; i++) y[i] = g * (x[i] > 0 ? x[i] : a * (expf(x[i]) - 1.0f)); break;
@@ -187,6 +213,8 @@ void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
 typedef struct unary_job {
     const st_kctx *k;
     const st_ew_state *s;
+    bool vec;                /* Sigmoid and SiLU: the AVX-512 forms (gemm_avx512.c), not libm per element */
+    st_epilogue vact;
     st_iter it;
     int64_t rows, rows_per_task;
     double lo, hi;
@@ -211,7 +239,7 @@ static void unary_rows(void *arg, int64_t task)
                 int64_t n = it.inner - i < BLOCK ? it.inner - i : BLOCK;
                 const float *xv = load_block(x->dtype, xb + i * it.step[1] * (int64_t)xs, it.step[1], n, sx);
                 float *yv = out_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], sy);
-                unary_f32(j->s, xv, yv, n, (float)j->lo, (float)j->hi);
+                if (!j->vec || !st_vec_act(&j->vact, xv, yv, n)) unary_f32(j->s, xv, yv, n, (float)j->lo, (float)j->hi);
                 store_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], n, yv);
             }
         } else if (x->dtype == ST_F64) {
@@ -227,6 +255,30 @@ static void unary_rows(void *arg, int64_t task)
     }
 }
 
+/* When the innermost (coalesced) dim is short, as in a slice [..., 0:2]
+ * of YOLOv5's [.., 85] head, rows of 2 elements cost more in iterator and
+ * block overhead than in arithmetic: make the longest dim the inner one
+ * instead (a strided row is gathered into the block).  Elementwise results
+ * do not depend on the order elements are visited. */
+static void long_inner(st_iter *it)
+{
+    if (it->rank < 2 || it->inner >= 16) return;
+    int last = it->rank - 1, d = 0;
+    for (int i = 1; i < last; i++)
+        if (it->sizes[i] > it->sizes[d]) d = i;
+    if (it->sizes[d] < 4 * it->inner) return;
+    int64_t t = it->sizes[d];
+    it->sizes[d] = it->sizes[last];
+    it->sizes[last] = t;
+    for (int k = 0; k < it->nops; k++) {
+        t = it->strides[k][d];
+        it->strides[k][d] = it->strides[k][last];
+        it->strides[k][last] = t;
+        it->step[k] = it->strides[k][last];
+    }
+    it->inner = it->sizes[last];
+}
+
 /* Splits rows into tasks of a fixed element budget, so the split is the same
  * whatever the thread count (bit-identical results). */
 static int64_t rows_per_task(int64_t rows, int64_t inner)
@@ -240,8 +292,11 @@ static int64_t rows_per_task(int64_t rows, int64_t inner)
 static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, double hi)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    unary_job j = {k, s, {0}, 0, 0, lo, hi};
+    unary_job j = {k, s, false, {0}, {0}, 0, 0, lo, hi};
+    j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU;
+    j.vact.act = s->code + 1;
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
+    long_inner(&j.it);
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = rows_per_task(j.rows, j.it.inner);
     st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, unary_rows, &j);
@@ -275,6 +330,7 @@ st_status st_cpu_clip(const st_kctx *k)
 
 /* ---- binary ---- */
 
+__attribute__((target_clones("avx512f", "default")))
 static void binary_f32(int code, const float *a, const float *b, float *y, int64_t n)
 {
     int64_t i;
@@ -447,6 +503,7 @@ static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *
     st_broadcast_strides(b, y, sb);
     binary_job j = {a, b, y, code, fmod_mode, {0}, 0, 0};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return;
+    long_inner(&j.it);
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = rows_per_task(j.rows, j.it.inner);
     st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, binary_rows, &j);

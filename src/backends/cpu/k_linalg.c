@@ -1,33 +1,71 @@
 /*
  * k_linalg.c — CPU MatMul and Gemm, and the strided GEMM that Conv uses.
  *
- * f32, f16 and bf16 go through OpenBLAS's sgemm, accumulating in f32:
+ * f32, f16 and bf16 go through st_sgemm, accumulating in f32: the
+ * AVX-512 GEMM of gemm_avx512.c where the CPU has it, else OpenBLAS's sgemm
+ * (Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids and would fall
+ * back to its SSE3 kernels there).
  * operands whose rows or columns are unit-stride are passed as they are
  * (a transposed view becomes a transposed GEMM, not a copy); anything else,
  * and every f16/bf16 operand, is packed to f32 first.  An output that is
  * not row-major with unit stride (a slice of a last-dim concat has a row
  * stride wider than N, which sgemm takes as ldc; a transposed output does
  * not fit) is computed into a packed block and then copied into place.
- * Work is split into tasks of at most ST_GEMM_ROWS rows of one batch, a
- * split that does not depend on the thread count, so results are
- * bit-identical however many threads run.
+ * Work is split into tasks of at most ST_GEMM_ROWS rows of one batch (and
+ * of ST_MM_COLS columns when that makes too few), a split that does not
+ * depend on the thread count, so results are bit-identical however many
+ * threads run.
  * f64 and integer matmuls use plain loops: they are rare and small.
  */
 #include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/linalg.h"
 
 #define ST_GEMM_ROWS 64
+#define ST_MM_COLS 384
+#define ST_MM_MIN_TASKS 8
 
-void st_blas_init(void)
+/* OpenBLAS serves only CPUs without AVX-512, so it is loaded on first use
+ * rather than linked: a linked OpenBLAS starts its thread pool when the
+ * process starts, and those threads spin for a tenth of a second or so,
+ * taking a core from strata's own workers in every short run.  The
+ * function pointers are written once (pthread_once) and only read after.
+ * Without OpenBLAS the plain loops below still give the right answer. */
+typedef void (*sgemm_fn)(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE, const enum CBLAS_TRANSPOSE, const int,
+                         const int, const int, const float, const float *, const int, const float *, const int,
+                         const float, float *, const int);
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static sgemm_fn blas_sgemm;
+
+static void blas_load(void)
 {
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
     /* strata parallelises GEMMs itself; OpenBLAS's own threads would
      * oversubscribe the cores */
-    openblas_set_num_threads(1);
+    void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    if (set_threads) set_threads(1);
+    blas_sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+}
+
+/* c = alpha * op(a) op(b) + beta * c in plain loops (no BLAS at all). */
+static void loops_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (int64_t p = 0; p < k; p++) s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+            c[i * ldc + j] = alpha * s + (beta == 0.0f ? 0.0f : beta * c[i * ldc + j]);
+        }
 }
 
 st_status st_mat_f32(const st_operand *o, int rdim, int cdim, int64_t base_off, st_mat *m, float **owned)
@@ -82,7 +120,19 @@ void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, f
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, alpha, a->p, (int)lda, b->p, (int)ldb, beta, c, (int)ldc);
+    if (st_gemm_fast()) {
+        /* element (i, p) of op(a) and (p, j) of op(b), as strides */
+        int64_t ars = ta ? a->cs : a->rs, acs = ta ? a->rs : a->cs;
+        int64_t brs = tb ? b->cs : b->rs, bcs = tb ? b->rs : b->cs;
+        if (m == 1) ars = 0;
+        if (n == 1) bcs = 0;
+        if (st_sgemm_fast(a->p, ars, acs, b->p, brs, bcs, alpha, beta, c, ldc, m, n, k)) return;
+    }
+    pthread_once(&blas_once, blas_load);
+    if (blas_sgemm)
+        blas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, alpha, a->p, (int)lda, b->p, (int)ldb, beta, c, (int)ldc);
+    else
+        loops_sgemm(opa == CblasTrans, opb == CblasTrans, m, n, k, alpha, a->p, lda, b->p, ldb, beta, c, ldc);
 }
 
 /* ---- MatMul ---- */
@@ -91,7 +141,7 @@ typedef struct mm_job {
     const st_kctx *k;
     const st_operand *a, *b, *y;
     int64_t m, n, kk;
-    int64_t batches, mtiles;
+    int64_t batches, mtiles, ntiles, ncols;   /* tasks: batch x row tile x column tile */
     int nb;                          /* batch rank of the output */
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     bool a_vec, b_vec;               /* 1-D operands */
@@ -114,8 +164,9 @@ static void batch_offsets(const mm_job *j, int64_t bi, int64_t *oa, int64_t *ob,
 static void mm_task(void *arg, int64_t t)
 {
     mm_job *j = arg;
-    int64_t bi = t / j->mtiles, m0 = (t % j->mtiles) * ST_GEMM_ROWS;
+    int64_t nt = t % j->ntiles, bi = t / j->ntiles / j->mtiles, m0 = (t / j->ntiles % j->mtiles) * ST_GEMM_ROWS;
     int64_t m1 = m0 + ST_GEMM_ROWS < j->m ? m0 + ST_GEMM_ROWS : j->m, rows = m1 - m0;
+    int64_t n0 = nt * j->ncols, ncols = j->n - n0 < j->ncols ? j->n - n0 : j->ncols;
     int64_t oa, ob, oy;
     batch_offsets(j, bi, &oa, &ob, &oy);
     const st_operand *a = j->a, *b = j->b, *y = j->y;
@@ -128,35 +179,42 @@ static void mm_task(void *arg, int64_t t)
         oa += m0 * a->strides[adim_r];
     }
     int bdim_r = j->b_vec ? b->rank - 1 : b->rank - 2, bdim_c = j->b_vec ? -1 : b->rank - 1;
+    /* columns [n0, n0 + ncols) of B */
+    st_operand bs = *b;
+    if (bdim_c >= 0) {
+        bs.sizes[bdim_c] = ncols;
+        ob += n0 * b->strides[bdim_c];
+    }
     st_mat ma, mb;
     float *pa = NULL, *pb = NULL, *pc = NULL;
     st_status s = st_mat_f32(&as, adim_r, adim_c, oa, &ma, &pa);
-    if (s == ST_OK) s = st_mat_f32(b, bdim_r, bdim_c, ob, &mb, &pb);
-    /* output rows [m0, m1): direct when row-major f32 */
+    if (s == ST_OK) s = st_mat_f32(&bs, bdim_r, bdim_c, ob, &mb, &pb);
+    /* output rows [m0, m1), columns [n0, n0 + ncols): direct when row-major f32 */
     int ydim_r = j->a_vec ? -1 : (j->b_vec ? y->rank - 1 : y->rank - 2);
     int ydim_c = j->b_vec ? -1 : y->rank - 1;
     int64_t yrs = ydim_r >= 0 ? y->strides[ydim_r] : 0, ycs = ydim_c >= 0 ? y->strides[ydim_c] : 1;
+    oy += n0 * ycs;
     float *cdst;
     int64_t ldc;
-    bool direct = y->dtype == ST_F32 && (ycs == 1 || j->n == 1) && (rows == 1 || yrs >= j->n);
+    bool direct = y->dtype == ST_F32 && (ycs == 1 || ncols == 1) && (rows == 1 || yrs >= ncols);
     if (s == ST_OK) {
         if (direct) {
             cdst = (float *)y->data + oy + m0 * yrs;
-            ldc = rows == 1 ? j->n : yrs;
+            ldc = rows == 1 ? ncols : yrs;
         } else {
-            pc = malloc((size_t)(rows * j->n > 0 ? rows * j->n : 1) * sizeof *pc);
+            pc = malloc((size_t)(rows * ncols > 0 ? rows * ncols : 1) * sizeof *pc);
             if (!pc) s = st_error(ST_ERR_NOMEM, "out of memory in MatMul");
             cdst = pc;
-            ldc = j->n;
+            ldc = ncols;
         }
     }
     if (s == ST_OK) {
-        st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, j->n, j->kk);
+        st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
         if (!direct) {
             size_t es = st_dtype_size(y->dtype);
             for (int64_t i = 0; i < rows; i++)
-                for (int64_t c = 0; c < j->n; c++)
-                    st_store_f32(y->dtype, (char *)y->data + (oy + (m0 + i) * yrs + c * ycs) * (int64_t)es, pc[i * j->n + c]);
+                for (int64_t c = 0; c < ncols; c++)
+                    st_store_f32(y->dtype, (char *)y->data + (oy + (m0 + i) * yrs + c * ycs) * (int64_t)es, pc[i * ncols + c]);
         }
     }
     free(pa);
@@ -220,8 +278,14 @@ st_status st_cpu_matmul(const st_kctx *k)
     if (j.batches == 0 || j.m == 0 || j.n == 0) return ST_OK;
     if (a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16) {
         j.mtiles = (j.m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS;
+        /* columns too, in tiles of 384, when rows alone make few tasks (a
+         * CTC head is 40 rows by 6625 columns); each output element is
+         * still one whole sum, so the split changes no bits */
+        j.ncols = j.n;
+        if (j.batches * j.mtiles < ST_MM_MIN_TASKS && j.n > ST_MM_COLS) j.ncols = ST_MM_COLS;
+        j.ntiles = (j.n + j.ncols - 1) / j.ncols;
         j.err = ST_OK;
-        st_parallel_for(k->pool, j.batches * j.mtiles, mm_task, &j);
+        st_parallel_for(k->pool, j.batches * j.mtiles * j.ntiles, mm_task, &j);
         return j.err;
     }
     mm_generic(&j);

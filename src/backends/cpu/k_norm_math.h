@@ -3,7 +3,8 @@
  * types.  k_norm.c includes it twice: with T = float (f32, f16 and bf16
  * compute in f32) and with T = double (f64), SFX(name) naming each copy
  * and EXP_NEG (exp of x <= 0), MAX_ROW, LOG, SQRT, POW, FABS, STORE the
- * matching functions.  It is a
+ * matching functions, NORM_VEC the storage class of the loop functions
+ * (cloned for AVX-512 in the f32 copy).  It is a
  * template, not a header: no include guard, on purpose.
  *
  * Sums run in NORM_LANES independent lanes (vectorisable, and closer to
@@ -12,7 +13,7 @@
  * the caller still never passes the same memory as x and y.
  */
 
-static T SFX(sum)(const T *v, int64_t n)
+NORM_VEC T SFX(sum)(const T *v, int64_t n)
 {
     T l[NORM_LANES] = {0};
     int64_t i = 0, m = n - n % NORM_LANES;
@@ -24,7 +25,7 @@ static T SFX(sum)(const T *v, int64_t n)
     return s;
 }
 
-static T SFX(sum_abs)(const T *v, int64_t n)
+NORM_VEC T SFX(sum_abs)(const T *v, int64_t n)
 {
     T l[NORM_LANES] = {0};
     int64_t i = 0, m = n - n % NORM_LANES;
@@ -37,7 +38,7 @@ static T SFX(sum_abs)(const T *v, int64_t n)
 }
 
 /* Sum of (v - c)^2: the second pass of a two-pass variance. */
-static T SFX(sum_sq_dev)(const T *v, int64_t n, T c)
+NORM_VEC T SFX(sum_sq_dev)(const T *v, int64_t n, T c)
 {
     T l[NORM_LANES] = {0};
     int64_t i = 0, m = n - n % NORM_LANES;
@@ -50,7 +51,7 @@ static T SFX(sum_sq_dev)(const T *v, int64_t n, T c)
 }
 
 /* Sum of exp(v - shift), shift the max of v. */
-static T SFX(sum_exp)(const T *v, int64_t n, T shift)
+NORM_VEC T SFX(sum_exp)(const T *v, int64_t n, T shift)
 {
     T l[NORM_LANES] = {0};
     int64_t i = 0, m = n - n % NORM_LANES;
@@ -62,7 +63,7 @@ static T SFX(sum_exp)(const T *v, int64_t n, T shift)
     return s;
 }
 
-static void SFX(softmax)(const T *x, T *y, int64_t n, int kind)
+NORM_VEC void SFX(softmax)(const T *x, T *y, int64_t n, int kind)
 {
     if (n == 0) return;
     if (kind == ST_N_HARDMAX) {

@@ -448,6 +448,124 @@ nomem:
     j->err = st_error(ST_ERR_NOMEM, "out of memory in ConvTranspose");
 }
 
+/* The common upsampling ConvTranspose whose kernel equals its stride
+ * (2x2 stride 2, no pads, no dilation, no output padding): every output
+ * pixel receives exactly one tap of one input pixel, so tiles of input rows
+ * write disjoint output rows and can be tasks of their own (the general
+ * path above accumulates whole planes, one task per block of channels,
+ * which left PP-OCR's head on one thread).  Each output value is bias plus
+ * one GEMM sum, so the result does not depend on the split. */
+/* y[2i] = b + c0[i], y[2i + 1] = b + c1[i] (cloned for AVX-512). */
+__attribute__((target_clones("avx512f", "default")))
+static void interleave2(float *y, const float *c0, const float *c1, float b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[2 * i] = b + c0[i];
+        y[2 * i + 1] = b + c1[i];
+    }
+}
+
+static bool ct_tiles_exact(const ct_job *j)
+{
+    for (int d = 0; d < 3; d++)
+        if (j->k[d] != j->st[d] || j->dl[d] != 1 || j->pb[d] != 0 || j->osz[d] != j->isz[d] * j->st[d]) return false;
+    return true;
+}
+
+static void ct_tile_task(void *arg, int64_t t)
+{
+    ct_job *j = arg;
+    const st_operand *x = j->x, *y = j->y;
+    int64_t groups = j->s->group, in_rows = j->isz[0] * j->isz[1];
+    int64_t tiles = (in_rows + j->tile_rows - 1) / j->tile_rows;
+    int64_t tile = t % tiles, mb = (t / tiles) % j->mblocks, g = (t / (tiles * j->mblocks)) % groups;
+    int64_t n = t / (tiles * j->mblocks * groups);
+    int64_t m0 = mb * CT_MBLOCK, mcount = j->mg - m0 < CT_MBLOCK ? j->mg - m0 : CT_MBLOCK, mfirst = g * j->mg + m0;
+    int64_t row0 = tile * j->tile_rows, rows = in_rows - row0 < j->tile_rows ? in_rows - row0 : j->tile_rows;
+    int64_t np = rows * j->isz[2], p0 = row0 * j->isz[2];
+    float *cols = malloc((size_t)(mcount * j->kvol * np) * sizeof *cols + 1), *xbuf = NULL;
+    if (!cols) goto nomem;
+    size_t ex = st_dtype_size(x->dtype), ey = st_dtype_size(y->dtype);
+    st_mat bm;
+    if (j->x_direct) {
+        bm.p = (const float *)x->data + n * x->strides[0] + g * j->cg * x->strides[1] + p0;
+        bm.rs = j->cg == 1 ? np : x->strides[1];
+    } else {
+        xbuf = malloc((size_t)(j->cg * np) * sizeof *xbuf + 1);
+        if (!xbuf) goto nomem;
+        for (int64_t c = 0; c < j->cg; c++) {
+            const char *xc = (const char *)x->data + (n * x->strides[0] + (g * j->cg + c) * x->strides[1]) * (int64_t)ex;
+            for (int64_t r = 0; r < rows; r++) {
+                int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
+                const char *xr = xc + (id * j->xst[0] + ih * j->xst[1]) * (int64_t)ex;
+                for (int64_t iw = 0; iw < j->isz[2]; iw++)
+                    xbuf[c * np + r * j->isz[2] + iw] = st_load_f32(x->dtype, xr + iw * j->xst[2] * (int64_t)ex);
+            }
+        }
+        bm.p = xbuf;
+        bm.rs = np;
+    }
+    bm.cs = 1;
+    bm.rows = j->cg;
+    bm.cols = np;
+    st_mat a = j->wm;
+    a.p += g * j->cg * a.rs + m0 * j->kvol * a.cs;
+    a.rows = j->cg;
+    a.cols = mcount * j->kvol;
+    st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg);
+    bool f32 = y->dtype == ST_F32;
+    if (f32 && j->k[2] == 2 && j->yst[2] == 1) {
+        /* 2 wide: the two column taps of an output row interleave into one
+         * contiguous row */
+        for (int64_t mi = 0; mi < mcount; mi++) {
+            float bias = j->b ? st_load_f32(j->b->dtype, (const char *)j->b->data + (mfirst + mi) * j->b->strides[0] *
+                                                                                    (int64_t)st_dtype_size(j->b->dtype))
+                              : 0.0f;
+            float *yc = (float *)y->data + n * y->strides[0] + (mfirst + mi) * y->strides[1];
+            for (int64_t kk = 0; kk < j->kvol; kk += 2) {
+                int64_t kh = (kk / 2) % j->k[1], kd = kk / (2 * j->k[1]);
+                const float *c0 = cols + (mi * j->kvol + kk) * np, *c1 = c0 + np;
+                for (int64_t r = 0; r < rows; r++) {
+                    int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
+                    float *yr = yc + (id * j->st[0] + kd) * j->yst[0] + (ih * j->st[1] + kh) * j->yst[1];
+                    interleave2(yr, c0 + r * j->isz[2], c1 + r * j->isz[2], bias, j->isz[2]);
+                }
+            }
+        }
+        free(cols);
+        free(xbuf);
+        return;
+    }
+    for (int64_t mi = 0; mi < mcount; mi++) {
+        float bias = j->b ? st_load_f32(j->b->dtype, (const char *)j->b->data + (mfirst + mi) * j->b->strides[0] *
+                                                                                (int64_t)st_dtype_size(j->b->dtype))
+                          : 0.0f;
+        char *yc = (char *)y->data + (n * y->strides[0] + (mfirst + mi) * y->strides[1]) * (int64_t)ey;
+        for (int64_t kk = 0; kk < j->kvol; kk++) {
+            int64_t kw = kk % j->k[2], kh = (kk / j->k[2]) % j->k[1], kd = kk / (j->k[2] * j->k[1]);
+            const float *crow = cols + (mi * j->kvol + kk) * np;
+            for (int64_t r = 0; r < rows; r++) {
+                int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
+                int64_t od = id * j->st[0] + kd, oh = ih * j->st[1] + kh;
+                char *yr = yc + (od * j->yst[0] + oh * j->yst[1] + kw * j->yst[2]) * (int64_t)ey;
+                const float *src = crow + r * j->isz[2];
+                int64_t step = j->st[2] * j->yst[2];
+                if (f32)
+                    for (int64_t iw = 0; iw < j->isz[2]; iw++) ((float *)yr)[iw * step] = bias + src[iw];
+                else
+                    for (int64_t iw = 0; iw < j->isz[2]; iw++) st_store_f32(y->dtype, yr + iw * step * (int64_t)ey, bias + src[iw]);
+            }
+        }
+    }
+    free(cols);
+    free(xbuf);
+    return;
+nomem:
+    free(cols);
+    free(xbuf);
+    j->err = st_error(ST_ERR_NOMEM, "out of memory in ConvTranspose");
+}
+
 /* f64: direct scatter loops, for conformance; models run f32/f16/bf16. */
 static void ct_f64(const ct_job *j)
 {
@@ -554,7 +672,12 @@ st_status st_cpu_conv_transpose(const st_kctx *k)
     if (j.tile_rows < 1) j.tile_rows = 1;
     j.mblocks = (j.mg + CT_MBLOCK - 1) / CT_MBLOCK;
     j.err = ST_OK;
-    st_parallel_for(k->pool, j.y->sizes[0] * s->group * j.mblocks, ct_task, &j);
+    if (ct_tiles_exact(&j)) {
+        int64_t tiles = (j.isz[0] * j.isz[1] + j.tile_rows - 1) / j.tile_rows;
+        st_parallel_for(k->pool, j.y->sizes[0] * s->group * j.mblocks * tiles, ct_tile_task, &j);
+    } else {
+        st_parallel_for(k->pool, j.y->sizes[0] * s->group * j.mblocks, ct_task, &j);
+    }
     free(wpack);
     free(wown);
     return j.err;

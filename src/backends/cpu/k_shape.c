@@ -6,8 +6,75 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/pool.h"
 #include "ops/concat.h"
 #include "ops/ops.h"
+
+/* st_copy_strided spread over the pool: the coalesced rows of the copy in
+ * tasks of about COPY_TASK_ELEMS elements (a copy moves bytes, so how it
+ * is split cannot change them).  Small copies run inline. */
+#define COPY_TASK_ELEMS 65536
+
+typedef struct copy_job {
+    const st_operand *dst, *src;
+    st_iter it;
+    int64_t rows, per_task;
+} copy_job;
+
+static void copy_rows(void *arg, int64_t t)
+{
+    const copy_job *j = arg;
+    st_iter it = j->it;
+    int64_t r0 = t * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    st_iter_seek(&it, r0);
+    size_t ds = st_dtype_size(j->dst->dtype), ss = st_dtype_size(j->src->dtype);
+    for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
+        /* one row as a copy of its own (st_copy_strided takes the fast paths) */
+        st_operand d = *j->dst, s = *j->src;
+        d.data = (char *)j->dst->data + it.off[0] * (int64_t)ds;
+        s.data = (char *)j->src->data + it.off[1] * (int64_t)ss;
+        d.rank = s.rank = 1;
+        d.sizes[0] = s.sizes[0] = it.inner;
+        d.strides[0] = it.step[0];
+        s.strides[0] = it.step[1];
+        st_copy_strided(&d, &s);
+    }
+}
+
+static void copy_piece(void *arg, int64_t t)
+{
+    const copy_job *j = arg;
+    size_t ds = st_dtype_size(j->dst->dtype), ss = st_dtype_size(j->src->dtype);
+    int64_t i0 = t * COPY_TASK_ELEMS, n = j->it.inner - i0 < COPY_TASK_ELEMS ? j->it.inner - i0 : COPY_TASK_ELEMS;
+    st_operand d = *j->dst, s = *j->src;
+    d.data = (char *)j->dst->data + (j->it.off[0] + i0 * j->it.step[0]) * (int64_t)ds;
+    s.data = (char *)j->src->data + (j->it.off[1] + i0 * j->it.step[1]) * (int64_t)ss;
+    d.rank = s.rank = 1;
+    d.sizes[0] = s.sizes[0] = n;
+    d.strides[0] = j->it.step[0];
+    s.strides[0] = j->it.step[1];
+    st_copy_strided(&d, &s);
+}
+
+static void par_copy(st_pool *pool, const st_operand *dst, const st_operand *src)
+{
+    int64_t n = st_operand_numel(dst);
+    if (n < 2 * COPY_TASK_ELEMS || dst->rank > ST_MAX_RANK) {
+        st_copy_strided(dst, src);
+        return;
+    }
+    copy_job j = {dst, src, {0}, 0, 0};
+    if (!st_iter_init(&j.it, dst->rank, dst->sizes, 2, (const int64_t *[]){dst->strides, src->strides})) return;
+    j.rows = st_iter_rows(&j.it);
+    if (j.rows == 1) {
+        /* one long run: in pieces of COPY_TASK_ELEMS */
+        st_parallel_for(pool, (j.it.inner + COPY_TASK_ELEMS - 1) / COPY_TASK_ELEMS, copy_piece, &j);
+        return;
+    }
+    j.per_task = COPY_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
+    if (j.per_task < 1) j.per_task = 1;
+    st_parallel_for(pool, (j.rows + j.per_task - 1) / j.per_task, copy_rows, &j);
+}
 
 /* A view op that runs (folded, or its layout cannot be a view): apply the
  * op's own view rule to the input operand and copy.  Reshape-like rules
@@ -27,7 +94,7 @@ st_status st_cpu_view_copy(const st_kctx *k)
         st_view res;
         if (k->node->op->view(k->state, o, &in, &res)) {
             st_operand src = st_operand_of(&res, (char *)x->data);
-            st_copy_strided(y, &src);
+            par_copy(k->pool, y, &src);
             continue;
         }
         /* row-major order: view the output with the input's shape.  A
@@ -41,7 +108,7 @@ st_status st_cpu_view_copy(const st_kctx *k)
         if (!st_view_reshape(&yv, x->rank, x->sizes))
             return st_error(ST_ERR_INTERNAL, "reshape into a non-packed output");
         st_operand dst = st_operand_of(&yv, y->data);
-        st_copy_strided(&dst, x);
+        par_copy(k->pool, &dst, x);
     }
     return ST_OK;
 }
@@ -59,7 +126,7 @@ st_status st_cpu_concat(const st_kctx *k)
             st_operand slot = *y;
             slot.sizes[s->axis] = len;
             slot.data = (char *)y->data + start * y->strides[s->axis] * (int64_t)st_dtype_size(y->dtype);
-            st_copy_strided(&slot, x);
+            par_copy(k->pool, &slot, x);
         }
         start += len;
     }

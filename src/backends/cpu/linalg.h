@@ -14,7 +14,6 @@ typedef struct st_mat {
     int64_t rows, cols, rs, cs;
 } st_mat;
 
-void st_blas_init(void);
 /* Dims rdim and cdim of o (either may be -1 for a unit dim), starting at
  * element offset base_off, as an f32 matrix; packs a copy into *owned when
  * the dtype or strides need it (free it after use). */

@@ -1,0 +1,745 @@
+/*
+ * gemm_avx512.c — the AVX-512 f32 GEMM core (see gemm.h) and its vector
+ * epilogue math.
+ *
+ * The library is compiled for baseline x86-64; only these functions carry
+ * a target attribute, and callers reach them after st_gemm_fast() has
+ * checked the CPU (cpuid, through __builtin_cpu_supports), so one binary
+ * runs everywhere and uses AVX-512 where it exists.
+ *
+ * The micro-kernel keeps an 8 x 48 tile of C in 24 zmm registers.  Per k
+ * it loads three vectors of the B panel and broadcasts eight elements of A
+ * straight from memory (A is read where it lies: conv weights need no
+ * packing).  A 24-FMA body per 11 loads keeps both FMA ports busy.  Rows
+ * past m repeat the last row's pointer and are not stored; columns past n
+ * are computed on the panel's zero padding and masked off at the store.
+ *
+ * The activations (sigmoid, SiLU, hard sigmoid, hard swish, ReLU, leaky
+ * ReLU, clip) run on the tile in registers (see v_sigmoid for the
+ * exponential).
+ */
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernels.h"
+
+#define ST_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+
+/* Decided once per process (written under pthread_once, read-only after):
+ * the CPU's features, and STRATA_CPU_NO_AVX512=1, which forces the
+ * portable paths so tests can cover them on an AVX-512 machine. */
+static pthread_once_t fast_once = PTHREAD_ONCE_INIT;
+static bool fast_ok;
+
+static void fast_probe(void)
+{
+    const char *off = getenv("STRATA_CPU_NO_AVX512");
+    fast_ok = !(off && *off && strcmp(off, "0") != 0) && __builtin_cpu_supports("avx512f") &&
+              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+}
+
+bool st_gemm_fast(void)
+{
+    pthread_once(&fast_once, fast_probe);
+    return fast_ok;
+}
+
+bool st_gemm_epi_native(const st_epilogue *e)
+{
+    if (!e || !e->act) return true;
+    switch ((st_unary)(e->act - 1)) {
+    case ST_U_RELU:
+    case ST_U_SIGMOID:
+    case ST_U_SILU:
+    case ST_U_LEAKY_RELU:
+    case ST_U_HARD_SIGMOID:
+    case ST_U_HARD_SWISH:
+    case ST_U_CLIP: return true;
+    default: return false;
+    }
+}
+
+/* ---- vector math ---- */
+
+/* 2^t for t <= 126 (NaN passes): 2^n * 2^f with n = round(t), |f| <= 1/2,
+ * 2^f by a degree-5 polynomial fitted to minimise the relative error on
+ * [-1/2, 1/2] (below 8e-8, about 2e-7 in f32 arithmetic), and vscalefps
+ * for 2^n, which flushes through denormals to 0 below 2^-149. */
+ST_AVX512 static inline __m512 v_exp2(__m512 t)
+{
+    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_set1_ps(0.0013278163969516754f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.009675555862486362f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.055507078766822815f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24022118747234344f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931469440460205f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* 1 / (1 + e^-x) as 1 / (1 + 2^(-x log2 e)): the exponent is clamped at
+ * 126 (x below about -87, where the result is 0 to f32 precision) so the
+ * sum stays finite, then vrcp14ps and one Newton step.  Rounding x log2 e
+ * costs at most about 1e-6 relative in e^-x for |x| < 20, a quarter of
+ * that in the result; fourteen operations a vector, which matters in a
+ * conv's epilogue after as few as 27 multiply-adds per output. */
+ST_AVX512 static inline __m512 v_sigmoid(__m512 x)
+{
+    /* min returns its second operand when either is NaN: NaN passes */
+    __m512 t = _mm512_min_ps(_mm512_set1_ps(126.0f), _mm512_mul_ps(x, _mm512_set1_ps(-1.44269504088896341f)));
+    __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), v_exp2(t));
+    __m512 r = _mm512_rcp14_ps(d);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+}
+
+typedef struct vact {
+    int code;          /* st_unary, or -1: none */
+    __m512 a, b;
+} vact;
+
+ST_AVX512 static inline vact vact_of(const st_epilogue *e)
+{
+    vact v;
+    v.code = e && e->act ? e->act - 1 : -1;
+    v.a = _mm512_set1_ps(e ? e->alpha : 0.0f);
+    v.b = _mm512_set1_ps(e ? e->beta : 0.0f);
+    return v;
+}
+
+ST_AVX512 static inline __m512 v_act(const vact *v, __m512 x)
+{
+    switch (v->code) {
+    case ST_U_RELU: return _mm512_max_ps(x, _mm512_setzero_ps());
+    case ST_U_SIGMOID: return v_sigmoid(x);
+    case ST_U_SILU: return _mm512_mul_ps(x, v_sigmoid(x));
+    case ST_U_LEAKY_RELU:
+        return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x, v->a);
+    case ST_U_HARD_SIGMOID:
+        return _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(v->a, x, v->b)));
+    case ST_U_HARD_SWISH: {
+        __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
+        t = _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(_mm512_set1_ps(1.0f), t));
+        return _mm512_mul_ps(x, t);
+    }
+    case ST_U_CLIP: return _mm512_min_ps(_mm512_max_ps(x, v->a), v->b);
+    default: return x;
+    }
+}
+
+/* ---- the micro-kernel ---- */
+
+/*
+ * One MR x (16 * NV) tile of C: rows (1..8) valid rows, nv valid columns
+ * (at most 16 * NV), B row k at b + off[k].  NV (1, 2 or 3 vectors of 16
+ * columns) is a constant in each instance, so the accumulators live in
+ * registers: 24 for the 8 x 48 body, 16 and 8 for the narrower tails that
+ * let a row of 80 or 160 pixels end without padding.
+ */
+#define ST_UNROLL _Pragma("GCC unroll 8")
+
+__attribute__((always_inline)) ST_AVX512 static inline void
+ukernel_nv(const int NV, const bool PACKED, int64_t kc, const float *a, int64_t lda, int rows, const float *b,
+           const int64_t *off, float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    /* row-major A: one pointer per row (rows past `rows` repeat the last:
+     * computed, never stored); packed A: element (r, k) at a[k * MR + r] */
+    const float *ar[ST_GEMM_MR];
+    ST_UNROLL
+    for (int r = 0; r < ST_GEMM_MR; r++) ar[r] = PACKED ? a + r : a + (r < rows ? r : rows - 1) * lda;
+    __mmask16 mk[3];
+    ST_UNROLL
+    for (int v = 0; v < 3; v++) {
+        int left = nv - 16 * v;
+        mk[v] = (__mmask16)(left >= 16 ? 0xffff : left <= 0 ? 0 : (1u << left) - 1);
+    }
+    __m512 acc[ST_GEMM_MR][3];
+    ST_UNROLL
+    for (int r = 0; r < ST_GEMM_MR; r++)
+        ST_UNROLL
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = accumulate && r < rows ? _mm512_maskz_loadu_ps(mk[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
+    if (nv == 16 * NV) {
+        for (int64_t k = 0; k < kc; k++) {
+            const float *bk = b + off[k];
+            __m512 bv[3];
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_ps(bk + 16 * v);
+            ST_UNROLL
+            for (int r = 0; r < ST_GEMM_MR; r++) {
+                __m512 x = _mm512_set1_ps(PACKED ? a[k * ST_GEMM_MR + r] : ar[r][k]);
+                ST_UNROLL
+                for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+            }
+        }
+    } else {
+        /* the last panel: B may end at column nv */
+        for (int64_t k = 0; k < kc; k++) {
+            const float *bk = b + off[k];
+            __m512 bv[3];
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mk[v], bk + 16 * v);
+            ST_UNROLL
+            for (int r = 0; r < ST_GEMM_MR; r++) {
+                __m512 x = _mm512_set1_ps(PACKED ? a[k * ST_GEMM_MR + r] : ar[r][k]);
+                ST_UNROLL
+                for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+            }
+        }
+    }
+    ST_UNROLL
+    for (int r = 0; r < ST_GEMM_MR; r++) {
+        if (r >= rows) break;
+        if (ep->scale) {
+            __m512 s = _mm512_set1_ps(ep->scale[r]), t = ep->shift ? _mm512_set1_ps(ep->shift[r]) : _mm512_setzero_ps();
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(acc[r][v], s, t);
+        } else if (ep->shift) {
+            __m512 t = _mm512_set1_ps(ep->shift[r]);
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_add_ps(acc[r][v], t);
+        }
+        if (act->code >= 0) {
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = v_act(act, acc[r][v]);
+            if (ep->post_scale) {
+                __m512 s = _mm512_set1_ps(ep->post_scale[r]), t = _mm512_set1_ps(ep->post_shift[r]);
+                ST_UNROLL
+                for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(acc[r][v], s, t);
+            }
+        }
+        ST_UNROLL
+        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mk[v], acc[r][v]);
+    }
+}
+
+ST_AVX512 static void ukernel48(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(3, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+ST_AVX512 static void ukernel48p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(3, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+ST_AVX512 static void ukernel32(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(2, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+ST_AVX512 static void ukernel32p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(2, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+ST_AVX512 static void ukernel16(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(1, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+ST_AVX512 static void ukernel16p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+                                float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
+{
+    ukernel_nv(1, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
+}
+
+/* The epilogue's arrays from row i on; ep->act unused here. */
+static inline st_gemm_epi epi_at(const st_gemm_epi *e, int64_t i)
+{
+    st_gemm_epi r = {0};
+    if (!e) return r;
+    r.scale = e->scale ? e->scale + i : NULL;
+    r.shift = e->shift ? e->shift + i : NULL;
+    r.post_scale = e->post_scale ? e->post_scale + i : NULL;
+    r.post_shift = e->post_shift ? e->post_shift + i : NULL;
+    return r;
+}
+
+/* Panels outer, row blocks inner: a panel's B rows stay in L1 while every
+ * row block of A streams past them from L2. */
+ST_AVX512 static void gemm_block512(const float *a, int64_t lda, const st_gemm_b *b, int64_t kc, int64_t m, int64_t n,
+                                    float *c, int64_t ldc, bool accumulate, const st_gemm_epi *epi)
+{
+    vact act = vact_of(epi ? &epi->act : NULL);
+    if (epi && !st_gemm_epi_native(&epi->act)) act.code = -1; /* applied after the store */
+    for (int64_t j = 0; j < n; j += ST_GEMM_NR) {
+        int nv = (int)(n - j < ST_GEMM_NR ? n - j : ST_GEMM_NR);
+        const float *panel = b->base + (j / ST_GEMM_NR) * b->panel;
+        for (int64_t i = 0; i < m; i += ST_GEMM_MR) {
+            int rows = (int)(m - i < ST_GEMM_MR ? m - i : ST_GEMM_MR);
+            st_gemm_epi ep = epi_at(epi, i);
+            float *ct = c + i * ldc + j;
+            if (lda > 0) {
+                const float *ai = a + i * lda;
+                if (nv > 32) ukernel48(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                else if (nv > 16) ukernel32(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                else ukernel16(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+            } else {
+                const float *ai = a + (i / ST_GEMM_MR) * -lda;
+                if (nv > 32) ukernel48p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                else if (nv > 16) ukernel32p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                else ukernel16p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+            }
+        }
+    }
+}
+
+void st_gemm_epi_row(const st_gemm_epi *e, int64_t r, float *x, int64_t n)
+{
+    if (!e) return;
+    float s = e->scale ? e->scale[r] : 1.0f, t = e->shift ? e->shift[r] : 0.0f;
+    if (e->scale)
+        for (int64_t j = 0; j < n; j++) x[j] = x[j] * s + t;
+    else if (e->shift)
+        for (int64_t j = 0; j < n; j++) x[j] += t;
+    if (!e->act.act) return;
+    st_epilogue_f32(&e->act, x, n);
+    if (e->post_scale)
+        for (int64_t j = 0; j < n; j++) x[j] = x[j] * e->post_scale[r] + e->post_shift[r];
+}
+
+void st_gemm_block(const float *a, int64_t lda, const st_gemm_b *b, int64_t kc, int64_t m, int64_t n, float *c,
+                   int64_t ldc, bool accumulate, const st_gemm_epi *epi)
+{
+    if (m <= 0 || n <= 0) return;
+    if (kc <= 0) {
+        /* an empty sum: C keeps its values (or becomes 0), then the epilogue */
+        for (int64_t i = 0; i < m; i++) {
+            float *r = c + i * ldc;
+            if (!accumulate) memset(r, 0, (size_t)n * sizeof *r);
+            st_gemm_epi_row(epi, i, r, n);
+        }
+        return;
+    }
+    if (epi && !st_gemm_epi_native(&epi->act)) {
+        /* an activation without a vector form: the affine in the kernel,
+         * the rest after the store */
+        st_gemm_epi pre = *epi;
+        pre.act.act = 0;
+        pre.post_scale = pre.post_shift = NULL;
+        gemm_block512(a, lda, b, kc, m, n, c, ldc, accumulate, &pre);
+        st_gemm_epi rest = {0};
+        rest.act = epi->act;
+        rest.post_scale = epi->post_scale;
+        rest.post_shift = epi->post_shift;
+        for (int64_t i = 0; i < m; i++) st_gemm_epi_row(&rest, i, c + i * ldc, n);
+        return;
+    }
+    gemm_block512(a, lda, b, kc, m, n, c, ldc, accumulate, epi);
+}
+
+void st_gemm_pack_a(const float *a, int64_t lda, int64_t m, int64_t k, float *dst)
+{
+    for (int64_t i0 = 0; i0 < m; i0 += ST_GEMM_MR) {
+        float *blk = dst + (i0 / ST_GEMM_MR) * k * ST_GEMM_MR;
+        for (int64_t r = 0; r < ST_GEMM_MR; r++) {
+            /* rows past m repeat the last row: computed, never stored */
+            const float *src = a + (i0 + r < m ? i0 + r : m - 1) * lda;
+            for (int64_t p = 0; p < k; p++) blk[p * ST_GEMM_MR + r] = src[p];
+        }
+    }
+}
+
+void st_gemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t n, float *dst)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += ST_GEMM_NR) {
+        int64_t nv = n - j0 < ST_GEMM_NR ? n - j0 : ST_GEMM_NR;
+        float *panel = dst + (j0 / ST_GEMM_NR) * kc * ST_GEMM_NR;
+        for (int64_t k = 0; k < kc; k++) {
+            float *row = panel + k * ST_GEMM_NR;
+            const float *src = b + k * rs + j0 * cs;
+            if (cs == 1) memcpy(row, src, (size_t)nv * sizeof *row);
+            else
+                for (int64_t j = 0; j < nv; j++) row[j] = src[j * cs];
+            for (int64_t j = nv; j < ST_GEMM_NR; j++) row[j] = 0.0f;
+        }
+    }
+}
+
+/* c = alpha * A * B + beta * c: k blocks of KC, n blocks of NC, so a
+ * packed B block (KC x NC floats, 768 KB) stays in L2.  A B of up to
+ * ST_GEMM_DIRECT_B floats (it fits in L2 whole) is read in place. */
+#define ST_GEMM_NC 768
+#define ST_GEMM_DIRECT_B (256 * 1024)
+
+bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,
+                   float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+    if (m <= 0 || n <= 0) return true;
+    if (m == 1) ars = 0;
+    /* A packed (the micro-kernel's sequential layout) with alpha folded in */
+    int64_t blocks = (m + ST_GEMM_MR - 1) / ST_GEMM_MR;
+    float *ap = aligned_alloc(64, ((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float) + 63) / 64 * 64);
+    if (!ap) return false;
+    for (int64_t i0 = 0; i0 < m; i0 += ST_GEMM_MR) {
+        float *blk = ap + (i0 / ST_GEMM_MR) * k * ST_GEMM_MR;
+        for (int64_t r = 0; r < ST_GEMM_MR; r++) {
+            const float *src = a + (i0 + r < m ? i0 + r : m - 1) * ars;
+            for (int64_t p = 0; p < k; p++) blk[p * ST_GEMM_MR + r] = alpha * src[p * acs];
+        }
+    }
+    /* B is read in place when it is small, its rows unit-stride and not a
+     * multiple of 4 KB (give or take 256 bytes) apart; else packed per
+     * (k, n) block */
+    int64_t rb = (brs * 4) % 4096;
+    if (rb < 0) rb += 4096;
+    bool direct = bcs == 1 && (k <= 1 || (rb >= 256 && rb <= 3840)) && k * n <= ST_GEMM_DIRECT_B;
+    int64_t kc_max = k < ST_GEMM_KC ? k : ST_GEMM_KC, nc_max = n < ST_GEMM_NC ? n : ST_GEMM_NC;
+    float *bp = direct ? NULL
+                       : aligned_alloc(64, (st_gemm_packed_floats(kc_max > 0 ? kc_max : 1, nc_max) * sizeof(float) + 63) / 64 * 64);
+    if (!direct && !bp) {
+        free(ap);
+        return false;
+    }
+    int64_t off[ST_GEMM_KC];
+    if (beta != 0.0f && beta != 1.0f)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] *= beta;
+    int64_t kcb = st_gemm_kc(k);
+    for (int64_t j0 = 0; j0 < n; j0 += ST_GEMM_NC) {
+        int64_t nc = n - j0 < ST_GEMM_NC ? n - j0 : ST_GEMM_NC;
+        if (k == 0) {
+            st_gemm_b none = {b, off, 0};
+            st_gemm_block(ap, -ST_GEMM_MR, &none, 0, m, nc, c + j0, ldc, beta != 0.0f, NULL);
+        }
+        for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+            int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+            st_gemm_b pb;
+            if (direct) {
+                for (int64_t i = 0; i < kc; i++) off[i] = i * brs;
+                pb = (st_gemm_b){b + k0 * brs + j0, off, ST_GEMM_NR};
+            } else {
+                for (int64_t i = 0; i < kc; i++) off[i] = i * ST_GEMM_NR;
+                st_gemm_pack_b(b + k0 * brs + j0 * bcs, brs, bcs, kc, nc, bp);
+                pb = (st_gemm_b){bp, off, kc * ST_GEMM_NR};
+            }
+            gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
+        }
+    }
+    free(bp);
+    free(ap);
+    return true;
+}
+
+/* ---- depthwise rows ---- */
+
+ST_AVX512 static void dw_row512(const float *s, const int64_t *off, int64_t taps, const float *w,
+                                const st_gemm_epi *e, const vact *act, int64_t ow, float *out)
+{
+    __m512 vs = _mm512_set1_ps(e->scale ? e->scale[0] : 1.0f), vt = _mm512_set1_ps(e->shift ? e->shift[0] : 0.0f);
+    bool post = act->code >= 0 && e->post_scale;
+    __m512 ps = _mm512_set1_ps(post ? e->post_scale[0] : 1.0f), pt = _mm512_set1_ps(post ? e->post_shift[0] : 0.0f);
+    int64_t x = 0;
+    /* four vectors at a time: one broadcast of a tap feeds four FMAs */
+    for (; x + 64 <= ow; x += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *p = s + off[t] + x;
+            __m512 wt = _mm512_set1_ps(w[t]);
+            a0 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p), a0);
+            a1 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p + 16), a1);
+            a2 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p + 32), a2);
+            a3 = _mm512_fmadd_ps(wt, _mm512_loadu_ps(p + 48), a3);
+        }
+        a0 = _mm512_fmadd_ps(a0, vs, vt);
+        a1 = _mm512_fmadd_ps(a1, vs, vt);
+        a2 = _mm512_fmadd_ps(a2, vs, vt);
+        a3 = _mm512_fmadd_ps(a3, vs, vt);
+        if (act->code >= 0) {
+            a0 = _mm512_fmadd_ps(v_act(act, a0), ps, pt);
+            a1 = _mm512_fmadd_ps(v_act(act, a1), ps, pt);
+            a2 = _mm512_fmadd_ps(v_act(act, a2), ps, pt);
+            a3 = _mm512_fmadd_ps(v_act(act, a3), ps, pt);
+        }
+        _mm512_storeu_ps(out + x, a0);
+        _mm512_storeu_ps(out + x + 16, a1);
+        _mm512_storeu_ps(out + x + 32, a2);
+        _mm512_storeu_ps(out + x + 48, a3);
+    }
+    for (; x < ow; x += 16) {
+        __mmask16 m = (__mmask16)(ow - x >= 16 ? 0xffff : (1u << (ow - x)) - 1);
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t t = 0; t < taps; t++)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, s + off[t] + x), a);
+        a = _mm512_fmadd_ps(a, vs, vt);
+        if (act->code >= 0) a = _mm512_fmadd_ps(v_act(act, a), ps, pt);
+        _mm512_mask_storeu_ps(out + x, m, a);
+    }
+}
+
+void st_dw_row(const float *s, const int64_t *off, int64_t taps, const float *w, const st_gemm_epi *e, int64_t ow,
+               float *out)
+{
+    vact act = vact_of(&e->act);
+    if (st_gemm_epi_native(&e->act)) {
+        dw_row512(s, off, taps, w, e, &act, ow, out);
+        return;
+    }
+    st_gemm_epi pre = *e;
+    pre.act.act = 0;
+    act.code = -1;
+    dw_row512(s, off, taps, w, &pre, &act, ow, out);
+    st_gemm_epi rest = {0};
+    rest.act = e->act;
+    rest.post_scale = e->post_scale;
+    rest.post_shift = e->post_shift;
+    st_gemm_epi_row(&rest, 0, out, ow);
+}
+
+/* ---- elementwise activations on packed rows ---- */
+
+ST_AVX512 static void act_row512(const vact *act, const float *x, float *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, v_act(act, _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, v_act(act, _mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+bool st_vec_act(const st_epilogue *e, const float *x, float *y, int64_t n)
+{
+    if (!e->act || !st_gemm_epi_native(e) || !st_gemm_fast()) return false;
+    vact act = vact_of(e);
+    act_row512(&act, x, y, n);
+    return true;
+}
+
+/* ---- Winograd F(2x2, 3x3): the output transform ---- */
+
+/*
+ * For 16 * k tiles at a time (lanes are tile columns q), the 16 products
+ * m[xi] of a tile (xi = 4a + b) become 2x2 outputs through A^T m A with
+ * A^T = [1 1 1 0; 0 1 -1 -1], then the epilogue, then the two rows are
+ * written with even and odd columns interleaved.
+ */
+ST_AVX512 static void wino_out512(const float *m, int64_t xs, int64_t nq, const st_gemm_epi *e, const vact *act,
+                                  float *r0, float *r1, int64_t ow)
+{
+    __m512 vs = _mm512_set1_ps(e->scale ? e->scale[0] : 1.0f), vt = _mm512_set1_ps(e->shift ? e->shift[0] : 0.0f);
+    bool post = act->code >= 0 && e->post_scale;
+    __m512 ps = _mm512_set1_ps(post ? e->post_scale[0] : 1.0f), pt = _mm512_set1_ps(post ? e->post_shift[0] : 0.0f);
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    for (int64_t q = 0; q < nq; q += 16) {
+        int64_t left = nq - q;
+        __mmask16 mq = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+        __m512 t0[4], t1[4];
+        for (int a = 0; a < 4; a++) {
+            __m512 x0 = _mm512_maskz_loadu_ps(mq, m + (4 * a + 0) * xs + q);
+            __m512 x1 = _mm512_maskz_loadu_ps(mq, m + (4 * a + 1) * xs + q);
+            __m512 x2 = _mm512_maskz_loadu_ps(mq, m + (4 * a + 2) * xs + q);
+            __m512 x3 = _mm512_maskz_loadu_ps(mq, m + (4 * a + 3) * xs + q);
+            t0[a] = _mm512_add_ps(_mm512_add_ps(x0, x1), x2);
+            t1[a] = _mm512_sub_ps(_mm512_sub_ps(x1, x2), x3);
+        }
+        __m512 y[2][2];
+        y[0][0] = _mm512_add_ps(_mm512_add_ps(t0[0], t0[1]), t0[2]);
+        y[1][0] = _mm512_sub_ps(_mm512_sub_ps(t0[1], t0[2]), t0[3]);
+        y[0][1] = _mm512_add_ps(_mm512_add_ps(t1[0], t1[1]), t1[2]);
+        y[1][1] = _mm512_sub_ps(_mm512_sub_ps(t1[1], t1[2]), t1[3]);
+        for (int r = 0; r < 2; r++) {
+            float *row = r ? r1 : r0;
+            if (!row) continue;
+            __m512 ev = _mm512_fmadd_ps(y[r][0], vs, vt), od = _mm512_fmadd_ps(y[r][1], vs, vt);
+            if (act->code >= 0) {
+                ev = _mm512_fmadd_ps(v_act(act, ev), ps, pt);
+                od = _mm512_fmadd_ps(v_act(act, od), ps, pt);
+            }
+            /* columns 2q.. of the row: even, odd, even, odd ... */
+            __m512 w0 = _mm512_permutex2var_ps(ev, lo, od), w1 = _mm512_permutex2var_ps(ev, hi, od);
+            int64_t c0 = 2 * q, n0 = ow - c0, n1 = ow - c0 - 16;
+            __mmask16 k0 = (__mmask16)(n0 >= 16 ? 0xffff : n0 <= 0 ? 0 : (1u << n0) - 1);
+            __mmask16 k1 = (__mmask16)(n1 >= 16 ? 0xffff : n1 <= 0 ? 0 : (1u << n1) - 1);
+            _mm512_mask_storeu_ps(row + c0, k0, w0);
+            _mm512_mask_storeu_ps(row + c0 + 16, k1, w1);
+        }
+    }
+}
+
+void st_wino_out_rows(const float *m, int64_t xs, int64_t nq, const st_gemm_epi *e, float *r0, float *r1, int64_t ow)
+{
+    vact act = vact_of(&e->act);
+    if (st_gemm_epi_native(&e->act)) {
+        wino_out512(m, xs, nq, e, &act, r0, r1, ow);
+        return;
+    }
+    st_gemm_epi pre = *e;
+    pre.act.act = 0;
+    act.code = -1;
+    wino_out512(m, xs, nq, &pre, &act, r0, r1, ow);
+    st_gemm_epi rest = {0};
+    rest.act = e->act;
+    rest.post_scale = e->post_scale;
+    rest.post_shift = e->post_shift;
+    st_gemm_epi_row(&rest, 0, r0, ow);
+    if (r1) st_gemm_epi_row(&rest, 0, r1, ow);
+}
+
+/* ---- Winograd F(2x2, 3x3): the input transform ---- */
+
+ST_AVX512 static void wino_in512(const float *const *e, const float *const *o, float *v, int64_t vs, int64_t nq)
+{
+    for (int64_t q = 0; q < nq; q += 16) {
+        int64_t left = nq - q;
+        __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+        __m512 h[4][4];
+        for (int r = 0; r < 4; r++) {
+            /* a tile's 4 columns: even and odd at q, even and odd at q + 1 */
+            __m512 e0 = _mm512_maskz_loadu_ps(m, e[r] + q), e1 = _mm512_maskz_loadu_ps(m, e[r] + q + 1);
+            __m512 o0 = _mm512_maskz_loadu_ps(m, o[r] + q), o1 = _mm512_maskz_loadu_ps(m, o[r] + q + 1);
+            h[r][0] = _mm512_sub_ps(e0, e1);
+            h[r][1] = _mm512_add_ps(o0, e1);
+            h[r][2] = _mm512_sub_ps(e1, o0);
+            h[r][3] = _mm512_sub_ps(o0, o1);
+        }
+        for (int b = 0; b < 4; b++) {
+            _mm512_mask_storeu_ps(v + (0 + b) * vs + q, m, _mm512_sub_ps(h[0][b], h[2][b]));
+            _mm512_mask_storeu_ps(v + (4 + b) * vs + q, m, _mm512_add_ps(h[1][b], h[2][b]));
+            _mm512_mask_storeu_ps(v + (8 + b) * vs + q, m, _mm512_sub_ps(h[2][b], h[1][b]));
+            _mm512_mask_storeu_ps(v + (12 + b) * vs + q, m, _mm512_sub_ps(h[1][b], h[3][b]));
+        }
+    }
+}
+
+void st_wino_in_row(const float *const *e, const float *const *o, float *v, int64_t vs, int64_t nq)
+{
+    wino_in512(e, o, v, vs, nq);
+}
+
+/* ---- Winograd F(4x4, 3x3) ---- */
+
+/* B^T d for F(4, 3) on 16 lanes: d0..d5 -> r0..r5. */
+#define WINO4_BT(d, r)                                                                                              \
+    do {                                                                                                            \
+        __m512 f4_ = _mm512_set1_ps(4.0f), f5_ = _mm512_set1_ps(5.0f), f2_ = _mm512_set1_ps(2.0f);                \
+        r[0] = _mm512_add_ps(_mm512_fnmadd_ps(f5_, d[2], _mm512_mul_ps(f4_, d[0])), d[4]);                       \
+        __m512 s14_ = _mm512_add_ps(d[1], d[2]), s34_ = _mm512_add_ps(d[3], d[4]);                               \
+        r[1] = _mm512_fnmadd_ps(f4_, s14_, s34_);                                                                 \
+        __m512 t12_ = _mm512_sub_ps(d[1], d[2]), t34_ = _mm512_sub_ps(d[4], d[3]);                               \
+        r[2] = _mm512_fmadd_ps(f4_, t12_, t34_);                                                                  \
+        __m512 u13_ = _mm512_sub_ps(d[3], d[1]), u24_ = _mm512_sub_ps(d[4], d[2]);                               \
+        r[3] = _mm512_fmadd_ps(f2_, u13_, u24_);                                                                  \
+        r[4] = _mm512_fnmadd_ps(f2_, u13_, u24_);                                                                 \
+        r[5] = _mm512_add_ps(_mm512_fnmadd_ps(f5_, d[3], _mm512_mul_ps(f4_, d[1])), d[5]);                       \
+    } while (0)
+
+/* The input transform of one row of nq tiles of one channel: p[r][j]
+ * (r < 6 input rows, j < 4 column phases) holds column 4q + j of row r at
+ * [q] (nq + 1 of each); product xi = 6a + b goes to v[xi * vs + q]. */
+ST_AVX512 static void wino4_in512(const float *const *p, float *v, int64_t vs, int64_t nq)
+{
+    for (int64_t q = 0; q < nq; q += 16) {
+        int64_t left = nq - q;
+        __mmask16 m = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+        __m512 h[6][6];
+        for (int r = 0; r < 6; r++) {
+            const float *const *pr = p + 4 * r;
+            __m512 d[6];
+            d[0] = _mm512_maskz_loadu_ps(m, pr[0] + q);
+            d[1] = _mm512_maskz_loadu_ps(m, pr[1] + q);
+            d[2] = _mm512_maskz_loadu_ps(m, pr[2] + q);
+            d[3] = _mm512_maskz_loadu_ps(m, pr[3] + q);
+            d[4] = _mm512_maskz_loadu_ps(m, pr[0] + q + 1);
+            d[5] = _mm512_maskz_loadu_ps(m, pr[1] + q + 1);
+            WINO4_BT(d, h[r]);
+        }
+        for (int b = 0; b < 6; b++) {
+            __m512 d[6], r[6];
+            for (int a = 0; a < 6; a++) d[a] = h[a][b];
+            WINO4_BT(d, r);
+            for (int a = 0; a < 6; a++) _mm512_mask_storeu_ps(v + (6 * a + b) * vs + q, m, r[a]);
+        }
+    }
+}
+
+void st_wino4_in_row(const float *const *p, float *v, int64_t vs, int64_t nq) { wino4_in512(p, v, vs, nq); }
+
+/* A^T m for F(4, 3): m0..m5 -> o0..o3. */
+#define WINO4_AT(mm, o)                                                                                             \
+    do {                                                                                                            \
+        __m512 a12_ = _mm512_add_ps(mm[1], mm[2]), s12_ = _mm512_sub_ps(mm[1], mm[2]);                           \
+        __m512 a34_ = _mm512_add_ps(mm[3], mm[4]), s34_ = _mm512_sub_ps(mm[3], mm[4]);                           \
+        o[0] = _mm512_add_ps(_mm512_add_ps(mm[0], a12_), a34_);                                                  \
+        o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), s34_, s12_);                                                 \
+        o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), a34_, a12_);                                                 \
+        o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), s34_, s12_), mm[5]);                          \
+    } while (0)
+
+/* The output transform of one row of nq tiles of one output channel: the
+ * 36 products at m[xi * xs + q]; the epilogue (row 0 of e) of the 4x4
+ * outputs goes to rows r[0..3] (NULL: past the output), columns [0, ow). */
+ST_AVX512 static void wino4_out512(const float *m, int64_t xs, int64_t nq, const st_gemm_epi *e, const vact *act,
+                                   float *const *rows, int64_t ow)
+{
+    __m512 vs = _mm512_set1_ps(e->scale ? e->scale[0] : 1.0f), vt = _mm512_set1_ps(e->shift ? e->shift[0] : 0.0f);
+    bool post = act->code >= 0 && e->post_scale;
+    __m512 ps = _mm512_set1_ps(post ? e->post_scale[0] : 1.0f), pt = _mm512_set1_ps(post ? e->post_shift[0] : 0.0f);
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    for (int64_t q = 0; q < nq; q += 16) {
+        int64_t left = nq - q;
+        __mmask16 mq = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+        __m512 t[6][4];
+        for (int a = 0; a < 6; a++) {
+            __m512 mm[6];
+            for (int b = 0; b < 6; b++) mm[b] = _mm512_maskz_loadu_ps(mq, m + (6 * a + b) * xs + q);
+            WINO4_AT(mm, t[a]);
+        }
+        for (int b = 0; b < 4; b++) {
+            __m512 mm[6], o[4];
+            for (int a = 0; a < 6; a++) mm[a] = t[a][b];
+            WINO4_AT(mm, o);
+            for (int a = 0; a < 4; a++) t[a][b] = o[a]; /* t[a][b]: output row a, column 4q + b */
+        }
+        for (int a = 0; a < 4; a++) {
+            float *row = rows[a];
+            if (!row) continue;
+            __m512 c[4];
+            for (int b = 0; b < 4; b++) {
+                c[b] = _mm512_fmadd_ps(t[a][b], vs, vt);
+                if (act->code >= 0) c[b] = _mm512_fmadd_ps(v_act(act, c[b]), ps, pt);
+            }
+            /* columns 4q + b: interleave four ways */
+            __m512 l02 = _mm512_permutex2var_ps(c[0], lo, c[2]), h02 = _mm512_permutex2var_ps(c[0], hi, c[2]);
+            __m512 l13 = _mm512_permutex2var_ps(c[1], lo, c[3]), h13 = _mm512_permutex2var_ps(c[1], hi, c[3]);
+            __m512 w[4] = {_mm512_permutex2var_ps(l02, lo, l13), _mm512_permutex2var_ps(l02, hi, l13),
+                           _mm512_permutex2var_ps(h02, lo, h13), _mm512_permutex2var_ps(h02, hi, h13)};
+            for (int k = 0; k < 4; k++) {
+                int64_t c0 = 4 * q + 16 * k, nleft = ow - c0;
+                __mmask16 km = (__mmask16)(nleft >= 16 ? 0xffff : nleft <= 0 ? 0 : (1u << nleft) - 1);
+                _mm512_mask_storeu_ps(row + c0, km, w[k]);
+            }
+        }
+    }
+}
+
+void st_wino4_out_rows(const float *m, int64_t xs, int64_t nq, const st_gemm_epi *e, float *const *rows, int64_t ow)
+{
+    vact act = vact_of(&e->act);
+    if (st_gemm_epi_native(&e->act)) {
+        wino4_out512(m, xs, nq, e, &act, rows, ow);
+        return;
+    }
+    st_gemm_epi pre = *e;
+    pre.act.act = 0;
+    act.code = -1;
+    wino4_out512(m, xs, nq, &pre, &act, rows, ow);
+    st_gemm_epi rest = {0};
+    rest.act = e->act;
+    rest.post_scale = e->post_scale;
+    rest.post_shift = e->post_shift;
+    for (int a = 0; a < 4; a++)
+        if (rows[a]) st_gemm_epi_row(&rest, 0, rows[a], ow);
+}

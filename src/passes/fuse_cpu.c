@@ -1,0 +1,377 @@
+/*
+ * fuse_cpu.c — on CPU plans, the per-channel affine ops around a Conv's
+ * activation folded into its epilogue.
+ *
+ * Owns: st_conv_state's ch_scale, ch_shift, post_scale and post_shift (and
+ * epi.act when the activation comes after an affine), nodes[].out0, the
+ * ST_PN_FUSED kind of the absorbed nodes and values[].producer of the moved
+ * output, as passes/fuse.c does for a bare activation.  Runs after it.
+ *
+ * Exporters spell a Conv's epilogue in many ops: PP-OCR's LCNet writes
+ *   Conv -> [BatchNormalization] -> Mul(s) -> Add(b) -> HardSwish -> Mul(s') -> Add(b')
+ * (a learnable affine on each side of the activation), each a full pass
+ * over a large tensor.  The chain starting at the Conv's output X becomes
+ *   y = act(x * scale[m] + shift[m]) * post_scale[m] + post_shift[m]
+ * per output channel m, applied in registers before the one store.
+ * Absorbed, while the value has a sole reader that runs as a command and is
+ * not a graph output, and keeps X's shape and dtype:
+ *   before the activation: BatchNormalization (inference, constant
+ *   parameters), Mul/Add by a constant, Sub/Div of X by a constant;
+ *   the activation (Relu, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish,
+ *   Clip with constant bounds), once;
+ *   after it: Mul/Add by a constant, Sub/Div of X by a constant;
+ * where "constant" is a scalar or varies along the channel dim only.  The
+ * BatchNormalization fold is the f32 one the CPU kernel uses, and
+ * the rest is arithmetic in f32 on the constants, so results move by
+ * rounding only.  Only the CPU kernels read these fields, so only CPU
+ * plans get them (plan/plan.c).
+ *
+ * It also packs each Conv's constant weights once, as f32 in the layout
+ * the AVX-512 GEMM streams (st_conv_state.packed_w), instead of on every
+ * run; a 3x3 stride-1 conv with enough channels gets its Winograd
+ * transform instead (wino_u).  Depthwise convs read their weights as they
+ * are and get neither.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model.h"
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "plan/plan.h"
+
+static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }
+
+static int *count_users(const st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    int *count = calloc((size_t)p->n_values + 1, sizeof *count);
+    if (!count) return NULL;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!is_exec(p, i)) continue;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k] >= 0) count[in[k]]++;
+    }
+    return count;
+}
+
+/* The only running node reading value v (not a graph output), or -1. */
+static int sole_reader(const st_plan *p, const int *count, int v)
+{
+    const st_graph *g = p->model->g;
+    if (count[v] != 1 || g->values[v].is_output) return -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!is_exec(p, i)) continue;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k] == v) return i;
+    }
+    return -1;
+}
+
+static bool same_shape(const st_tinfo *a, const st_tinfo *b)
+{
+    if (a->rank != b->rank || a->dtype != b->dtype) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* Value c as per-channel numbers for an X of shape x (channel dim 1): a
+ * scalar, or varying along the dim that lines up with dim 1 only.  Fills
+ * v[0..m) and returns true, or false when c is not such a constant. */
+static bool channel_const(const st_plan *p, int c, const st_tinfo *x, float *v)
+{
+    if (c < 0) return false;
+    const st_pvalue *pc = &p->values[c];
+    if (pc->kind != ST_PV_CONST || !pc->t.data || !st_dtype_is_float(pc->t.dtype) || pc->t.rank > x->rank) return false;
+    int64_t m = x->dims[1], stride = 0;
+    for (int d = 0; d < pc->t.rank; d++) {
+        int xd = x->rank - pc->t.rank + d;
+        int64_t n = pc->t.dims[d];
+        if (n == 1) continue;
+        if (xd != 1 || n != m) return false;
+        stride = 1;
+    }
+    size_t es = st_dtype_size(pc->t.dtype);
+    for (int64_t i = 0; i < m; i++) v[i] = st_load_f32(pc->t.dtype, (const char *)pc->t.data + i * stride * (int64_t)es);
+    return true;
+}
+
+/* The epilogue activation for node a reading x, or false. */
+static bool act_of(const st_plan *p, int a, int x, st_epilogue *e)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[a];
+    const char *op = st_plan_op(p, n, a)->name;
+    static const char *FUSABLE[] = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip"};
+    bool ok = false;
+    for (size_t i = 0; i < sizeof FUSABLE / sizeof *FUSABLE; i++) ok |= strcmp(op, FUSABLE[i]) == 0;
+    const st_ew_state *s = p->nodes[a].state;
+    int n_in;
+    const int *in = st_plan_in(p, n, a, &n_in);
+    if (!ok || !s || n_in < 1 || in[0] != x) return false;
+    e->act = s->code + 1;
+    e->alpha = s->alpha;
+    e->beta = s->beta;
+    if (s->code == ST_U_CLIP)
+        for (int k = 1; k < n_in; k++) {
+            int v = in[k];
+            if (v < 0) continue;
+            const st_pvalue *pv = &p->values[v];
+            if (pv->kind != ST_PV_CONST || st_numel(pv->t.rank, pv->t.dims) != 1) return false;
+            float b = st_load_f32(pv->t.dtype, pv->t.data);
+            if (k == 1) e->alpha = b;
+            else e->beta = b;
+        }
+    return true;
+}
+
+/* BatchNormalization a reading x as a per-channel (scale, shift), or false. */
+static bool batchnorm_of(const st_plan *p, int a, int x, const st_tinfo *xt, float *sc, float *sh, float *tmp)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[a];
+    if (strcmp(st_plan_op(p, n, a)->name, "BatchNormalization") != 0 || n->domain[0]) return false;
+    const st_norm_state *s = p->nodes[a].state;
+    int n_in;
+    const int *in = st_plan_in(p, n, a, &n_in);
+    if (!s || !s->spatial || n_in < 5 || in[0] != x || xt->rank < 2) return false;
+    for (int k = 1; k < n->n_out; k++)
+        if (n->out[k] >= 0) return false;
+    int64_t m = xt->dims[1];
+    float *gamma = tmp, *beta = tmp + m, *mean = tmp + 2 * m, *var = tmp + 3 * m;
+    float *dst[4] = {gamma, beta, mean, var};
+    for (int k = 1; k <= 4; k++) {
+        const st_pvalue *pv = &p->values[in[k]];
+        if (in[k] < 0 || pv->kind != ST_PV_CONST || st_numel(pv->t.rank, pv->t.dims) != m) return false;
+        size_t es = st_dtype_size(pv->t.dtype);
+        for (int64_t i = 0; i < m; i++) dst[k - 1][i] = st_load_f32(pv->t.dtype, (const char *)pv->t.data + i * (int64_t)es);
+    }
+    /* as the CPU kernel folds it (backends/cpu/k_norm.c) */
+    for (int64_t i = 0; i < m; i++) {
+        sc[i] = gamma[i] / sqrtf(var[i] + s->epsilon);
+        sh[i] = beta[i] - mean[i] * sc[i];
+    }
+    return true;
+}
+
+/* Mul, Add, Sub or Div of x by a per-channel constant applied to (S, T):
+ * x -> x * S + T becomes the op of it.  False when node a is not one. */
+static bool affine_of(const st_plan *p, int a, int x, const st_tinfo *xt, float *S, float *T, float *v)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[a];
+    const char *op = st_plan_op(p, n, a)->name;
+    int code = !strcmp(op, "Mul") ? 0 : !strcmp(op, "Add") ? 1 : !strcmp(op, "Sub") ? 2 : !strcmp(op, "Div") ? 3 : -1;
+    int n_in;
+    const int *in = st_plan_in(p, n, a, &n_in);
+    if (code < 0 || n->domain[0] || n_in != 2) return false;
+    int side = in[0] == x ? 0 : in[1] == x ? 1 : -1;
+    if (side < 0 || in[0] == in[1] || (code >= 2 && side != 0)) return false; /* c - x, c / x are not affine in x */
+    if (!channel_const(p, in[1 - side], xt, v)) return false;
+    for (int64_t i = 0; i < xt->dims[1]; i++) {
+        switch (code) {
+        case 0: S[i] *= v[i], T[i] *= v[i]; break;
+        case 1: T[i] += v[i]; break;
+        case 2: T[i] -= v[i]; break;
+        default: S[i] /= v[i], T[i] /= v[i]; break;
+        }
+    }
+    return true;
+}
+
+static void fuse_conv(st_plan *p, int *count, int i)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[i];
+    st_conv_state *cs = p->nodes[i].state;
+    int x0 = st_plan_out(p, n, i, 0);
+    if (!cs || x0 < 0 || g->values[x0].is_output) return;
+    const st_tinfo xt = p->values[x0].t;
+    if (xt.rank < 3 || xt.dtype == ST_F64 || !st_dtype_is_float(xt.dtype)) return;
+    int64_t m = xt.dims[1];
+    float *buf = calloc((size_t)m * 9 + 1, sizeof *buf);
+    int *fused = calloc((size_t)g->n_nodes + 1, sizeof *fused);
+    if (!buf || !fused) {
+        free(buf);
+        free(fused);
+        return; /* fusion is an optimisation */
+    }
+    float *S = buf, *T = buf + m, *PS = buf + 2 * m, *PT = buf + 3 * m, *v = buf + 4 * m, *tmp = buf + 5 * m;
+    for (int64_t k = 0; k < m; k++) S[k] = PS[k] = 1.0f;
+    st_epilogue e = cs->epi;
+    bool post = e.act != 0, any_pre = false, any_post = false;
+    int x = x0, nf = 0;
+    for (;;) {
+        int a = sole_reader(p, count, x);
+        if (a < 0 || g->nodes[a].n_out < 1) break;
+        int y = g->nodes[a].out[0];
+        if (y < 0 || !same_shape(&p->values[y].t, &xt)) break;
+        if (!post && batchnorm_of(p, a, x, &xt, v, v + m, tmp)) {
+            for (int64_t k = 0; k < m; k++) S[k] *= v[k], T[k] = T[k] * v[k] + v[m + k];
+            any_pre = true;
+        } else if (affine_of(p, a, x, &xt, post ? PS : S, post ? PT : T, v)) {
+            if (post) any_post = true;
+            else any_pre = true;
+        } else if (!post && act_of(p, a, x, &e)) {
+            post = true;
+        } else {
+            break;
+        }
+        fused[nf++] = a;
+        x = y;
+    }
+    if (nf > 0) {
+        float *keep = st_plan_alloc(p, (uint64_t)m * 4 * sizeof(float));
+        if (keep) {
+            memcpy(keep, buf, (size_t)m * 4 * sizeof(float));
+            cs->epi = e;
+            if (any_pre) {
+                cs->ch_scale = keep;
+                cs->ch_shift = keep + m;
+            }
+            if (any_post) {
+                cs->post_scale = keep + 2 * m;
+                cs->post_shift = keep + 3 * m;
+            }
+            p->values[x0].kind = ST_PV_DEAD;
+            p->nodes[i].out0 = x;
+            p->values[x].producer = i;
+            for (int k = 0; k < nf; k++) {
+                int a = fused[k];
+                p->nodes[a].kind = ST_PN_FUSED;
+                int o = g->nodes[a].out[0];
+                if (o != x) p->values[o].kind = ST_PV_DEAD;
+                int n_in;
+                const int *in = st_plan_in(p, &g->nodes[a], a, &n_in);
+                for (int q = 0; q < n_in; q++)
+                    if (in[q] >= 0) count[in[q]]--;
+            }
+        }
+    }
+    free(buf);
+    free(fused);
+}
+
+/* Which Winograd tile node i (a Conv with weights of dims wd) runs with on
+ * the CPU, 0 for none: 3x3, stride 1, dilation 1, 2-D, and enough input
+ * channels per group that the GEMMs (whose depth is the channel count)
+ * outweigh the transforms (measured: bench/RESULTS.md).  F(4x4, 3x3)
+ * where the output has room for 4x4 tiles, else F(2x2, 3x3). */
+#define ST_WINO4_MIN_CHANNELS 32
+#define ST_WINO2_MIN_CHANNELS 64
+
+static int wino_tile(const st_plan *p, int i, const int64_t *wd)
+{
+    const st_conv_state *cs = p->nodes[i].state;
+    const st_node *n = &p->model->g->nodes[i];
+    int y = st_plan_out(p, n, i, 0);
+    if (cs->nsp != 2 || wd[2] != 3 || wd[3] != 3 || y < 0 || getenv("ST_NOWINO")) return 0;
+    for (int d = 0; d < 2; d++)
+        if (cs->s[d] != 1 || cs->d[d] != 1) return 0;
+    const st_tinfo *yt = &p->values[y].t;
+    if (wd[0] / cs->group < 8 || yt->rank != 4) return 0;
+    if (wd[1] >= ST_WINO4_MIN_CHANNELS && yt->dims[2] >= 8 && yt->dims[3] >= 8 && !getenv("ST_WINO2")) return 4;
+    if (wd[1] >= ST_WINO2_MIN_CHANNELS && yt->dims[2] >= 2 && yt->dims[3] >= 2) return 2;
+    return 0;
+}
+
+/* U = G g G^T for every (output, input) channel pair, stored as (n + 2)^2
+ * matrices xi = (n + 2) a + b, each in the packed layout below (per group,
+ * blocks of 8 output channels).  F(2x2, 3x3): G = [1 0 0; 1/2 1/2 1/2;
+ * 1/2 -1/2 1/2; 0 0 1].  F(4x4, 3x3): G = [1/4 0 0; -1/6 -1/6 -1/6;
+ * -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1], computed in double. */
+static void pack_wino(st_plan *p, st_conv_state *cs, const st_pvalue *w, int64_t mg, int64_t blocks, int n)
+{
+    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    static const double G4[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                    {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+    int al = n + 2;
+    int64_t cg = w->t.dims[1], groups = cs->group;
+    float *dst = st_plan_alloc(p, (uint64_t)(al * al * groups * blocks * 8 * cg) * sizeof(float));
+    if (!dst) return;
+    size_t es = st_dtype_size(w->t.dtype);
+    const char *src = w->t.data;
+    for (int64_t gi = 0; gi < groups; gi++)
+        for (int64_t b = 0; b < blocks; b++)
+            for (int64_t r = 0; r < 8; r++) {
+                int64_t m = gi * mg + (b * 8 + r < mg ? b * 8 + r : mg - 1);
+                for (int64_t c = 0; c < cg; c++) {
+                    double g[3][3], h[6][3];
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++)
+                            g[ky][kx] = st_load_f32(w->t.dtype, src + (((m * cg + c) * 3 + ky) * 3 + kx) * (int64_t)es);
+                    for (int a = 0; a < al; a++) /* G g */
+                        for (int kx = 0; kx < 3; kx++) {
+                            h[a][kx] = 0;
+                            for (int ky = 0; ky < 3; ky++) h[a][kx] += (n == 4 ? G4[a][ky] : G2[a][ky]) * g[ky][kx];
+                        }
+                    for (int a = 0; a < al; a++) /* (G g) G^T */
+                        for (int bb = 0; bb < al; bb++) {
+                            double u = 0;
+                            for (int kx = 0; kx < 3; kx++) u += h[a][kx] * (n == 4 ? G4[bb][kx] : G2[bb][kx]);
+                            dst[((((int64_t)(a * al + bb) * groups + gi) * blocks + b) * cg + c) * 8 + r] = (float)u;
+                        }
+                }
+            }
+    cs->wino_u = dst;
+    cs->wino_n = n;
+}
+
+/* The GEMM's packed layout (backends/cpu/gemm.h, st_gemm_pack_a): per
+ * group, blocks of 8 output channels, element (r, k) of a block at
+ * [k * 8 + r]; rows past the group's last repeat it. */
+static void pack_weights(st_plan *p, int i)
+{
+    const st_graph *g = p->model->g;
+    const st_node *n = &g->nodes[i];
+    st_conv_state *cs = p->nodes[i].state;
+    int n_in;
+    const int *in = st_plan_in(p, n, i, &n_in);
+    if (!cs || n_in < 2 || in[1] < 0) return;
+    const st_pvalue *w = &p->values[in[1]];
+    if (w->kind != ST_PV_CONST || !w->t.data || !st_dtype_is_float(w->t.dtype) || w->t.dtype == ST_F64 ||
+        w->t.rank < 3 || cs->group < 1 || w->t.dims[0] % cs->group)
+        return;
+    int64_t m = w->t.dims[0], k = st_numel(w->t.rank - 1, w->t.dims + 1), mg = m / cs->group;
+    if (w->t.dims[1] == 1 && mg == 1) return; /* depthwise: read as it is */
+    int64_t blocks = (mg + 7) / 8;
+    int wn = wino_tile(p, i, w->t.dims);
+    if (wn) {
+        pack_wino(p, cs, w, mg, blocks, wn);
+        if (cs->wino_u) return;
+    }
+    float *dst = st_plan_alloc(p, (uint64_t)(cs->group * blocks * 8 * k) * sizeof(float));
+    if (!dst) return;
+    size_t es = st_dtype_size(w->t.dtype);
+    const char *src = w->t.data;
+    for (int64_t gi = 0; gi < cs->group; gi++)
+        for (int64_t b = 0; b < blocks; b++) {
+            float *blk = dst + (gi * blocks + b) * 8 * k;
+            for (int64_t r = 0; r < 8; r++) {
+                int64_t row = gi * mg + (b * 8 + r < mg ? b * 8 + r : mg - 1);
+                for (int64_t q = 0; q < k; q++) blk[q * 8 + r] = st_load_f32(w->t.dtype, src + (row * k + q) * (int64_t)es);
+            }
+        }
+    cs->packed_w = dst;
+}
+
+void st_pass_fuse_cpu(st_plan *p)
+{
+    const st_graph *g = p->model->g;
+    int *count = count_users(p);
+    if (!count) return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const st_node *n = &g->nodes[i];
+        if (!is_exec(p, i) || strcmp(st_plan_op(p, n, i)->name, "Conv") != 0 || n->domain[0]) continue;
+        fuse_conv(p, count, i);
+        pack_weights(p, i);
+    }
+    free(count);
+}

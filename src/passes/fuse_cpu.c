@@ -272,12 +272,12 @@ static int wino_tile(const st_plan *p, int i, const int64_t *wd)
     const st_conv_state *cs = p->nodes[i].state;
     const st_node *n = &p->model->g->nodes[i];
     int y = st_plan_out(p, n, i, 0);
-    if (cs->nsp != 2 || wd[2] != 3 || wd[3] != 3 || y < 0 || getenv("ST_NOWINO")) return 0;
+    if (cs->nsp != 2 || wd[2] != 3 || wd[3] != 3 || y < 0) return 0;
     for (int d = 0; d < 2; d++)
         if (cs->s[d] != 1 || cs->d[d] != 1) return 0;
     const st_tinfo *yt = &p->values[y].t;
     if (wd[0] / cs->group < 8 || yt->rank != 4) return 0;
-    if (wd[1] >= ST_WINO4_MIN_CHANNELS && yt->dims[2] >= 8 && yt->dims[3] >= 8 && !getenv("ST_WINO2")) return 4;
+    if (wd[1] >= ST_WINO4_MIN_CHANNELS && yt->dims[2] >= 8 && yt->dims[3] >= 8) return 4;
     if (wd[1] >= ST_WINO2_MIN_CHANNELS && yt->dims[2] >= 2 && yt->dims[3] >= 2) return 2;
     return 0;
 }

@@ -196,11 +196,7 @@ typedef struct fconv {
     int wn;                           /* outputs per tile side: 2 or 4 */
     int64_t tiles_x, lqp, tp, wtr;    /* tile columns, staged row stride, tile stride, tile rows per band */
     st_status err;
-    double tstage, tcopy, tall;
 } fconv;
-#include <stdio.h>
-#include <time.h>
-static double TNOW(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
 
 static size_t stage_bytes(const fconv *f) { return (size_t)(f->stage_floats + f->pws + 64) * sizeof(float); }
 
@@ -397,11 +393,9 @@ static void fconv_task(void *arg, int64_t t)
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
     }
-    double T0 = TNOW();
     const float *bbase = stage;
     if (f->x_direct) bbase = (const float *)f->x->data + n * f->x->strides[0] + g * f->cg * f->x->strides[1] + b0;
     else stage_band(f, n, g * f->cg, b0, stage);
-    double T1 = TNOW();
     int64_t mabs = g * f->mg + m0;
     st_gemm_epi epi = f->epi;
     if (epi.scale) epi.scale += mabs;
@@ -449,10 +443,8 @@ static void fconv_task(void *arg, int64_t t)
             st_gemm_block(a + k0 * ST_GEMM_MR, f->lda, &b, kc, mrows, np, c, ldc, k0 > 0,
                           k0 + kc >= f->K ? &epi : NULL);
         }
-        if (!f->y_direct) { double T3 = TNOW(); copy_out(f, n, b0, mabs, mrows, p0, np, cbuf, ldc); f->tcopy += TNOW() - T3; }
+        if (!f->y_direct) copy_out(f, n, b0, mabs, mrows, p0, np, cbuf, ldc);
     }
-    f->tstage += T1 - T0;
-    f->tall += TNOW() - T0;
     free(stage);
     free(cbuf);
 }
@@ -808,7 +800,6 @@ static bool conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     f.lda = -(f.K * ST_GEMM_MR);
     st_parallel_for(k->pool, units * f.mchunks, fconv_task, &f);
     free(apack);
-    if (getenv("ST_CT")) fprintf(stderr, "bands %lld x %lld rows, mchunks %lld: stage %.3f copy %.3f total %.3f ms\n", (long long)f.bands, (long long)f.band, (long long)f.mchunks, f.tstage, f.tcopy, f.tall);
     free(f.off);
     *err = f.err;
     return true;

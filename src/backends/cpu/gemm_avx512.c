@@ -743,3 +743,70 @@ void st_wino4_out_rows(const float *m, int64_t xs, int64_t nq, const st_gemm_epi
     for (int a = 0; a < 4; a++)
         if (rows[a]) st_gemm_epi_row(&rest, 0, rows[a], ow);
 }
+
+/* ---- stride-2 and stride-4 deinterleaving (conv staging) ---- */
+
+/* e[q] = x[2q], o[q] = x[2q + 1] for q < n: two vpermt2ps per 32 floats;
+ * the last partial block with masked loads and stores (no read past
+ * x[2n - 1]). */
+ST_AVX512 static void deint2_512(const float *x, float *e, float *o, int64_t n)
+{
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int64_t q = 0;
+    for (; q + 16 <= n; q += 16) {
+        __m512 a = _mm512_loadu_ps(x + 2 * q), b = _mm512_loadu_ps(x + 2 * q + 16);
+        _mm512_storeu_ps(e + q, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_storeu_ps(o + q, _mm512_permutex2var_ps(a, io, b));
+    }
+    if (q < n) {
+        int64_t f = 2 * (n - q);
+        __mmask16 m0 = (__mmask16)(f >= 16 ? 0xffff : (1u << f) - 1);
+        __mmask16 m1 = (__mmask16)(f <= 16 ? 0 : (1u << (f - 16)) - 1);
+        __mmask16 mq = (__mmask16)((1u << (n - q)) - 1);
+        __m512 a = _mm512_maskz_loadu_ps(m0, x + 2 * q), b = _mm512_maskz_loadu_ps(m1, x + 2 * q + 16);
+        _mm512_mask_storeu_ps(e + q, mq, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_mask_storeu_ps(o + q, mq, _mm512_permutex2var_ps(a, io, b));
+    }
+}
+
+/* p_j[q] = x[4q + j] for q < n, j < 4: 64 floats in four vectors, phases
+ * (0, 1) and (2, 3) gathered from pairs of vectors, then the pairs'
+ * halves joined: eight vpermt2ps per 64 floats. */
+ST_AVX512 static void deint4_512(const float *x, float *p0, float *p1, float *p2, float *p3, int64_t n)
+{
+    const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    const __m512i i23 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+    const __m512i jlo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i jhi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (int64_t q = 0; q < n; q += 16) {
+        int64_t f = 4 * (n - q);
+        __m512 v[4];
+        __mmask16 mq = (__mmask16)(n - q >= 16 ? 0xffff : (1u << (n - q)) - 1);
+        if (f >= 64) {
+            for (int k = 0; k < 4; k++) v[k] = _mm512_loadu_ps(x + 4 * q + 16 * k);
+        } else {
+            for (int k = 0; k < 4; k++) {
+                int64_t l = f - 16 * k;
+                __mmask16 mk = (__mmask16)(l >= 16 ? 0xffff : l <= 0 ? 0 : (1u << l) - 1);
+                v[k] = _mm512_maskz_loadu_ps(mk, x + 4 * q + 16 * k);
+            }
+        }
+        __m512 a01 = _mm512_permutex2var_ps(v[0], i01, v[1]), b01 = _mm512_permutex2var_ps(v[2], i01, v[3]);
+        __m512 a23 = _mm512_permutex2var_ps(v[0], i23, v[1]), b23 = _mm512_permutex2var_ps(v[2], i23, v[3]);
+        _mm512_mask_storeu_ps(p0 + q, mq, _mm512_permutex2var_ps(a01, jlo, b01));
+        _mm512_mask_storeu_ps(p1 + q, mq, _mm512_permutex2var_ps(a01, jhi, b01));
+        _mm512_mask_storeu_ps(p2 + q, mq, _mm512_permutex2var_ps(a23, jlo, b23));
+        _mm512_mask_storeu_ps(p3 + q, mq, _mm512_permutex2var_ps(a23, jhi, b23));
+    }
+}
+
+void st_deint2(const float *x, float *e, float *o, int64_t n)
+{
+    if (n > 0) deint2_512(x, e, o, n);
+}
+
+void st_deint4(const float *x, float *p0, float *p1, float *p2, float *p3, int64_t n)
+{
+    if (n > 0) deint4_512(x, p0, p1, p2, p3, n);
+}

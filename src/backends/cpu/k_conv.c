@@ -202,8 +202,8 @@ static size_t stage_bytes(const fconv *f) { return (size_t)(f->stage_floats + f-
 
 /* Both stride-2 phases of a row in one pass: e[q] = X(ix0 + 2q) and
  * o[q] = X(ix0 + 2q + 1) for q < n, where X(i) is x[i] inside [0, w) and 0
- * outside (the pads).  The middle loop is vectorised by the compiler
- * (cloned for AVX-512). */
+ * outside (the pads).  The middle, where no pad is read, runs on
+ * st_deint2 (the fast path only calls this with AVX-512). */
 __attribute__((target_clones("avx512f", "default")))
 static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n)
 {
@@ -217,10 +217,7 @@ static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, i
         o[q] = i + 1 >= 0 && i + 1 < w ? x[i + 1] : 0.0f;
     }
     const float *xm = x + ix0;
-    for (int64_t q = qa; q < qb; q++) {
-        e[q] = xm[2 * q];
-        o[q] = xm[2 * q + 1];
-    }
+    st_deint2(xm + 2 * qa, e + qa, o + qa, qb - qa);
     for (int64_t q = qb; q < n; q++) {
         int64_t i = ix0 + 2 * q;
         e[q] = i >= 0 && i < w ? x[i] : 0.0f;
@@ -229,7 +226,7 @@ static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, i
 }
 
 /* The four stride-4 phases of a row: p[j][q] = X(ix0 + 4q + j) for q < n,
- * X(i) being x[i] inside [0, w) and 0 outside (cloned for AVX-512). */
+ * X(i) being x[i] inside [0, w) and 0 outside; the middle on st_deint4. */
 __attribute__((target_clones("avx512f", "default")))
 static void split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n)
 {
@@ -244,12 +241,7 @@ static void split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1,
             p[j][q] = i >= 0 && i < w ? x[i] : 0.0f;
         }
     const float *xm = x + ix0;
-    for (int64_t q = qa; q < qb; q++) {
-        p0[q] = xm[4 * q];
-        p1[q] = xm[4 * q + 1];
-        p2[q] = xm[4 * q + 2];
-        p3[q] = xm[4 * q + 3];
-    }
+    st_deint4(xm + 4 * qa, p0 + qa, p1 + qa, p2 + qa, p3 + qa, qb - qa);
     for (int64_t q = qb; q < n; q++)
         for (int j = 0; j < 4; j++) {
             int64_t i = ix0 + 4 * q + j;

@@ -603,24 +603,52 @@ static bool conv_wino(const st_kctx *k, fconv *f, st_status *err)
     f->tiles_x = (f->ow + wn - 1) / wn;
     f->lqp = (f->tiles_x + 1 + 15) / 16 * 16;
     f->mblocks = (f->mg + ST_GEMM_MR - 1) / ST_GEMM_MR;
-    /* output channels in blocks of at most 64 (their share of M is the
-     * budget's second half), then tile rows per band: within the budget,
-     * no more than makes ST_FCONV_MIN_TASKS bands, and among those the
-     * count whose tiles fill the GEMM's 48-wide panels best */
-    f->mchunk = f->mg < 64 ? (f->mblocks * ST_GEMM_MR) : 64;
-    int64_t per_tr = wn * wn * f->cg * f->lqp + xis * (f->cg + f->mchunk) * f->tiles_x;
-    int64_t trmax = ST_WINO_BUDGET / (per_tr > 0 ? per_tr : 1);
-    int64_t want = ((f->oh + wn - 1) / wn + ST_FCONV_MIN_TASKS - 1) / ST_FCONV_MIN_TASKS;
-    if (trmax > want) trmax = want;
-    if (trmax < 1) trmax = 1;
+    /* The split: tile rows per band (tr) and blocks of output channels
+     * (mchunk), chosen by an estimate of the time on two cores.  Larger
+     * bands fill the GEMM's panels (a row of 5 or 10 tiles alone leaves
+     * most of a 16-wide vector idle) but make fewer tasks; more output
+     * channel blocks make more tasks but each stages and transforms the
+     * band's input again.  The estimate, in cycles: the GEMMs (vectors of
+     * 16 tiles, 48-wide panels then a 16- or 32-wide rest, two FMAs a
+     * cycle), the input transform and staging per channel and tile row,
+     * and a fixed cost per task; the makespan of equal tasks on two
+     * workers.  The buffers (staged rows, V, M) stay within the budget.
+     * A fixed function of the shapes: the split never depends on the
+     * thread count, and no split changes a bit of the result (tiles are
+     * aligned to the whole output, each product's sum runs over all the
+     * input channels in order). */
+    int64_t trows = (f->oh + wn - 1) / wn, lgroups = (f->tiles_x + 15) / 16;
+    double best = -1;
     f->wtr = 1;
-    double best = 0;
-    for (int64_t tr = 1; tr <= trmax; tr++) {
-        int64_t t = tr * f->tiles_x;
-        double fill = (double)t / (double)((t + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR);
-        if (fill >= best - 1e-9) {
-            best = fill;
-            f->wtr = tr;
+    f->mchunk = f->mblocks * ST_GEMM_MR;
+    for (int64_t tr = 1; tr <= trows; tr++) {
+        int64_t nt = tr * f->tiles_x, bands = (trows + tr - 1) / tr;
+        for (int64_t chunks = 1; chunks <= f->mblocks; chunks++) {
+            int64_t mchunk = (f->mblocks + chunks - 1) / chunks * ST_GEMM_MR;
+            if (chunks > 1 && (f->mblocks + chunks - 2) / (chunks - 1) * ST_GEMM_MR == mchunk) continue;
+            int64_t nch = (f->mg + mchunk - 1) / mchunk;
+            int64_t floats = wn * wn * f->cg * f->lqp * tr + xis * (f->cg + mchunk) * nt;
+            if (floats > ST_WINO_BUDGET && !(tr == 1 && chunks == f->mblocks)) continue;
+            /* a full band's task, and the last band's (fewer tile rows) */
+            double cost[2];
+            for (int last = 0; last < 2; last++) {
+                int64_t r = last ? trows - (bands - 1) * tr : tr, n = r * f->tiles_x;
+                int64_t vecs = n / ST_GEMM_NR * (ST_GEMM_NR / 16) + (n % ST_GEMM_NR + 15) / 16;
+                double gemm = 0.5 * (double)(xis * f->cg * mchunk * vecs);
+                double tin = (double)(f->cg * r * lgroups) * (wn == 4 ? 130.0 : 60.0) +
+                             (double)(f->cg * (wn * r + 2) * (lgroups + 1)) * 12.0;
+                cost[last] = gemm + tin + 3000.0;
+            }
+            /* list scheduling on two workers: at most half the total plus
+             * half the longest task */
+            int64_t per = f->N * f->G * nch;
+            double total = (double)per * ((double)(bands - 1) * cost[0] + cost[1]);
+            double span = total / 2 + (cost[0] > cost[1] ? cost[0] : cost[1]) / 2;
+            if (best < 0 || span < best - 1e-9) {
+                best = span;
+                f->wtr = tr;
+                f->mchunk = mchunk;
+            }
         }
     }
     f->bands = (f->oh + wn * f->wtr - 1) / (wn * f->wtr);
@@ -628,12 +656,6 @@ static bool conv_wino(const st_kctx *k, fconv *f, st_status *err)
     if (f->tp % 1024 == 0) f->tp += 16;
     int64_t units = f->N * f->G * f->bands;
     f->mchunks = (f->mg + f->mchunk - 1) / f->mchunk;
-    if (units * f->mchunks < ST_FCONV_MIN_TASKS) {
-        int64_t want_chunks = (ST_FCONV_MIN_TASKS + units - 1) / units;
-        if (want_chunks > f->mblocks) want_chunks = f->mblocks;
-        f->mchunk = (f->mblocks + want_chunks - 1) / want_chunks * ST_GEMM_MR;
-        f->mchunks = (f->mg + f->mchunk - 1) / f->mchunk;
-    }
     int64_t kcb = st_gemm_kc(f->cg);
     f->off = malloc((size_t)kcb * sizeof *f->off);
     if (!f->off) {

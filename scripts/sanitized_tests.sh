@@ -6,7 +6,8 @@
 #         on the whole suite except the 50-schedule runs of the big models
 #         and the end-to-end OCR run (over 5 minutes under ASan; they repeat
 #         what the main build checks, and `sanitized_tests.sh asan -E
-#         fixtures` runs them too);
+#         fixtures` runs them too), the fuzz smoke run (its own ASan
+#         build) and valgrind (which cannot run an ASan binary);
 #   tsan: ThreadSanitizer on what exercises the concurrent executor: the
 #         seed cases' random schedules on two threads (450 runs) and the
 #         API's two sessions on two threads.
@@ -31,6 +32,6 @@ cmake --build "$B" -j"$(nproc)"
 cd "$B"
 if [ $# -eq 0 ]; then
   if [ "$kind" = tsan ]; then set -- -L "seed|api" -E "fixtures"
-  else set -- -E "fixtures|sanitized|yolo.*_schedules|ppocr_.*_schedules|vision_ocr"; fi
+  else set -- -E "fixtures|sanitized|fuzz|valgrind|yolo.*_schedules|ppocr_.*_schedules|vision_ocr"; fi
 fi
 ctest --output-on-failure -j"$(nproc)" "$@"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
@@ -198,13 +199,16 @@ typedef struct fconv {
     st_status err;
 } fconv;
 
+/* aligned_alloc wants a size that is a multiple of the alignment (C11) */
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
 static size_t stage_bytes(const fconv *f) { return (size_t)(f->stage_floats + f->pws + 64) * sizeof(float); }
 
 /* Both stride-2 phases of a row in one pass: e[q] = X(ix0 + 2q) and
  * o[q] = X(ix0 + 2q + 1) for q < n, where X(i) is x[i] inside [0, w) and 0
  * outside (the pads).  The middle, where no pad is read, runs on
  * st_deint2 (the fast path only calls this with AVX-512). */
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n)
 {
     int64_t qa = ix0 >= 0 ? 0 : (-ix0 + 1) / 2, qb = (w - ix0) / 2;
@@ -227,7 +231,7 @@ static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, i
 
 /* The four stride-4 phases of a row: p[j][q] = X(ix0 + 4q + j) for q < n,
  * X(i) being x[i] inside [0, w) and 0 outside; the middle on st_deint4. */
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n)
 {
     int64_t qa = ix0 >= 0 ? 0 : (-ix0 + 3) / 4, qb = (w - ix0) / 4;
@@ -376,9 +380,9 @@ static void fconv_task(void *arg, int64_t t)
     if (f->pointwise) npos = f->h * f->w_ - b0 < f->band ? f->h * f->w_ - b0 : f->band;
     else npos = (f->oh - b0 < f->band ? f->oh - b0 : f->band) * f->pws;
     if (mrows <= 0 || npos <= 0) return;
-    float *stage = aligned_alloc(64, stage_bytes(f));
+    float *stage = alloc64(stage_bytes(f));
     bool direct = f->y_direct || f->rows_direct;
-    float *cbuf = direct ? NULL : aligned_alloc(64, (size_t)(mrows * ST_FCONV_TILE) * sizeof(float));
+    float *cbuf = direct ? NULL : alloc64((size_t)(mrows * ST_FCONV_TILE) * sizeof(float));
     if (!stage || (!direct && !cbuf)) {
         free(stage);
         free(cbuf);
@@ -448,7 +452,7 @@ static void dw_task(void *arg, int64_t t)
     fconv *f = arg;
     int64_t band = t % f->bands, ci = t / f->bands, n = ci / f->C, c = ci % f->C;
     int64_t b0 = band * f->band, rows = f->oh - b0 < f->band ? f->oh - b0 : f->band;
-    float *st = aligned_alloc(64, stage_bytes(f) + (size_t)(f->ow + 16) * sizeof(float));
+    float *st = alloc64(stage_bytes(f) + (size_t)(f->ow + 16) * sizeof(float));
     if (!st) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
@@ -1057,7 +1061,6 @@ static void pool_plane(void *arg, int64_t t)
  * in 16 lanes.  MaxPool's NaN handling differs from the generic loop only
  * in which NaN wins when a window holds one: here a NaN never replaces a
  * number. */
-#define ST_CLONES __attribute__((target_clones("avx512f", "default")))
 
 ST_CLONES static void row_max(float *acc, const float *src, int64_t n, int64_t step)
 {

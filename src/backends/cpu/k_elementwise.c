@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/pool.h"
@@ -63,7 +64,7 @@ static float erf_f(float x) { return erff(x); }
 /* Cloned for AVX-512 (selected at load time through an ifunc, by cpuid)
  * and for baseline x86-64: the loops below are written so GCC vectorises
  * them (compare-and-select, not fmaxf calls, for the clamps). */
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n, float lo, float hi)
 {
     float a = s->alpha, b = s->beta, g = s->gamma;
@@ -330,7 +331,7 @@ st_status st_cpu_clip(const st_kctx *k)
 
 /* ---- binary ---- */
 
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void binary_f32(int code, const float *a, const float *b, float *y, int64_t n)
 {
     int64_t i;

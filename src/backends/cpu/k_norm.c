@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/k_norm.h"
 #include "backends/cpu/pool.h"
@@ -48,7 +49,7 @@ static void store_f32(st_dtype t, void *p, float v) { st_store_f32(t, p, v); }
 static double max_f64(const double *v, int64_t n)
 {
     double mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++) mx = (v[i] > mx) | (v[i] != v[i]) ? v[i] : mx;
+    for (int64_t i = 0; i < n; i++) mx = ((v[i] > mx) | (v[i] != v[i])) ? v[i] : mx;
     return mx;
 }
 static void store_f64(st_dtype t, void *p, double v) { st_store_f64(t, p, v); }
@@ -62,7 +63,7 @@ static void store_f64(st_dtype t, void *p, double v) { st_store_f64(t, p, v); }
 #define POW powf
 #define FABS fabsf
 #define STORE store_f32
-#define NORM_VEC __attribute__((target_clones("avx512f", "default"))) static
+#define NORM_VEC ST_CLONES static
 #include "backends/cpu/k_norm_math.h"
 #undef NORM_VEC
 #undef T
@@ -146,7 +147,7 @@ typedef struct lane_job {
     bool log;
 } lane_job;
 
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void softmax_lanes(const float *x, float *y, int64_t n, int64_t sx, int64_t sy, int64_t cnt, bool log_kind)
 {
     float mx[16], sum[16];

@@ -83,8 +83,8 @@ static inline float join_f32(int a, float acc, float v)
 {
     switch (a) {
     case A_PROD: return acc * v;
-    case A_MAX: return (v > acc) | (v != v) ? v : acc;
-    case A_MIN: return (v < acc) | (v != v) ? v : acc;
+    case A_MAX: return ((v > acc) | (v != v)) ? v : acc;
+    case A_MIN: return ((v < acc) | (v != v)) ? v : acc;
     default: return acc + v;
     }
 }
@@ -145,8 +145,8 @@ static void acc_col_f32(int a, const float *v, float *acc, int64_t nb, const flo
     case A_SQ: for (j = 0; j < nb; j++) acc[j] += v[j] * v[j]; break;
     case A_EXP: for (j = 0; j < nb; j++) acc[j] += st_exp_neg_f32(v[j] - shift[j]); break;
     case A_PROD: for (j = 0; j < nb; j++) acc[j] *= v[j]; break;
-    case A_MAX: for (j = 0; j < nb; j++) acc[j] = (v[j] > acc[j]) | (v[j] != v[j]) ? v[j] : acc[j]; break;
-    case A_MIN: for (j = 0; j < nb; j++) acc[j] = (v[j] < acc[j]) | (v[j] != v[j]) ? v[j] : acc[j]; break;
+    case A_MAX: for (j = 0; j < nb; j++) acc[j] = ((v[j] > acc[j]) | (v[j] != v[j])) ? v[j] : acc[j]; break;
+    case A_MIN: for (j = 0; j < nb; j++) acc[j] = ((v[j] < acc[j]) | (v[j] != v[j])) ? v[j] : acc[j]; break;
     }
 }
 
@@ -296,8 +296,8 @@ static double pass_f64(const reduce_job *j, int64_t xoff, int a, double shift)
             case A_SQ: acc += v * v; break;
             case A_EXP: acc += exp(v - shift); break;
             case A_PROD: acc *= v; break;
-            case A_MAX: acc = (v > acc) | (v != v) ? v : acc; break;
-            case A_MIN: acc = (v < acc) | (v != v) ? v : acc; break;
+            case A_MAX: acc = ((v > acc) | (v != v)) ? v : acc; break;
+            case A_MIN: acc = ((v < acc) | (v != v)) ? v : acc; break;
             }
         }
     }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/k_resize.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
@@ -456,7 +457,7 @@ nomem:
  * which left PP-OCR's head on one thread).  Each output value is bias plus
  * one GEMM sum, so the result does not depend on the split. */
 /* y[2i] = b + c0[i], y[2i + 1] = b + c1[i] (cloned for AVX-512). */
-__attribute__((target_clones("avx512f", "default")))
+ST_CLONES
 static void interleave2(float *y, const float *c0, const float *c1, float b, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {

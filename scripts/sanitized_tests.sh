@@ -20,7 +20,8 @@ B=${STRATA_SANITIZED_BUILD:-$ROOT/build-$kind}
 case "$kind" in
   asan) flag=-DSTRATA_ASAN=ON
         export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
-        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} ;;
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+        export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0} ;;
   tsan) flag=-DSTRATA_TSAN=ON
         export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} ;;
   *) echo "sanitized_tests.sh: unknown sanitizer '$kind'" >&2; exit 2 ;;

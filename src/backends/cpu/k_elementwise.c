@@ -290,6 +290,84 @@ static int64_t rows_per_task(int64_t rows, int64_t inner)
     return per;
 }
 
+/* A unary op on f32 whose input is a transposed view: the packed output's
+ * last dim (length L) steps through the input with a long stride, and
+ * another dim d (length D) is unit-stride in the input, as in YOLOv5's
+ * head (a [.., 85, H*W] conv output read as [.., H*W, 85]).  Row by row,
+ * every element of a row would come from its own cache line, and the lines
+ * of one row (a multiple of 1 KB apart) crowd a few L1 sets.  Instead a
+ * task takes 16 positions along d at a time: for each of the L inputs it
+ * reads 16 consecutive floats, transposes them into a 16 x L block, and
+ * applies the op to the block, which is 16 whole output rows.  Elementwise,
+ * so the results are those of the row-by-row path. */
+#define TR_ROWS 16
+#define TR_BLOCKS 4            /* 16-row blocks per task */
+
+typedef struct tr_job {
+    const unary_job *u;
+    int rank, d, last;
+    int64_t nouter, dblocks;   /* tasks: outer positions x groups of TR_BLOCKS blocks */
+} tr_job;
+
+static void unary_tr_task(void *arg, int64_t task)
+{
+    const tr_job *t = arg;
+    const unary_job *j = t->u;
+    const st_iter *it = &j->it;
+    const float *x = j->k->in[0].data;
+    float *y = j->k->out[0].data;
+    int64_t o = task / t->dblocks, g = task % t->dblocks;
+    /* the outer position o, row-major over the dims other than d and last */
+    int64_t xo = 0, yo = 0, rem = o;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        if (i == t->d || i == t->last) continue;
+        int64_t c = rem % it->sizes[i];
+        rem /= it->sizes[i];
+        yo += c * it->strides[0][i];
+        xo += c * it->strides[1][i];
+    }
+    int64_t L = it->sizes[t->last], D = it->sizes[t->d];
+    int64_t xsl = it->strides[1][t->last], ysl = it->strides[0][t->last], ysd = it->strides[0][t->d];
+    float buf[TR_ROWS * BLOCK];
+    for (int64_t d0 = g * TR_BLOCKS * TR_ROWS; d0 < D && d0 < (g + 1) * TR_BLOCKS * TR_ROWS; d0 += TR_ROWS) {
+        int64_t nd = D - d0 < TR_ROWS ? D - d0 : TR_ROWS;
+        for (int64_t i = 0; i < L; i++) {
+            const float *xp = x + xo + i * xsl + d0;
+            for (int64_t l = 0; l < nd; l++) buf[l * L + i] = xp[l];
+        }
+        if (ysl == 1 && ysd == L) {
+            float *out = y + yo + d0 * ysd;
+            if (!j->vec || !st_vec_act(&j->vact, buf, out, nd * L)) unary_f32(j->s, buf, out, nd * L, (float)j->lo, (float)j->hi);
+        } else {
+            for (int64_t l = 0; l < nd; l++) {
+                float *row = buf + l * L;
+                if (!j->vec || !st_vec_act(&j->vact, row, row, L)) unary_f32(j->s, row, row, L, (float)j->lo, (float)j->hi);
+                float *out = y + yo + (d0 + l) * ysd;
+                for (int64_t i = 0; i < L; i++) out[i * ysl] = row[i];
+            }
+        }
+    }
+}
+
+/* Takes the op when its shapes fit (see above); false: nothing done. */
+static bool unary_transposed(const st_kctx *k, const unary_job *j)
+{
+    const st_iter *it = &j->it;
+    if (k->in[0].dtype != ST_F32 || k->out[0].dtype != ST_F32 || it->rank < 2) return false;
+    int last = it->rank - 1, d = -1;
+    int64_t L = it->sizes[last];
+    if (it->strides[1][last] == 1 || it->strides[0][last] != 1 || L < 2 || L > BLOCK) return false;
+    for (int i = 0; i < last; i++)
+        if (it->strides[1][i] == 1 && it->sizes[i] >= TR_ROWS) d = i;
+    if (d < 0) return false;
+    tr_job t = {j, it->rank, d, last, 1, 0};
+    for (int i = 0; i < last; i++)
+        if (i != d) t.nouter *= it->sizes[i];
+    t.dblocks = (it->sizes[d] + TR_BLOCKS * TR_ROWS - 1) / (TR_BLOCKS * TR_ROWS);
+    st_parallel_for(k->pool, t.nouter * t.dblocks, unary_tr_task, &t);
+    return true;
+}
+
 static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, double hi)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
@@ -297,6 +375,7 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, do
     j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU;
     j.vact.act = s->code + 1;
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
+    if (unary_transposed(k, &j)) return ST_OK;
     long_inner(&j.it);
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = rows_per_task(j.rows, j.it.inner);

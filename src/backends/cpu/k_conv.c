@@ -1134,19 +1134,51 @@ static void fpool_plane(void *arg, int64_t t)
         *yp = (float)(is_max ? r : r / (double)(f->h * f->w));
         return;
     }
-    float *buf = malloc((size_t)(f->ph * f->pw + f->ow) * sizeof *buf);
+    /* a unit-stride max pool (SPPF's 5x5) runs separably: below */
+    bool sep = is_max && f->sy == 1 && f->sx == 1 && f->dy == 1 && f->dx == 1;
+    int64_t area = f->ph * f->pw;
+    float *buf = malloc((size_t)((sep ? 3 : 1) * area + f->ow) * sizeof *buf);
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
         return;
     }
-    float *acc = buf + f->ph * f->pw, pad = is_max ? -INFINITY : 0.0f;
+    float *acc = buf + area, pad = is_max ? -INFINITY : 0.0f;
     for (int64_t i = 0; i < f->ph; i++) {
         float *row = buf + i * f->pw;
         int64_t iy = i - f->pt;
+        if (iy >= 0 && iy < f->h && xc == 1 && f->pl + f->w <= f->pw) {
+            for (int64_t q = 0; q < f->pl; q++) row[q] = pad;
+            memcpy(row + f->pl, xp + iy * xr, (size_t)f->w * sizeof *row);
+            for (int64_t q = f->pl + f->w; q < f->pw; q++) row[q] = pad;
+            continue;
+        }
         for (int64_t q = 0; q < f->pw; q++) {
             int64_t ix = q - f->pl;
             row[q] = iy >= 0 && iy < f->h && ix >= 0 && ix < f->w ? xp[iy * xr + ix * xc] : pad;
         }
+    }
+    if (sep) {
+        /* The padded plane as one flat run: hm[p] = the max of buf[p + kx]
+         * over kx, then v[p] = the max of hm[p + ky * pw] over ky, so
+         * output (oy, ox) is v[oy * pw + ox]; positions past a row's end
+         * mix two rows and are never read.  Each max starts from -inf and
+         * takes the taps in the order of the loop below (ky, then kx): a
+         * NaN never wins, and among equal values (+0 and -0) the first in
+         * that order does, as there; so the bits are the same. */
+        float *hm = buf + area, *v = hm + area;
+        int64_t nh = area - (f->kw - 1), nv = (f->oh - 1) * f->pw + f->ow;
+        for (int64_t p = 0; p < nh; p++) hm[p] = pad;
+        for (int64_t kx = 0; kx < f->kw; kx++) row_max(hm, buf + kx, nh, 1);
+        for (int64_t p = 0; p < nv; p++) v[p] = pad;
+        for (int64_t ky = 0; ky < f->kh; ky++) row_max(v, hm + ky * f->pw, nv, 1);
+        for (int64_t oy = 0; oy < f->oh; oy++) {
+            float *yo = yp + oy * yr;
+            if (yc == 1) memcpy(yo, v + oy * f->pw, (size_t)f->ow * sizeof *yo);
+            else
+                for (int64_t ox = 0; ox < f->ow; ox++) yo[ox * yc] = v[oy * f->pw + ox];
+        }
+        free(buf);
+        return;
     }
     for (int64_t oy = 0; oy < f->oh; oy++) {
         for (int64_t ox = 0; ox < f->ow; ox++) acc[ox] = pad;

@@ -129,11 +129,12 @@ void st_gemm_epi_row(const st_gemm_epi *e, int64_t r, float *x, int64_t n);
  * AVX-512. */
 bool st_vec_act(const st_epilogue *e, const float *x, float *y, int64_t n);
 
-/* Deinterleaving for a conv's stride phases, AVX-512 only (callers have
- * checked st_gemm_fast()): e[q] = x[2q], o[q] = x[2q + 1], and p_j[q] =
- * x[4q + j], for q < n; x is read up to its last element used, no further. */
-void st_deint2(const float *x, float *e, float *o, int64_t n);
-void st_deint4(const float *x, float *p0, float *p1, float *p2, float *p3, int64_t n);
+/* A conv's stride phases of one row, AVX-512 only (callers have checked
+ * st_gemm_fast()): with X(i) = x[i] inside [0, w) and 0 outside (the
+ * pads), e[q] = X(ix0 + 2q), o[q] = X(ix0 + 2q + 1), and p_j[q] =
+ * X(ix0 + 4q + j), for q < n.  x is read inside [0, w) only. */
+void st_split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n);
+void st_split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n);
 
 /* c[m, n] = alpha * A * B + beta * c on one thread, A's element (i, p) at
  * a[i * ars + p * acs] and B's (p, j) at b[p * brs + j * bcs]. */

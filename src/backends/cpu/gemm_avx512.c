@@ -746,51 +746,63 @@ void st_wino4_out_rows(const float *m, int64_t xs, int64_t nq, const st_gemm_epi
 
 /* ---- stride-2 and stride-4 deinterleaving (conv staging) ---- */
 
-/* e[q] = x[2q], o[q] = x[2q + 1] for q < n: two vpermt2ps per 32 floats;
- * the last partial block with masked loads and stores (no read past
- * x[2n - 1]). */
-ST_AVX512 static void deint2_512(const float *x, float *e, float *o, int64_t n)
+/* The lanes of a 16-float load at element index i0 of a row of w floats
+ * that fall inside it, and that load's address (masked lanes are never
+ * touched, so it may start before the row or run past it: the address is
+ * formed as an integer). */
+static inline __mmask16 row_mask(int64_t i0, int64_t w)
+{
+    int64_t lo = i0 < 0 ? -i0 : 0, hi = w - i0 < 16 ? w - i0 : 16;
+    if (hi <= lo) return 0;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+static inline const float *row_at(const float *x, int64_t i0)
+{
+    return (const float *)(uintptr_t)((uintptr_t)x + (uintptr_t)(i0 * (int64_t)sizeof(float)));
+}
+
+/* e[q] = X(ix0 + 2q), o[q] = X(ix0 + 2q + 1) for q < n, X(i) = x[i] inside
+ * [0, w) and 0 outside: two vpermt2ps per 32 floats, the pads by masked
+ * loads. */
+ST_AVX512 static void split2_512(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n)
 {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    int64_t q = 0;
-    for (; q + 16 <= n; q += 16) {
-        __m512 a = _mm512_loadu_ps(x + 2 * q), b = _mm512_loadu_ps(x + 2 * q + 16);
-        _mm512_storeu_ps(e + q, _mm512_permutex2var_ps(a, ie, b));
-        _mm512_storeu_ps(o + q, _mm512_permutex2var_ps(a, io, b));
-    }
-    if (q < n) {
-        int64_t f = 2 * (n - q);
-        __mmask16 m0 = (__mmask16)(f >= 16 ? 0xffff : (1u << f) - 1);
-        __mmask16 m1 = (__mmask16)(f <= 16 ? 0 : (1u << (f - 16)) - 1);
-        __mmask16 mq = (__mmask16)((1u << (n - q)) - 1);
-        __m512 a = _mm512_maskz_loadu_ps(m0, x + 2 * q), b = _mm512_maskz_loadu_ps(m1, x + 2 * q + 16);
+    for (int64_t q = 0; q < n; q += 16) {
+        int64_t i0 = ix0 + 2 * q;
+        __mmask16 mq = (__mmask16)(n - q >= 16 ? 0xffff : (1u << (n - q)) - 1);
+        __m512 a, b;
+        if (i0 >= 0 && i0 + 32 <= w) {
+            a = _mm512_loadu_ps(x + i0);
+            b = _mm512_loadu_ps(x + i0 + 16);
+        } else {
+            a = _mm512_maskz_loadu_ps(row_mask(i0, w), row_at(x, i0));
+            b = _mm512_maskz_loadu_ps(row_mask(i0 + 16, w), row_at(x, i0 + 16));
+        }
         _mm512_mask_storeu_ps(e + q, mq, _mm512_permutex2var_ps(a, ie, b));
         _mm512_mask_storeu_ps(o + q, mq, _mm512_permutex2var_ps(a, io, b));
     }
 }
 
-/* p_j[q] = x[4q + j] for q < n, j < 4: 64 floats in four vectors, phases
- * (0, 1) and (2, 3) gathered from pairs of vectors, then the pairs'
+/* p_j[q] = X(ix0 + 4q + j) for q < n, j < 4: 64 floats in four vectors,
+ * phases (0, 1) and (2, 3) gathered from pairs of vectors, then the pairs'
  * halves joined: eight vpermt2ps per 64 floats. */
-ST_AVX512 static void deint4_512(const float *x, float *p0, float *p1, float *p2, float *p3, int64_t n)
+ST_AVX512 static void split4_512(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3,
+                                 int64_t n)
 {
     const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
     const __m512i i23 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
     const __m512i jlo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
     const __m512i jhi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
     for (int64_t q = 0; q < n; q += 16) {
-        int64_t f = 4 * (n - q);
+        int64_t i0 = ix0 + 4 * q;
         __m512 v[4];
         __mmask16 mq = (__mmask16)(n - q >= 16 ? 0xffff : (1u << (n - q)) - 1);
-        if (f >= 64) {
-            for (int k = 0; k < 4; k++) v[k] = _mm512_loadu_ps(x + 4 * q + 16 * k);
+        if (i0 >= 0 && i0 + 64 <= w) {
+            for (int k = 0; k < 4; k++) v[k] = _mm512_loadu_ps(x + i0 + 16 * k);
         } else {
-            for (int k = 0; k < 4; k++) {
-                int64_t l = f - 16 * k;
-                __mmask16 mk = (__mmask16)(l >= 16 ? 0xffff : l <= 0 ? 0 : (1u << l) - 1);
-                v[k] = _mm512_maskz_loadu_ps(mk, x + 4 * q + 16 * k);
-            }
+            for (int k = 0; k < 4; k++) v[k] = _mm512_maskz_loadu_ps(row_mask(i0 + 16 * k, w), row_at(x, i0 + 16 * k));
         }
         __m512 a01 = _mm512_permutex2var_ps(v[0], i01, v[1]), b01 = _mm512_permutex2var_ps(v[2], i01, v[3]);
         __m512 a23 = _mm512_permutex2var_ps(v[0], i23, v[1]), b23 = _mm512_permutex2var_ps(v[2], i23, v[3]);
@@ -801,12 +813,12 @@ ST_AVX512 static void deint4_512(const float *x, float *p0, float *p1, float *p2
     }
 }
 
-void st_deint2(const float *x, float *e, float *o, int64_t n)
+void st_split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n)
 {
-    if (n > 0) deint2_512(x, e, o, n);
+    if (n > 0) split2_512(x, w, ix0, e, o, n);
 }
 
-void st_deint4(const float *x, float *p0, float *p1, float *p2, float *p3, int64_t n)
+void st_split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n)
 {
-    if (n > 0) deint4_512(x, p0, p1, p2, p3, n);
+    if (n > 0) split4_512(x, w, ix0, p0, p1, p2, p3, n);
 }

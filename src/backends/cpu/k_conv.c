@@ -204,55 +204,6 @@ static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 
 
 static size_t stage_bytes(const fconv *f) { return (size_t)(f->stage_floats + f->pws + 64) * sizeof(float); }
 
-/* Both stride-2 phases of a row in one pass: e[q] = X(ix0 + 2q) and
- * o[q] = X(ix0 + 2q + 1) for q < n, where X(i) is x[i] inside [0, w) and 0
- * outside (the pads).  The middle, where no pad is read, runs on
- * st_deint2 (the fast path only calls this with AVX-512). */
-ST_CLONES
-static void split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n)
-{
-    int64_t qa = ix0 >= 0 ? 0 : (-ix0 + 1) / 2, qb = (w - ix0) / 2;
-    if (qa > n) qa = n;
-    if (qb > n) qb = n;
-    if (qb < qa) qb = qa;
-    for (int64_t q = 0; q < qa; q++) {
-        int64_t i = ix0 + 2 * q;
-        e[q] = i >= 0 && i < w ? x[i] : 0.0f;
-        o[q] = i + 1 >= 0 && i + 1 < w ? x[i + 1] : 0.0f;
-    }
-    const float *xm = x + ix0;
-    st_deint2(xm + 2 * qa, e + qa, o + qa, qb - qa);
-    for (int64_t q = qb; q < n; q++) {
-        int64_t i = ix0 + 2 * q;
-        e[q] = i >= 0 && i < w ? x[i] : 0.0f;
-        o[q] = i + 1 >= 0 && i + 1 < w ? x[i + 1] : 0.0f;
-    }
-}
-
-/* The four stride-4 phases of a row: p[j][q] = X(ix0 + 4q + j) for q < n,
- * X(i) being x[i] inside [0, w) and 0 outside; the middle on st_deint4. */
-ST_CLONES
-static void split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n)
-{
-    int64_t qa = ix0 >= 0 ? 0 : (-ix0 + 3) / 4, qb = (w - ix0) / 4;
-    if (qa > n) qa = n;
-    if (qb > n) qb = n;
-    if (qb < qa) qb = qa;
-    float *p[4] = {p0, p1, p2, p3};
-    for (int64_t q = 0; q < qa; q++)
-        for (int j = 0; j < 4; j++) {
-            int64_t i = ix0 + 4 * q + j;
-            p[j][q] = i >= 0 && i < w ? x[i] : 0.0f;
-        }
-    const float *xm = x + ix0;
-    st_deint4(xm + 4 * qa, p0 + qa, p1 + qa, p2 + qa, p3 + qa, qb - qa);
-    for (int64_t q = qb; q < n; q++)
-        for (int j = 0; j < 4; j++) {
-            int64_t i = ix0 + 4 * q + j;
-            p[j][q] = i >= 0 && i < w ? x[i] : 0.0f;
-        }
-}
-
 /* Stages channels [c0, c0 + cg) of image n for the band starting at output
  * row (pointwise: position) b0 into dst. */
 static void stage_band(const fconv *f, int64_t n, int64_t c0, int64_t b0, float *dst)
@@ -292,7 +243,7 @@ static void stage_band(const fconv *f, int64_t n, int64_t c0, int64_t b0, float 
                         memset(re, 0, (size_t)f->pws * sizeof *re);
                         memset(ro, 0, (size_t)f->pws * sizeof *ro);
                     } else {
-                        split2((const float *)(xc + iy * rs * (int64_t)es), f->w_, -f->pl, re, ro, f->pws);
+                        st_split2((const float *)(xc + iy * rs * (int64_t)es), f->w_, -f->pl, re, ro, f->pws);
                     }
                 }
             }
@@ -527,8 +478,8 @@ static void wino_task(void *arg, int64_t t)
                 memset(ph, 0, (size_t)(wn * f->lqp) * sizeof *ph);
             } else if (x->dtype == ST_F32 && xcs == 1) {
                 const float *xr = (const float *)(xc + iy * xrs * (int64_t)es);
-                if (wn == 2) split2(xr, f->w_, -f->pl, ph, ph + f->lqp, lq);
-                else split4(xr, f->w_, -f->pl, ph, ph + f->lqp, ph + 2 * f->lqp, ph + 3 * f->lqp, lq);
+                if (wn == 2) st_split2(xr, f->w_, -f->pl, ph, ph + f->lqp, lq);
+                else st_split4(xr, f->w_, -f->pl, ph, ph + f->lqp, ph + 2 * f->lqp, ph + 3 * f->lqp, lq);
             } else {
                 for (int64_t q = 0; q < lq; q++)
                     for (int j = 0; j < wn; j++) {

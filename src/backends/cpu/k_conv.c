@@ -552,8 +552,14 @@ static void wino_task(void *arg, int64_t t)
     free(buf);
 }
 
-/* Budget of one Winograd task's buffers (staged rows, V, M), in floats. */
-#define ST_WINO_BUDGET 262144
+/* Budget of one Winograd task's buffers (staged rows, V, M), in floats:
+ * 3 MB, more than L2 (2 MB) holds.  Measured against 0.5, 1 and 2 MB
+ * (bench/RESULTS.md, issue 9, attempt 9): the 80x80 layers run 10-15%
+ * faster with bands of 4 tile rows and one channel block than with the
+ * 2-row bands and channel splits a 1 MB budget forces, since each band
+ * stages its halo rows and each channel block its input again; 0.5 MB was
+ * slower still. */
+#define ST_WINO_BUDGET 786432
 
 static bool conv_wino(const st_kctx *k, fconv *f, st_status *err)
 {

@@ -136,6 +136,10 @@ bool st_vec_act(const st_epilogue *e, const float *x, float *y, int64_t n);
 void st_split2(const float *x, int64_t w, int64_t ix0, float *e, float *o, int64_t n);
 void st_split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, float *p2, float *p3, int64_t n);
 
+/* dst[l * ds + i] = src[i * ss + l] for i < ni, l < nd (both at most 16),
+ * AVX-512 only (callers have checked st_gemm_fast()). */
+void st_transpose16(const float *src, int64_t ss, int ni, int nd, float *dst, int64_t ds);
+
 /* c[m, n] = alpha * A * B + beta * c on one thread, A's element (i, p) at
  * a[i * ars + p * acs] and B's (p, j) at b[p * brs + j * bcs]. */
 bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,

@@ -822,3 +822,40 @@ void st_split4(const float *x, int64_t w, int64_t ix0, float *p0, float *p1, flo
 {
     if (n > 0) split4_512(x, w, ix0, p0, p1, p2, p3, n);
 }
+
+/* ---- 16 x 16 transpose ---- */
+
+/* Three rounds of in-lane and cross-lane shuffles (64 in all): unpack pairs
+ * of rows, gather four rows per 128-bit lane (u[4k + m], lane j: column
+ * 4j + m of rows 4k..4k+3), then join the four row groups per column. */
+ST_AVX512 static void transpose16_512(const float *src, int64_t ss, int ni, int nd, float *dst, int64_t ds)
+{
+    __mmask16 md = (__mmask16)(nd >= 16 ? 0xffff : (1u << nd) - 1), mi = (__mmask16)(ni >= 16 ? 0xffff : (1u << ni) - 1);
+    __m512 r[16], t[16], u[16];
+    for (int i = 0; i < 16; i++) r[i] = i < ni ? _mm512_maskz_loadu_ps(md, src + i * ss) : _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++) {
+        t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; k++) {
+        u[4 * k + 0] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+        u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+        u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+        u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; m++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xDD);
+        __m512 w0 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xDD);
+        __m512 c[4] = {_mm512_shuffle_f32x4(v0, w0, 0x88), _mm512_shuffle_f32x4(v1, w1, 0x88),
+                       _mm512_shuffle_f32x4(v0, w0, 0xDD), _mm512_shuffle_f32x4(v1, w1, 0xDD)};
+        for (int q = 0; q < 4; q++) {
+            int l = 4 * q + m; /* c[q] is column 4q + m */
+            if (l < nd) _mm512_mask_storeu_ps(dst + l * ds, mi, c[q]);
+        }
+    }
+}
+
+void st_transpose16(const float *src, int64_t ss, int ni, int nd, float *dst, int64_t ds)
+{
+    if (ni > 0 && nd > 0) transpose16_512(src, ss, ni, nd, dst, ds);
+}

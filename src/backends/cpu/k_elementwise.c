@@ -297,7 +297,8 @@ static int64_t rows_per_task(int64_t rows, int64_t inner)
  * every element of a row would come from its own cache line, and the lines
  * of one row (a multiple of 1 KB apart) crowd a few L1 sets.  Instead a
  * task takes 16 positions along d at a time: for each of the L inputs it
- * reads 16 consecutive floats, transposes them into a 16 x L block, and
+ * reads 16 consecutive floats, transposes them into a 16 x L block (16 x 16
+ * at a time in registers, st_transpose16), and
  * applies the op to the block, which is 16 whole output rows.  Elementwise,
  * so the results are those of the row-by-row path. */
 #define TR_ROWS 16
@@ -329,12 +330,17 @@ static void unary_tr_task(void *arg, int64_t task)
     int64_t L = it->sizes[t->last], D = it->sizes[t->d];
     int64_t xsl = it->strides[1][t->last], ysl = it->strides[0][t->last], ysd = it->strides[0][t->d];
     float buf[TR_ROWS * BLOCK];
+    bool fast = st_gemm_fast();
     for (int64_t d0 = g * TR_BLOCKS * TR_ROWS; d0 < D && d0 < (g + 1) * TR_BLOCKS * TR_ROWS; d0 += TR_ROWS) {
         int64_t nd = D - d0 < TR_ROWS ? D - d0 : TR_ROWS;
-        for (int64_t i = 0; i < L; i++) {
-            const float *xp = x + xo + i * xsl + d0;
-            for (int64_t l = 0; l < nd; l++) buf[l * L + i] = xp[l];
-        }
+        if (fast)
+            for (int64_t i0 = 0; i0 < L; i0 += 16)
+                st_transpose16(x + xo + i0 * xsl + d0, xsl, (int)(L - i0 < 16 ? L - i0 : 16), (int)nd, buf + i0, L);
+        else
+            for (int64_t i = 0; i < L; i++) {
+                const float *xp = x + xo + i * xsl + d0;
+                for (int64_t l = 0; l < nd; l++) buf[l * L + i] = xp[l];
+            }
         if (ysl == 1 && ysd == L) {
             float *out = y + yo + d0 * ysd;
             if (!j->vec || !st_vec_act(&j->vact, buf, out, nd * L)) unary_f32(j->s, buf, out, nd * L, (float)j->lo, (float)j->hi);

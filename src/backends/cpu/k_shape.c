@@ -28,6 +28,14 @@ static void copy_rows(void *arg, int64_t t)
     int64_t r0 = t * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
     st_iter_seek(&it, r0);
     size_t ds = st_dtype_size(j->dst->dtype), ss = st_dtype_size(j->src->dtype);
+    if (j->dst->dtype == j->src->dtype && it.step[0] == 1 && it.step[1] == 1) {
+        /* packed rows of one dtype (a slice of a last-dim concat, YOLOv5's
+         * 81 of 85): a memcpy each, without a row operand per call */
+        for (int64_t r = r0; r < r1; r++, st_iter_next(&it))
+            memcpy((char *)j->dst->data + it.off[0] * (int64_t)ds, (const char *)j->src->data + it.off[1] * (int64_t)ss,
+                   (size_t)it.inner * ds);
+        return;
+    }
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
         /* one row as a copy of its own (st_copy_strided takes the fast paths) */
         st_operand d = *j->dst, s = *j->src;

@@ -180,6 +180,7 @@ static void conv_task(void *arg, int64_t t)
  * out well on two cores (the 40x40 and 20x20 stride-2 convs, 10 to 14
  * bands, -6 to -13% without the second staging). */
 #define ST_FCONV_MIN_UNITS 8
+#define ST_DW_TASK_ELEMS 16384
 
 typedef struct fconv {
     const st_conv_state *s;
@@ -197,6 +198,7 @@ typedef struct fconv {
     int64_t bands, plane, chan;/* staged floats per phase plane and per channel */
     int64_t *off;              /* per k (c, ky, kx) of a group */
     int64_t stage_floats, mchunk, mchunks, mblocks;
+    int64_t dwc;               /* depthwise: channels per task */
     /* Winograd F(2x2, 3x3) (st_conv_state.wino_u set at plan time) */
     const float *wu;
     int wn;                           /* outputs per tile side: 2 or 4 */
@@ -406,7 +408,9 @@ static void fconv_task(void *arg, int64_t t)
 static void dw_task(void *arg, int64_t t)
 {
     fconv *f = arg;
-    int64_t band = t % f->bands, ci = t / f->bands, n = ci / f->C, c = ci % f->C;
+    int64_t cgroups = (f->C + f->dwc - 1) / f->dwc;
+    int64_t band = t % f->bands, ci = t / f->bands, n = ci / cgroups, c0 = ci % cgroups * f->dwc;
+    int64_t c1 = c0 + f->dwc < f->C ? c0 + f->dwc : f->C;
     int64_t b0 = band * f->band, rows = f->oh - b0 < f->band ? f->oh - b0 : f->band;
     float *st = alloc64(stage_bytes(f) + (size_t)(f->ow + 16) * sizeof(float));
     if (!st) {
@@ -414,22 +418,25 @@ static void dw_task(void *arg, int64_t t)
         return;
     }
     float *row = st + (stage_bytes(f) / sizeof(float));
-    stage_band(f, n, c, b0, st);
     const st_operand *y = f->y;
     size_t ey = st_dtype_size(y->dtype);
     int64_t rs = f->xd == 3 ? y->strides[2] : 0, cs = y->strides[f->xd];
-    char *yc = (char *)y->data + (n * y->strides[0] + c * y->strides[1]) * (int64_t)ey;
     bool direct = y->dtype == ST_F32 && cs == 1;
-    st_gemm_epi epi = f->epi;
-    if (epi.scale) epi.scale += c;
-    if (epi.shift) epi.shift += c;
-    if (epi.post_scale) epi.post_scale += c, epi.post_shift += c;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t oy = b0 + r;
-        float *out = direct ? (float *)(yc + oy * rs * (int64_t)ey) : row;
-        st_dw_row(st + r * f->pws, f->off, f->K, f->w + c * f->lda, &epi, f->ow, out);
-        if (!direct)
-            for (int64_t ox = 0; ox < f->ow; ox++) st_store_f32(y->dtype, yc + (oy * rs + ox * cs) * (int64_t)ey, row[ox]);
+    for (int64_t c = c0; c < c1; c++) {
+        stage_band(f, n, c, b0, st);
+        char *yc = (char *)y->data + (n * y->strides[0] + c * y->strides[1]) * (int64_t)ey;
+        st_gemm_epi epi = f->epi;
+        if (epi.scale) epi.scale += c;
+        if (epi.shift) epi.shift += c;
+        if (epi.post_scale) epi.post_scale += c, epi.post_shift += c;
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t oy = b0 + r;
+            float *out = direct ? (float *)(yc + oy * rs * (int64_t)ey) : row;
+            st_dw_row(st + r * f->pws, f->off, f->K, f->w + c * f->lda, &epi, f->ow, out);
+            if (!direct)
+                for (int64_t ox = 0; ox < f->ow; ox++)
+                    st_store_f32(y->dtype, yc + (oy * rs + ox * cs) * (int64_t)ey, row[ox]);
+        }
     }
     free(st);
 }
@@ -743,7 +750,15 @@ static bool conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     }
     f.err = ST_OK;
     if (f.depthwise) {
-        st_parallel_for(k->pool, f.N * f.C * f.bands, dw_task, &f);
+        /* channels per task: about ST_DW_TASK_ELEMS outputs each (a task per
+         * channel of a small plane, as in PP-OCR rec's 12x80 and 3x80
+         * layers, costs more in scheduling and allocation than in
+         * arithmetic), while ST_FCONV_MIN_TASKS tasks remain */
+        int64_t per = f.band * f.ow > 0 ? ST_DW_TASK_ELEMS / (f.band * f.ow) : 1;
+        int64_t cap = f.N * f.C * f.bands / ST_FCONV_MIN_TASKS;
+        f.dwc = per < cap ? per : cap;
+        if (f.dwc < 1) f.dwc = 1;
+        st_parallel_for(k->pool, f.N * ((f.C + f.dwc - 1) / f.dwc) * f.bands, dw_task, &f);
         free(f.off);
         *err = f.err;
         return true;

@@ -180,6 +180,7 @@ static void conv_task(void *arg, int64_t t)
  * out well on two cores (the 40x40 and 20x20 stride-2 convs, 10 to 14
  * bands, -6 to -13% without the second staging). */
 #define ST_FCONV_MIN_UNITS 8
+/* Outputs a depthwise task aims at (several channels of a small plane). */
 #define ST_DW_TASK_ELEMS 16384
 
 typedef struct fconv {

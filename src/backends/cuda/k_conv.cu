@@ -20,7 +20,8 @@
  * cuDNN cannot take the configuration at all (asymmetric pads that change
  * the output size, a strided W), the command falls back to a direct
  * kernel, one thread per output element, for any strides.
- * STRATA_CUDA_VERBOSE=1 says when either fallback is taken.
+ * STRATA_CUDA_VERBOSE=1 says when either fallback is taken;
+ * STRATA_CUDA_CONV=direct forces the direct kernel (for measuring it).
  *
  * Pools: a direct kernel per output element (the CPU's window rules:
  * count_include_pad counts pads, not a ceil_mode window's overhang);
@@ -50,6 +51,14 @@ static bool verbose(void)
 }
 
 static bool float_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+/* STRATA_CUDA_CONV=direct runs every Conv on the direct kernel: the
+ * measurement of cuDNN against strata's own kernel (bench/RESULTS.md). */
+static bool force_direct(void)
+{
+    const char *v = getenv("STRATA_CUDA_CONV");
+    return v && strcmp(v, "direct") == 0;
+}
 
 static cudnnDataType_t dnn_type(st_dtype t)
 {
@@ -470,7 +479,7 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
     cudaStream_t stream = st_stream(k);
-    if (st_operand_numel(x) == 0) {
+    if (st_operand_numel(x) == 0 || force_direct()) {
         c->mode = MODE_DIRECT;
         return false;
     }

@@ -16,27 +16,14 @@ static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
 /* Reads kernel, strides, dilations and pads, resolving auto_pad. */
 static st_status window(st_infer *c, st_conv_state *s, const int64_t *in, const int64_t *kernel, bool pool)
 {
-    int n = s->nsp, cnt;
-    const int64_t *a;
+    int n = s->nsp;
     for (int i = 0; i < n; i++) {
         s->k[i] = kernel[i];
         s->s[i] = 1;
         s->d[i] = 1;
         s->pb[i] = s->pe[i] = 0;
     }
-    if ((a = st_attr_ints(c->node, "strides", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "strides has %d values for %d spatial dims", cnt, n);
-        memcpy(s->s, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "dilations", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "dilations has %d values for %d spatial dims", cnt, n);
-        memcpy(s->d, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "pads", &cnt))) {
-        if (cnt != 2 * n) return st_infer_error(c, ST_ERR_MODEL, "pads has %d values for %d spatial dims", cnt, n);
-        memcpy(s->pb, a, (size_t)n * sizeof *a);
-        memcpy(s->pe, a + n, (size_t)n * sizeof *a);
-    }
+    ST_TRY(st_infer_window_attrs(c, n, s->s, s->d, s->pb, s->pe));
     for (int i = 0; i < n; i++) {
         if (s->k[i] < 1 || s->s[i] < 1 || s->d[i] < 1 || s->pb[i] < 0 || s->pe[i] < 0)
             return st_infer_error(c, ST_ERR_MODEL, "kernel, strides and dilations must be >= 1 and pads >= 0 (spatial dim %d)", i);

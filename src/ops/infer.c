@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/op.h"
 
@@ -88,4 +89,23 @@ void *st_infer_state(st_infer *c, size_t size)
     free(c->state);
     c->state = calloc(1, size ? size : 1);
     return c->state;
+}
+
+st_status st_infer_window_attrs(const st_infer *c, int n, int64_t *s, int64_t *d, int64_t *pb, int64_t *pe)
+{
+    static const char *const names[2] = {"strides", "dilations"};
+    int64_t *dst[2] = {s, d};
+    int cnt;
+    const int64_t *a;
+    for (int k = 0; k < 2; k++) {
+        if (!(a = st_attr_ints(c->node, names[k], &cnt))) continue;
+        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "%s has %d values for %d spatial dims", names[k], cnt, n);
+        memcpy(dst[k], a, (size_t)n * sizeof *a);
+    }
+    if ((a = st_attr_ints(c->node, "pads", &cnt))) {
+        if (cnt != 2 * n) return st_infer_error(c, ST_ERR_MODEL, "pads has %d values for %d spatial dims", cnt, n);
+        memcpy(pb, a, (size_t)n * sizeof *a);
+        memcpy(pe, a + n, (size_t)n * sizeof *a);
+    }
+    return ST_OK;
 }

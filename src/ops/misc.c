@@ -478,20 +478,7 @@ static st_status qconv_window(st_infer *c, st_qconv_state *s, int xi, int wi)
         s->s[i] = s->d[i] = 1;
         s->pb[i] = 0;
     }
-    const int64_t *a;
-    if ((a = st_attr_ints(c->node, "strides", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "strides has %d values for %d spatial dims", cnt, n);
-        memcpy(s->s, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "dilations", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "dilations has %d values for %d spatial dims", cnt, n);
-        memcpy(s->d, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "pads", &cnt))) {
-        if (cnt != 2 * n) return st_infer_error(c, ST_ERR_MODEL, "pads has %d values for %d spatial dims", cnt, n);
-        memcpy(s->pb, a, (size_t)n * sizeof *a);
-        memcpy(pe, a + n, (size_t)n * sizeof *a);
-    }
+    ST_TRY(st_infer_window_attrs(c, n, s->s, s->d, s->pb, pe));
     const char *ap = st_attr_string(c->node, "auto_pad", "NOTSET");
     st_tinfo *o = &c->out[0];
     o->rank = x->rank;

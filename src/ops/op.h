@@ -129,6 +129,11 @@ st_status st_infer_need_const(const st_infer *c, int input);
 /* The input's dtype must be one of a zero-terminated list. */
 st_status st_infer_dtype(const st_infer *c, int input, const st_dtype *allowed);
 void *st_infer_state(st_infer *c, size_t size);   /* zeroed; freed with the plan */
+/* A windowed op's (Conv, ConvTranspose, pools, QLinearConv) strides,
+ * dilations and pads attributes for n spatial dims, each written into its
+ * array where present (left as the caller set it where absent); pads go
+ * to pb (begins) and pe (ends).  Counts must match n (pads 2n). */
+st_status st_infer_window_attrs(const st_infer *c, int n, int64_t *s, int64_t *d, int64_t *pb, int64_t *pe);
 
 /* The elements of an operand, in row-major order, as a flat index. */
 static inline int64_t st_offset_of(const st_operand *o, const int64_t *idx)

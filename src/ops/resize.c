@@ -373,19 +373,7 @@ static st_status st_infer_conv_transpose(st_infer *c)
         for (int i = 0; i < n; i++)
             if (a[i] != s->k[i]) return st_infer_error(c, ST_ERR_SHAPE, "kernel_shape disagrees with W on spatial dim %d", i);
     }
-    if ((a = st_attr_ints(c->node, "strides", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "strides has %d values for %d spatial dims", cnt, n);
-        memcpy(s->s, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "dilations", &cnt))) {
-        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "dilations has %d values for %d spatial dims", cnt, n);
-        memcpy(s->d, a, (size_t)n * sizeof *a);
-    }
-    if ((a = st_attr_ints(c->node, "pads", &cnt))) {
-        if (cnt != 2 * n) return st_infer_error(c, ST_ERR_MODEL, "pads has %d values for %d spatial dims", cnt, n);
-        memcpy(s->pb, a, (size_t)n * sizeof *a);
-        memcpy(s->pe, a + n, (size_t)n * sizeof *a);
-    }
+    ST_TRY(st_infer_window_attrs(c, n, s->s, s->d, s->pb, s->pe));
     if ((a = st_attr_ints(c->node, "output_padding", &cnt))) {
         if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "output_padding has %d values for %d spatial dims", cnt, n);
         memcpy(opad, a, (size_t)n * sizeof *a);

@@ -8,10 +8,15 @@
  * entered in the address index (rule 2), so a raw device pointer anywhere
  * inside one resolves to (storage, offset).
  *
- * Host copies go through a pinned staging buffer in chunks, with the
- * device side asynchronous on a transfer stream; the call returns when the
- * bytes have arrived.  The caller (exec/access.c, exec/session.c) has
- * already waited for the commands whose footprints overlap the range.
+ * Host copies go through pinned staging chunks on a transfer stream.  An
+ * upload is asynchronous: the call returns once the bytes are in a pinned
+ * chunk and their copy is queued (the caller's buffer is free again), and
+ * each run's commands start after every upload queued before it
+ * (cuda_exec.c waits on the transfer stream at submit).  A download
+ * returns when the bytes have arrived.  Copies on the one transfer stream
+ * run in order, so a read after a write sees it.  The caller
+ * (exec/access.c, exec/session.c) has already waited for the commands
+ * whose footprints overlap the range.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -26,7 +31,8 @@
 #include "ops/op.h"
 
 #define ST_CUDA_MAX_DEVICES 16
-#define ST_STAGING_BYTES ((size_t)32 << 20)
+#define ST_STAGING_SLOTS 4
+#define ST_STAGING_SLOT_BYTES ((size_t)8 << 20)
 
 static st_cuda_device *devices[ST_CUDA_MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,8 +80,8 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     return ST_OK;
 }
 
-/* Copies through the pinned buffer in chunks; the lock serialises users
- * of the one staging buffer. */
+/* Copies through the pinned chunks in turn; the lock serialises users of
+ * the chunks.  Uploads do not wait for their copies (see above). */
 static st_status transfer(st_backend *b, st_storage *s, uint64_t off, void *host, uint64_t n, bool to_device)
 {
     st_cuda_device *c = cb(b);
@@ -84,21 +90,28 @@ static st_status transfer(st_backend *b, st_storage *s, uint64_t off, void *host
                         (unsigned long long)n, (unsigned long long)off, s->label, (unsigned long long)s->size);
     if (!n) return ST_OK;
     st_status r = ST_OK;
+    cudaStream_t cs = (cudaStream_t)c->copy_stream;
     pthread_mutex_lock(&c->staging_lock);
     cudaSetDevice(c->device);
-    for (uint64_t done = 0; done < n && r == ST_OK; done += ST_STAGING_BYTES) {
-        size_t len = n - done < ST_STAGING_BYTES ? (size_t)(n - done) : ST_STAGING_BYTES;
+    for (uint64_t done = 0; done < n && r == ST_OK; done += ST_STAGING_SLOT_BYTES) {
+        size_t len = n - done < ST_STAGING_SLOT_BYTES ? (size_t)(n - done) : ST_STAGING_SLOT_BYTES;
         char *d = (char *)s->dev + off + done;
+        int slot = c->next_slot;
+        c->next_slot = (slot + 1) % ST_STAGING_SLOTS;
+        char *chunk = (char *)c->staging + (size_t)slot * ST_STAGING_SLOT_BYTES;
+        cudaEvent_t free_ev = (cudaEvent_t)c->slot_free[slot];
+        /* the chunk's previous copy must have read it */
+        r = st_cuda_check(cudaEventSynchronize(free_ev), "waiting for a staging chunk");
+        if (r != ST_OK) break;
         if (to_device) {
-            memcpy(c->staging, (char *)host + done, len);
-            r = st_cuda_check(cudaMemcpyAsync(d, c->staging, len, cudaMemcpyHostToDevice, c->copy_stream),
-                              "cudaMemcpyAsync to device");
-            if (r == ST_OK) r = st_cuda_check(cudaStreamSynchronize(c->copy_stream), "copy to device");
+            memcpy(chunk, (char *)host + done, len);
+            r = st_cuda_check(cudaMemcpyAsync(d, chunk, len, cudaMemcpyHostToDevice, cs), "cudaMemcpyAsync to device");
+            if (r == ST_OK) r = st_cuda_check(cudaEventRecord(free_ev, cs), "cudaEventRecord");
         } else {
-            r = st_cuda_check(cudaMemcpyAsync(c->staging, d, len, cudaMemcpyDeviceToHost, c->copy_stream),
-                              "cudaMemcpyAsync to host");
-            if (r == ST_OK) r = st_cuda_check(cudaStreamSynchronize(c->copy_stream), "copy to host");
-            if (r == ST_OK) memcpy((char *)host + done, c->staging, len);
+            r = st_cuda_check(cudaMemcpyAsync(chunk, d, len, cudaMemcpyDeviceToHost, cs), "cudaMemcpyAsync to host");
+            if (r == ST_OK) r = st_cuda_check(cudaEventRecord(free_ev, cs), "cudaEventRecord");
+            if (r == ST_OK) r = st_cuda_check(cudaEventSynchronize(free_ev), "copy to host");
+            if (r == ST_OK) memcpy((char *)host + done, chunk, len);
         }
     }
     pthread_mutex_unlock(&c->staging_lock);
@@ -123,6 +136,19 @@ static st_status cuda_fill(st_backend *b, st_storage *s, uint64_t off, int byte,
     cudaSetDevice(c->device);
     ST_TRY(st_cuda_check(cudaMemsetAsync((char *)s->dev + off, byte, n, c->copy_stream), "cudaMemsetAsync"));
     return st_cuda_check(cudaStreamSynchronize(c->copy_stream), "fill");
+}
+
+/* One event per staging chunk, recorded once so that the first wait on
+ * it returns at once. */
+static bool make_slot_events(st_cuda_device *c)
+{
+    for (int i = 0; i < ST_STAGING_SLOTS; i++) {
+        cudaEvent_t ev;
+        if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) return false;
+        c->slot_free[i] = ev;
+        if (cudaEventRecord(ev, (cudaStream_t)c->copy_stream) != cudaSuccess) return false;
+    }
+    return true;
 }
 
 /* Kernels are found by the names the op rows give (this module exports
@@ -165,7 +191,8 @@ st_backend *st_cuda_backend(int device)
         } else {
             c = calloc(1, sizeof *c);
             if (c && cudaSetDevice(device) == cudaSuccess && cudaStreamCreateWithFlags((cudaStream_t *)&c->copy_stream, cudaStreamNonBlocking) == cudaSuccess &&
-                cudaMallocHost(&c->staging, ST_STAGING_BYTES) == cudaSuccess) {
+                cudaMallocHost(&c->staging, ST_STAGING_SLOTS * ST_STAGING_SLOT_BYTES) == cudaSuccess &&
+                make_slot_events(c)) {
                 c->base.kind = ST_BACKEND_CUDA;
                 c->base.name = "cuda";
                 c->base.storage_alloc = storage_alloc;

@@ -57,6 +57,7 @@ typedef struct cuda_exec {
     void *workspace[ST_CUDA_STREAMS];
     cublasLtHandle_t lt;
     cudaEvent_t fork, join[ST_CUDA_STREAMS], run_done;
+    cudaEvent_t uploads;      /* the transfer stream's work before a run */
     dag_state *states;
     int n_states, cap_states;
     dag_state *cur;
@@ -240,6 +241,10 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     if (!st) ST_TRY(state_new(e, d, &st));
     e->cur = st;
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
+    /* uploads are asynchronous on the device's transfer stream (cuda.c):
+     * the run starts after every one queued so far (inputs, constants) */
+    ST_TRY(st_cuda_check(cudaEventRecord(e->uploads, (cudaStream_t)e->cb->copy_stream), "cudaEventRecord"));
+    ST_TRY(st_cuda_check(cudaStreamWaitEvent(e->streams[0], e->uploads, 0), "cudaStreamWaitEvent"));
     if (st->graph) {
         ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
     } else if (e->use_graphs && st->runs >= 1) {
@@ -324,6 +329,7 @@ static void exec_destroy(st_exec *base)
     }
     if (e->fork) cudaEventDestroy(e->fork);
     if (e->run_done) cudaEventDestroy(e->run_done);
+    if (e->uploads) cudaEventDestroy(e->uploads);
     if (e->lt) cublasLtDestroy(e->lt);
     if (e->error_word) cudaFreeHost(e->error_word);
     free(e);
@@ -355,6 +361,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     }
     if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->fork, cudaEventDisableTiming), "cudaEventCreate");
     if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->run_done, cudaEventDisableTiming), "cudaEventCreate");
+    if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->uploads, cudaEventDisableTiming), "cudaEventCreate");
     if (r == ST_OK && cublasLtCreate(&e->lt) != CUBLAS_STATUS_SUCCESS) r = st_error(ST_ERR_BACKEND, "cublasLt: cannot create a handle");
     if (r == ST_OK) r = st_cuda_check(cudaHostAlloc((void **)&e->error_word, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
     if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");

@@ -12,7 +12,12 @@ typedef struct st_cuda_device {
     int device;
     int sm_count;
     void *copy_stream;            /* cudaStream_t for host <-> device copies */
-    void *staging;                /* pinned host buffer */
+    /* Pinned host staging, ST_STAGING_SLOTS chunks used in turn; slot_free[i]
+     * (a cudaEvent_t) is recorded when chunk i's last copy has run, so an
+     * upload reuses a chunk only once the device has read it. */
+    void *staging;
+    void *slot_free[4];
+    int next_slot;
     pthread_mutex_t staging_lock;
 } st_cuda_device;
 

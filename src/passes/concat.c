@@ -16,6 +16,13 @@
  *     that together cover R in order (a split, or YOLO's C2f chunk, fed
  *     back into a concat): then R itself is placed over their slots, the
  *     slices become views of Y, and C copies none of them.
+ *   - X is the output of a view op (a Reshape, Flatten, Squeeze, ...) that
+ *     gives the bytes of a packed value R unchanged, in order (YOLOv5's
+ *     per-scale head output [1, 3, 80, 80, 85] reshaped to [1, 19200, 85]
+ *     for the final concat), and X's slot is one contiguous run of Y: the
+ *     dims of Y before the axis are all 1, and Y is itself packed (a Concat
+ *     holding such an R is placed in another only under the same rule).
+ *     R is then placed packed over that run, and X is a view of it.
  * Other readers of X need no packing: every kernel reads strided inputs, so
  * they read X through its strided slot.  A graph output may be placed: it
  * is then returned as a view.  Nested concats place transitively: when C's
@@ -68,6 +75,73 @@ static int slice_of(const st_plan *p, int x, int axis, int64_t *start)
     return r;
 }
 
+/* If value x is the output of a view op whose first input R, packed, gives
+ * x as R's own bytes in order (a reshape), returns R; else -1. */
+static int reshape_of(const st_plan *p, int x)
+{
+    const st_graph *g = p->model->g;
+    int prod = g->values[x].producer;
+    if (prod < 0 || p->nodes[prod].kind != ST_PN_EXEC) return -1;
+    const st_node *n = &g->nodes[prod];
+    if (!n->op->view || n->n_in < 1 || n->in[0] < 0 || n->n_out != 1 || n->out[0] != x) return -1;
+    int r = n->in[0];
+    const st_pvalue *pr = &p->values[r], *px = &p->values[x];
+    st_view rv, xv;
+    st_view_init(&rv, pr->t.dtype, pr->t.rank, pr->t.dims);
+    if (!n->op->view(p->nodes[prod].state, 0, &rv, &xv)) return -1;
+    if (xv.offset != 0 || !st_view_is_contiguous(&xv) || st_view_numel(&xv) != st_view_numel(&rv)) return -1;
+    if (xv.rank != px->t.rank) return -1;
+    for (int d = 0; d < xv.rank; d++)
+        if (xv.sizes[d] != px->t.dims[d]) return -1;
+    return r;
+}
+
+/* Whether every dim of value y before axis is 1 (a slot along axis of a
+ * packed y is then one contiguous run). */
+static bool lead_one(const st_plan *p, int y, int axis)
+{
+    for (int d = 0; d < axis; d++)
+        if (p->values[y].t.dims[d] != 1) return false;
+    return true;
+}
+
+/* Whether value v has the shape of a slot of y along axis (placed as a
+ * slice of y, not through a reshape). */
+static bool slot_shaped(const st_plan *p, int v, int y, int axis)
+{
+    const st_pvalue *pv = &p->values[v], *py = &p->values[y];
+    if (pv->t.rank != py->t.rank) return false;
+    for (int d = 0; d < pv->t.rank; d++)
+        if (d != axis && pv->t.dims[d] != py->t.dims[d]) return false;
+    return true;
+}
+
+/* Whether Concat node c's output holds, at any depth of nested concats, a
+ * value placed through a reshape (its slot must stay contiguous). */
+static bool holds_reshaped(const st_plan *p, int c)
+{
+    const st_graph *g = p->model->g;
+    int y = g->nodes[c].out[0];
+    int axis = ((const st_concat_state *)p->nodes[c].state)->axis;
+    for (int v = 0; v < p->n_values; v++) {
+        if (p->values[v].concat != c) continue;
+        if (!slot_shaped(p, v, y, axis)) return true;
+        int prod = p->values[v].producer;
+        if (prod >= 0 && (g->nodes[prod].op->flags & ST_OP_CONCAT) && holds_reshaped(p, prod)) return true;
+    }
+    return false;
+}
+
+/* Whether value v may be placed in Concat node i (output y, axis) as far
+ * as nesting goes: a concat output holding reshaped values only where its
+ * slot is contiguous. */
+static bool nest_ok(const st_plan *p, int v, int y, int axis)
+{
+    int prod = p->values[v].producer;
+    if (prod < 0 || !(p->model->g->nodes[prod].op->flags & ST_OP_CONCAT)) return true;
+    return lead_one(p, y, axis) || !holds_reshaped(p, prod);
+}
+
 void st_pass_place_concats(st_plan *p)
 {
     const st_graph *g = p->model->g;
@@ -93,7 +167,7 @@ void st_pass_place_concats(st_plan *p)
         for (int k = 0; k < n->n_in; k++) {
             int x = n->in[k];
             if (x < 0) continue;
-            if (placeable(p, x, out_dt)) {
+            if (placeable(p, x, out_dt) && nest_ok(p, x, n->out[0], axis)) {
                 p->values[x].concat = i;
                 p->values[x].concat_start = start[k];
                 pn->skip[k] = true;
@@ -101,9 +175,19 @@ void st_pass_place_concats(st_plan *p)
                 continue;
             }
             /* a run of inputs k..j-1 that slice one value R in order */
+            /* a packed value R that x reshapes, into a contiguous slot */
+            int r = reshape_of(p, x);
+            if (r >= 0 && lead_one(p, n->out[0], axis) && placeable(p, r, out_dt) &&
+                p->values[x].t.dtype == out_dt) {
+                p->values[r].concat = i;
+                p->values[r].concat_start = start[k];
+                pn->skip[k] = true;
+                pn->n_placed++;
+                continue;
+            }
             int64_t s0;
-            int r = slice_of(p, x, axis, &s0);
-            if (r < 0 || s0 != 0 || !placeable(p, r, out_dt)) continue;
+            r = slice_of(p, x, axis, &s0);
+            if (r < 0 || s0 != 0 || !placeable(p, r, out_dt) || !nest_ok(p, r, n->out[0], axis)) continue;
             int64_t covered = 0;
             int j = k;
             while (j < n->n_in && n->in[j] >= 0) {

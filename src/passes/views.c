@@ -13,7 +13,9 @@
  * its output is packed: the copy is explicit and the hazard tracker sees it.
  *
  * A placed Concat input (passes/concat.c) is a slice of its Concat's
- * output along the axis, resolved recursively for nested concats.  Layout
+ * output along the axis, resolved recursively for nested concats; a value
+ * placed through a reshape is packed over its contiguous run of that
+ * output.  Layout
  * offsets here are relative to the root value's buffer; plan/plan.c adds
  * the buffer's arena offset once buffers are placed.
  */
@@ -34,8 +36,25 @@ static st_status resolve_placed(st_plan *p, int v)
     int y = c->out[0];
     ST_TRY(resolve(p, y));
     const st_concat_state *cs = p->nodes[pv->concat].state;
-    pv->view = p->values[y].view;
-    st_view_slice(&pv->view, cs->axis, pv->concat_start, 1, pv->t.dims[cs->axis]);
+    const st_pvalue *py = &p->values[y];
+    bool sliced = pv->t.rank == py->t.rank;
+    for (int d = 0; sliced && d < pv->t.rank; d++) sliced = d == cs->axis || pv->t.dims[d] == py->t.dims[d];
+    if (sliced) {
+        pv->view = py->view;
+        st_view_slice(&pv->view, cs->axis, pv->concat_start, 1, pv->t.dims[cs->axis]);
+    } else {
+        /* placed through a reshape: packed over a contiguous run of y that
+         * starts at concat_start along the axis */
+        st_view run = py->view;
+        int64_t inner = 1, n = st_numel(pv->t.rank, pv->t.dims);
+        for (int d = cs->axis + 1; d < py->t.rank; d++) inner *= py->t.dims[d];
+        if (inner <= 0 || n % inner) return st_error(ST_ERR_INTERNAL, "concat placement: slot does not fit");
+        st_view_slice(&run, cs->axis, pv->concat_start, 1, n / inner);
+        if (!st_view_is_contiguous(&run)) return st_error(ST_ERR_INTERNAL, "concat placement: slot not contiguous");
+        st_view_init(&pv->view, pv->t.dtype, pv->t.rank, pv->t.dims);
+        pv->view.storage = run.storage;
+        pv->view.offset = run.offset;
+    }
     pv->kind = ST_PV_VIEW;
     pv->base = y;
     pv->buffer = p->values[y].buffer;

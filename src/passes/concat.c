@@ -142,6 +142,97 @@ static bool nest_ok(const st_plan *p, int v, int y, int axis)
     return lead_one(p, y, axis) || !holds_reshaped(p, prod);
 }
 
+/* For placing R over Y (axis) at base when its slices fill only the
+ * slots from start to the end of R: the slots of Y in [base, start) hold
+ * other inputs of C, so R's bytes there are overwritten by their writers
+ * (the producer of a placed input, or C's copy).  That is safe when every
+ * command that reads those bytes of R runs before every such writer in
+ * program order (the hazard DAG then orders the overwrite after the reads)
+ * and R's producer runs before the writers.  A value derived from R by a
+ * slice along the axis covers only its own slots; any other view of R
+ * (through view ops, transitively) counts as covering all of R.  A reader
+ * that is not a plain command of its own (a fused node), a graph output
+ * among R's views, or C reading one of them other than the run refuses. */
+typedef struct overlap_ctx {
+    const st_plan *p;
+    int c, axis, r;
+    int64_t s0;           /* R's positions [0, s0) along the axis are overwritten */
+    const int *writer;    /* per such position, the node that overwrites it */
+    int k0, k1;           /* the run of C's inputs that are slices of R */
+} overlap_ctx;
+
+/* Whether every reader of value v (R or a view of it covering R's
+ * positions [lo, hi) along the axis) runs before the writers of those
+ * positions. */
+static bool readers_first(const overlap_ctx *o, int v, int64_t lo, int64_t hi, int depth)
+{
+    const st_plan *p = o->p;
+    const st_graph *g = p->model->g;
+    if (depth > 16) return false;
+    int first_w = g->n_nodes;
+    for (int64_t a = lo; a < hi && a < o->s0; a++)
+        if (o->writer[a] < first_w) first_w = o->writer[a];
+    if (first_w == g->n_nodes) return true; /* v covers nothing overwritten */
+    for (int q = 0; q < g->n_outputs; q++)
+        if (g->outputs[q] == v) return false;
+    for (int m = 0; m < g->n_nodes; m++) {
+        const st_pnode *pm = &p->nodes[m];
+        const st_node *nm = &g->nodes[m];
+        const int *ins = pm->in ? pm->in : nm->in;
+        int nin = pm->in ? pm->n_in : nm->n_in;
+        bool reads = false;
+        for (int q = 0; q < nin; q++)
+            if (ins[q] == v && !(m == o->c && q >= o->k0 && q < o->k1)) reads = true;
+        if (!reads || pm->kind == ST_PN_DEAD || pm->kind == ST_PN_FOLDED) continue;
+        if (pm->kind != ST_PN_EXEC || m == o->c || m >= first_w) return false;
+        if (!nm->op->view) continue;
+        /* a view op: its outputs read the same bytes (a slice of R along
+         * the axis only its own positions) */
+        for (int t = 0; t < nm->n_out; t++) {
+            int u = nm->out[t];
+            if (u < 0) continue;
+            int64_t s, ulo = lo, uhi = hi;
+            if (v == o->r && slice_of(p, u, o->axis, &s) == o->r) {
+                ulo = s;
+                uhi = s + p->values[u].t.dims[o->axis];
+            }
+            if (!readers_first(o, u, ulo, uhi, depth + 1)) return false;
+        }
+    }
+    return true;
+}
+
+/* Whether R (value r, slot-shaped) may be placed in Concat node c at
+ * start[k0] - s0, its slices at s0.. being C's inputs k0..k1-1 (see
+ * overlap_ctx). */
+static bool overlap_safe(const st_plan *p, int c, int axis, int r, int64_t s0, int k0, int k1, const int64_t *start)
+{
+    const st_node *n = &p->model->g->nodes[c];
+    int64_t base = start[k0] - s0;
+    if (base < 0) return false;
+    int *writer = malloc((size_t)s0 * sizeof *writer);
+    if (!writer) return false;
+    int first_w = p->model->g->n_nodes;
+    bool ok = true;
+    for (int q = 0; q < k0 && ok; q++) {
+        int x = n->in[q];
+        if (x < 0) continue;
+        int64_t a0 = start[q] - base, a1 = a0 + p->values[x].t.dims[axis];
+        if (a1 <= 0) continue;
+        int w = c;
+        if (p->nodes[c].skip[q]) {
+            if (p->values[x].concat != c) ok = false; /* placed through a view: not tracked here */
+            w = p->values[x].producer;
+        }
+        if (w < first_w) first_w = w;
+        for (int64_t a = a0 < 0 ? 0 : a0; a < a1 && a < s0; a++) writer[a] = w;
+    }
+    overlap_ctx o = {p, c, axis, r, s0, writer, k0, k1};
+    ok = ok && p->values[r].producer < first_w && readers_first(&o, r, 0, p->values[r].t.dims[axis], 0);
+    free(writer);
+    return ok;
+}
+
 void st_pass_place_concats(st_plan *p)
 {
     const st_graph *g = p->model->g;
@@ -187,8 +278,8 @@ void st_pass_place_concats(st_plan *p)
             }
             int64_t s0;
             r = slice_of(p, x, axis, &s0);
-            if (r < 0 || s0 != 0 || !placeable(p, r, out_dt) || !nest_ok(p, r, n->out[0], axis)) continue;
-            int64_t covered = 0;
+            if (r < 0 || !placeable(p, r, out_dt) || !nest_ok(p, r, n->out[0], axis)) continue;
+            int64_t covered = s0;
             int j = k;
             while (j < n->n_in && n->in[j] >= 0) {
                 int64_t s;
@@ -197,8 +288,14 @@ void st_pass_place_concats(st_plan *p)
                 j++;
             }
             if (covered != p->values[r].t.dims[axis]) continue;
+            /* slices from s0 > 0 (YOLOv5's confidences, Split's third
+             * output, after xy and wh computed from the first two): R goes
+             * over the earlier inputs' slots too, when their writers come
+             * after every reader of what they overwrite */
+            if (s0 > 0 && (!slot_shaped(p, r, n->out[0], axis) || !overlap_safe(p, i, axis, r, s0, k, j, start)))
+                continue;
             p->values[r].concat = i;
-            p->values[r].concat_start = start[k];
+            p->values[r].concat_start = start[k] - s0;
             for (int q = k; q < j; q++) pn->skip[q] = true;
             pn->n_placed += j - k;
             k = j - 1;

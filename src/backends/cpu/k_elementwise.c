@@ -209,6 +209,36 @@ void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
     unary_f32(&s, x, x, n, e->alpha, e->beta);
 }
 
+/* A row longer than two budgets is split into pieces of the budget (a
+ * multiple of BLOCK), a task each: a packed tensor coalesces into a single
+ * row, which would otherwise run as one task on one thread (YOLO11n's
+ * residual Adds, 400K elements).  Elementwise: any split gives the same
+ * bits. */
+#define PIECE ROWS_PER_TASK_MIN_ELEMS
+static int64_t row_pieces(int64_t inner) { return inner > 2 * PIECE ? (inner + PIECE - 1) / PIECE : 1; }
+
+static int64_t ew_tasks(int64_t rows, int64_t rows_per_task, int64_t pieces)
+{
+    return pieces > 1 ? rows * pieces : (rows + rows_per_task - 1) / rows_per_task;
+}
+
+/* Task t's rows [*r0, *r1) and, of each, the elements [*i0, *i1). */
+static void ew_span(int64_t t, int64_t rows, int64_t rows_per_task, int64_t pieces, int64_t inner, int64_t *r0,
+                    int64_t *r1, int64_t *i0, int64_t *i1)
+{
+    if (pieces > 1) {
+        *r0 = t / pieces;
+        *r1 = *r0 + 1;
+        *i0 = t % pieces * PIECE;
+        *i1 = *i0 + PIECE < inner ? *i0 + PIECE : inner;
+        return;
+    }
+    *r0 = t * rows_per_task;
+    *r1 = *r0 + rows_per_task < rows ? *r0 + rows_per_task : rows;
+    *i0 = 0;
+    *i1 = inner;
+}
+
 /* ---- unary driver ---- */
 
 typedef struct unary_job {
@@ -217,7 +247,7 @@ typedef struct unary_job {
     bool vec;                /* Sigmoid and SiLU: the AVX-512 forms (gemm_avx512.c), not libm per element */
     st_epilogue vact;
     st_iter it;
-    int64_t rows, rows_per_task;
+    int64_t rows, rows_per_task, pieces;
     double lo, hi;
 } unary_job;
 
@@ -226,8 +256,8 @@ static void unary_rows(void *arg, int64_t task)
     const unary_job *j = arg;
     const st_operand *x = &j->k->in[0], *y = &j->k->out[0];
     st_iter it = j->it;
-    int64_t r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
-    if (r1 > j->rows) r1 = j->rows;
+    int64_t r0, r1, i0, i1;
+    ew_span(task, j->rows, j->rows_per_task, j->pieces, it.inner, &r0, &r1, &i0, &i1);
     st_iter_seek(&it, r0);
     size_t xs = st_dtype_size(x->dtype), ys = st_dtype_size(y->dtype);
     bool flt = x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16 || x->dtype == ST_BOOL;
@@ -236,19 +266,19 @@ static void unary_rows(void *arg, int64_t task)
         const char *xb = (const char *)x->data + it.off[1] * (int64_t)xs;
         char *yb = (char *)y->data + it.off[0] * (int64_t)ys;
         if (flt && y->dtype != ST_F64) {
-            for (int64_t i = 0; i < it.inner; i += BLOCK) {
-                int64_t n = it.inner - i < BLOCK ? it.inner - i : BLOCK;
+            for (int64_t i = i0; i < i1; i += BLOCK) {
+                int64_t n = i1 - i < BLOCK ? i1 - i : BLOCK;
                 const float *xv = load_block(x->dtype, xb + i * it.step[1] * (int64_t)xs, it.step[1], n, sx);
                 float *yv = out_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], sy);
                 if (!j->vec || !st_vec_act(&j->vact, xv, yv, n)) unary_f32(j->s, xv, yv, n, (float)j->lo, (float)j->hi);
                 store_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], n, yv);
             }
         } else if (x->dtype == ST_F64) {
-            for (int64_t i = 0; i < it.inner; i++)
+            for (int64_t i = i0; i < i1; i++)
                 st_store_f64(y->dtype, yb + i * it.step[0] * (int64_t)ys,
                              unary_f64(j->s, st_load_f64(x->dtype, xb + i * it.step[1] * (int64_t)xs), j->lo, j->hi));
         } else {
-            for (int64_t i = 0; i < it.inner; i++)
+            for (int64_t i = i0; i < i1; i++)
                 st_store_i64(y->dtype, yb + i * it.step[0] * (int64_t)ys,
                              unary_i64(j->s, st_load_i64(x->dtype, xb + i * it.step[1] * (int64_t)xs), (int64_t)j->lo,
                                        (int64_t)j->hi));
@@ -377,7 +407,7 @@ static bool unary_transposed(const st_kctx *k, const unary_job *j)
 static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, double hi)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    unary_job j = {k, s, false, {0}, {0}, 0, 0, lo, hi};
+    unary_job j = {k, s, false, {0}, {0}, 0, 0, 0, lo, hi};
     j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU;
     j.vact.act = s->code + 1;
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
@@ -385,7 +415,8 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, do
     long_inner(&j.it);
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = rows_per_task(j.rows, j.it.inner);
-    st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, unary_rows, &j);
+    j.pieces = row_pieces(j.it.inner);
+    st_parallel_for(k->pool, ew_tasks(j.rows, j.rows_per_task, j.pieces), unary_rows, &j);
     return ST_OK;
 }
 
@@ -524,7 +555,7 @@ typedef struct binary_job {
     int code;
     bool fmod_mode;
     st_iter it;
-    int64_t rows, rows_per_task;
+    int64_t rows, rows_per_task, pieces;
 } binary_job;
 
 static bool f32_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
@@ -534,8 +565,8 @@ static void binary_rows(void *arg, int64_t task)
     const binary_job *j = arg;
     const st_operand *a = j->a, *b = j->b, *y = j->y;
     st_iter it = j->it;
-    int64_t r0 = task * j->rows_per_task, r1 = r0 + j->rows_per_task;
-    if (r1 > j->rows) r1 = j->rows;
+    int64_t r0, r1, i0, i1;
+    ew_span(task, j->rows, j->rows_per_task, j->pieces, it.inner, &r0, &r1, &i0, &i1);
     st_iter_seek(&it, r0);
     size_t as = st_dtype_size(a->dtype), bs = st_dtype_size(b->dtype), ys = st_dtype_size(y->dtype);
     bool flt = f32_class(a->dtype) && f32_class(b->dtype);
@@ -547,8 +578,8 @@ static void binary_rows(void *arg, int64_t task)
         const char *bb = (const char *)b->data + it.off[2] * (int64_t)bs;
         char *yb = (char *)y->data + it.off[0] * (int64_t)ys;
         if (flt) {
-            for (int64_t i = 0; i < it.inner; i += BLOCK) {
-                int64_t n = it.inner - i < BLOCK ? it.inner - i : BLOCK;
+            for (int64_t i = i0; i < i1; i += BLOCK) {
+                int64_t n = i1 - i < BLOCK ? i1 - i : BLOCK;
                 const float *av = load_block(a->dtype, ab + i * it.step[1] * (int64_t)as, it.step[1], n, sa);
                 const float *bv = load_block(b->dtype, bb + i * it.step[2] * (int64_t)bs, it.step[2], n, sb);
                 float *yv = out_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], sy);
@@ -556,13 +587,13 @@ static void binary_rows(void *arg, int64_t task)
                 store_block(y->dtype, yb + i * it.step[0] * (int64_t)ys, it.step[0], n, yv);
             }
         } else if (dbl) {
-            for (int64_t i = 0; i < it.inner; i++) {
+            for (int64_t i = i0; i < i1; i++) {
                 double va = st_load_f64(a->dtype, ab + i * it.step[1] * (int64_t)as);
                 double vb = st_load_f64(b->dtype, bb + i * it.step[2] * (int64_t)bs);
                 st_store_f64(y->dtype, yb + i * it.step[0] * (int64_t)ys, binary_f64(j->code, va, vb, j->fmod_mode));
             }
         } else {
-            for (int64_t i = 0; i < it.inner; i++) {
+            for (int64_t i = i0; i < i1; i++) {
                 int64_t va = st_load_i64(a->dtype, ab + i * it.step[1] * (int64_t)as);
                 int64_t vb = st_load_i64(b->dtype, bb + i * it.step[2] * (int64_t)bs);
                 st_store_i64(y->dtype, yb + i * it.step[0] * (int64_t)ys, binary_i64(j->code, va, vb, j->fmod_mode, uns));
@@ -587,12 +618,13 @@ static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     st_broadcast_strides(a, y, sa);
     st_broadcast_strides(b, y, sb);
-    binary_job j = {a, b, y, code, fmod_mode, {0}, 0, 0};
+    binary_job j = {a, b, y, code, fmod_mode, {0}, 0, 0, 0};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return;
     long_inner(&j.it);
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = rows_per_task(j.rows, j.it.inner);
-    st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, binary_rows, &j);
+    j.pieces = row_pieces(j.it.inner);
+    st_parallel_for(k->pool, ew_tasks(j.rows, j.rows_per_task, j.pieces), binary_rows, &j);
 }
 
 st_status st_cpu_binary(const st_kctx *k)

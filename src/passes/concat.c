@@ -19,10 +19,14 @@
  *   - X is the output of a view op (a Reshape, Flatten, Squeeze, ...) that
  *     gives the bytes of a packed value R unchanged, in order (YOLOv5's
  *     per-scale head output [1, 3, 80, 80, 85] reshaped to [1, 19200, 85]
- *     for the final concat), and X's slot is one contiguous run of Y: the
- *     dims of Y before the axis are all 1, and Y is itself packed (a Concat
- *     holding such an R is placed in another only under the same rule).
- *     R is then placed packed over that run, and X is a view of it.
+ *     for the final concat), and X's slot of Y, Y packed, can be viewed
+ *     with R's dims such that the reshape gives the slot back (a
+ *     contiguous slot always can; YOLO11n's [1, 144, 80, 80] heads
+ *     reshaped to [1, 144, 6400] and concatenated along the last axis can
+ *     too, rows of 80 with a stride of 80).  R is then placed over the
+ *     slot with those strides, and X is a view of it.  Y must stay packed:
+ *     a Concat holding such an R is placed in another only where its slot
+ *     is contiguous (the dims before the axis all 1).
  * Other readers of X need no packing: every kernel reads strided inputs, so
  * they read X through its strided slot.  A graph output may be placed: it
  * is then returned as a view.  Nested concats place transitively: when C's
@@ -94,6 +98,25 @@ static int reshape_of(const st_plan *p, int x)
     for (int d = 0; d < xv.rank; d++)
         if (xv.sizes[d] != px->t.dims[d]) return -1;
     return r;
+}
+
+/* Whether R (value r), reshaped by x's producer, fits x's slot of a packed
+ * y (axis, at start): the slot's strides express R's dims, and the view
+ * rule turns that view of R back into the slot itself. */
+static bool reshape_fits(const st_plan *p, int x, int r, int y, int axis, int64_t start)
+{
+    const st_pvalue *py = &p->values[y], *pr = &p->values[r], *px = &p->values[x];
+    const st_node *n = &p->model->g->nodes[p->model->g->values[x].producer];
+    st_view slot, rv, xv;
+    st_view_init(&slot, py->t.dtype, py->t.rank, py->t.dims);
+    st_view_slice(&slot, axis, start, 1, px->t.dims[axis]);
+    rv = slot;
+    if (!st_view_reshape(&rv, pr->t.rank, pr->t.dims)) return false;
+    if (!n->op->view(p->nodes[p->model->g->values[x].producer].state, 0, &rv, &xv)) return false;
+    if (xv.offset != slot.offset || xv.rank != slot.rank) return false;
+    for (int d = 0; d < slot.rank; d++)
+        if (xv.sizes[d] != slot.sizes[d] || (slot.sizes[d] > 1 && xv.strides[d] != slot.strides[d])) return false;
+    return true;
 }
 
 /* Whether every dim of value y before axis is 1 (a slot along axis of a
@@ -268,8 +291,8 @@ void st_pass_place_concats(st_plan *p)
             /* a run of inputs k..j-1 that slice one value R in order */
             /* a packed value R that x reshapes, into a contiguous slot */
             int r = reshape_of(p, x);
-            if (r >= 0 && lead_one(p, n->out[0], axis) && placeable(p, r, out_dt) &&
-                p->values[x].t.dtype == out_dt) {
+            if (r >= 0 && placeable(p, r, out_dt) && p->values[x].t.dtype == out_dt &&
+                nest_ok(p, r, n->out[0], axis) && reshape_fits(p, x, r, n->out[0], axis, start[k])) {
                 p->values[r].concat = i;
                 p->values[r].concat_start = start[k];
                 pn->skip[k] = true;

@@ -14,8 +14,8 @@
  *
  * A placed Concat input (passes/concat.c) is a slice of its Concat's
  * output along the axis, resolved recursively for nested concats; a value
- * placed through a reshape is packed over its contiguous run of that
- * output.  Layout
+ * placed through a reshape is its slot of that output viewed with the
+ * value's own dims.  Layout
  * offsets here are relative to the root value's buffer; plan/plan.c adds
  * the buffer's arena offset once buffers are placed.
  */
@@ -43,17 +43,16 @@ static st_status resolve_placed(st_plan *p, int v)
         pv->view = py->view;
         st_view_slice(&pv->view, cs->axis, pv->concat_start, 1, pv->t.dims[cs->axis]);
     } else {
-        /* placed through a reshape: packed over a contiguous run of y that
-         * starts at concat_start along the axis */
-        st_view run = py->view;
-        int64_t inner = 1, n = st_numel(pv->t.rank, pv->t.dims);
-        for (int d = cs->axis + 1; d < py->t.rank; d++) inner *= py->t.dims[d];
-        if (inner <= 0 || n % inner) return st_error(ST_ERR_INTERNAL, "concat placement: slot does not fit");
-        st_view_slice(&run, cs->axis, pv->concat_start, 1, n / inner);
-        if (!st_view_is_contiguous(&run)) return st_error(ST_ERR_INTERNAL, "concat placement: slot not contiguous");
-        st_view_init(&pv->view, pv->t.dtype, pv->t.rank, pv->t.dims);
-        pv->view.storage = run.storage;
-        pv->view.offset = run.offset;
+        /* placed through a reshape: y's slot from concat_start along the
+         * axis, viewed with this value's dims */
+        int64_t other = 1, n = st_numel(pv->t.rank, pv->t.dims);
+        for (int d = 0; d < py->t.rank; d++)
+            if (d != cs->axis) other *= py->t.dims[d];
+        if (other <= 0 || n % other) return st_error(ST_ERR_INTERNAL, "concat placement: slot does not fit");
+        pv->view = py->view;
+        st_view_slice(&pv->view, cs->axis, pv->concat_start, 1, n / other);
+        if (!st_view_reshape(&pv->view, pv->t.rank, pv->t.dims))
+            return st_error(ST_ERR_INTERNAL, "concat placement: slot cannot be reshaped");
     }
     pv->kind = ST_PV_VIEW;
     pv->base = y;

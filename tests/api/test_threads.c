@@ -154,6 +154,7 @@ static void test_many_sessions(void)
 typedef struct shared_worker {
     st_session *s;
     pthread_barrier_t *start;   /* both threads begin together */
+    atomic_int *finished;       /* how many of the two have stopped */
     int id, iters;
     int completed, busy, invalid, other_errors;
 } shared_worker;
@@ -179,16 +180,20 @@ static bool note(shared_worker *w, st_status r)
 
 /* Each thread keeps trying until it has completed `iters` runs (bind,
  * run, read both outputs), yielding after ST_ERR_BUSY, so the two threads
- * really do interleave.  One thread can starve the other (any run in
- * between spoils the other's iteration), so the attempts are bounded and
- * the test asks only that both made progress. */
+ * really do interleave.  One thread can starve the other for as long as
+ * both run (any run in between spoils the other's iteration; under TSan
+ * the faster one can win for its whole loop), which the contract allows;
+ * once the other has stopped, a thread alone must get through.  So a
+ * thread gives up only after many attempts made while it was alone: the
+ * session would then be stuck, and the test fails. */
 static void *shared_main(void *arg)
 {
     shared_worker *w = arg;
     uint64_t r = 0xda942042e4dd58b5ull * (uint64_t)(w->id + 7);
     pthread_barrier_wait(w->start);
-    for (int attempt = 0; w->completed < w->iters && attempt < 500 * w->iters; attempt++) {
+    for (int attempt = 0, alone = 0; w->completed < w->iters && alone < 100 * w->iters; attempt++) {
         if (attempt) sched_yield();
+        if (atomic_load(w->finished) > 0) alone++;
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         int k = (int)((r >> 33) % N_X), rows = 1 + (int)((r >> 40) % MAX_ROWS);
         int64_t dims[2] = {rows, IN};
@@ -209,6 +214,7 @@ static void *shared_main(void *arg)
         }
         if (ok) w->completed++;
     }
+    atomic_fetch_add(w->finished, 1);
     return NULL;
 }
 
@@ -223,9 +229,10 @@ static void test_one_session(bool sanitize)
     shared_worker w[2];
     pthread_t t[2];
     pthread_barrier_t start;
+    atomic_int finished = 0;
     pthread_barrier_init(&start, NULL, 2);
     for (int i = 0; i < 2; i++) {
-        w[i] = (shared_worker){s, &start, i, 200, 0, 0, 0, 0};
+        w[i] = (shared_worker){s, &start, &finished, i, 200, 0, 0, 0, 0};
         CHECK(pthread_create(&t[i], NULL, shared_main, &w[i]) == 0);
     }
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);

@@ -31,9 +31,18 @@
  * they read X through its strided slot.  A graph output may be placed: it
  * is then returned as a view.  Nested concats place transitively: when C's
  * own output is placed in D, X's slot is a slice of C's slot in D.
+ *   - a split source R whose slices fill only the last slots of the run
+ *     (YOLOv5's head: the confidences of each row are a slice of the
+ *     Sigmoid's output, xy and wh are computed from the other slices) may
+ *     be placed over the earlier slots too, where its bytes are then
+ *     overwritten by those slots' writers; only when every reader of the
+ *     overwritten bytes runs before every writer of them in program order
+ *     (overlap_safe below), so the overwrite is a WAR the DAG orders.
  * Slots never overlap (they partition Y along the axis), and the hazard
  * DAG orders each producer against every reader of its slot like any other
- * write, so placement needs no special ordering.
+ * write, so placement needs no special ordering; the split-source case
+ * above relies on the same DAG for its write-after-read, and the
+ * sanitizer and the random schedules check it like any other edge.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -3,11 +3,10 @@
 # sanitizer in its own directory (build-asan, build-tsan) and runs tests
 # under it, sharing the main build's generated models.
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (leaks included)
-#         on the whole suite except the 50-schedule runs of the big models
-#         and the end-to-end OCR run (over 5 minutes under ASan; they repeat
-#         what the main build checks, and `sanitized_tests.sh asan -E
-#         fixtures` runs them too), the fuzz smoke run (its own ASan
-#         build) and valgrind (which cannot run an ASan binary);
+#         on the whole suite (about 3 minutes on 2 cores since the CPU
+#         kernels got fast, the 50-schedule runs and the OCR demo
+#         included), except the fuzz smoke run (its own ASan build) and
+#         valgrind (which cannot run an ASan binary);
 #   tsan: ThreadSanitizer on what exercises the concurrent executor: the
 #         seed cases' random schedules on two threads (450 runs) and the
 #         API's two sessions on two threads.
@@ -33,6 +32,6 @@ cmake --build "$B" -j"$(nproc)"
 cd "$B"
 if [ $# -eq 0 ]; then
   if [ "$kind" = tsan ]; then set -- -L "seed|api" -E "fixtures"
-  else set -- -E "fixtures|sanitized|fuzz|valgrind|yolo.*_schedules|ppocr_.*_schedules|vision_ocr"; fi
+  else set -- -E "fixtures|sanitized|fuzz|valgrind"; fi
 fi
 ctest --output-on-failure -j"$(nproc)" "$@"

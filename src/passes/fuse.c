@@ -34,10 +34,12 @@ typedef struct users {
 
 static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }
 
-/* The only running node reading value v, or -1. */
-static int sole_reader(const st_plan *p, const st_graph *g, const users *u, int v)
+/* The only running node reading value v (not a graph output), or -1;
+ * count is st_plan_count_readers's. */
+int st_plan_sole_reader(const st_plan *p, const int *count, int v)
 {
-    if (u->count[v] != 1 || g->values[v].is_output) return -1;
+    const st_graph *g = p->model->g;
+    if (count[v] != 1 || g->values[v].is_output) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_exec(p, i)) continue;
         int n_in;
@@ -118,15 +120,17 @@ static bool same_shape(const st_plan *p, int a, int b)
     return true;
 }
 
-static void count_users(const st_plan *p, const st_graph *g, users *u)
+/* count[v]: how many input slots of running nodes read value v. */
+void st_plan_count_readers(const st_plan *p, int *count)
 {
-    memset(u->count, 0, (size_t)p->n_values * sizeof *u->count);
+    const st_graph *g = p->model->g;
+    memset(count, 0, (size_t)p->n_values * sizeof *count);
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_exec(p, i)) continue;
         int n_in;
         const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
         for (int k = 0; k < n_in; k++)
-            if (in[k] >= 0) u->count[in[k]]++;
+            if (in[k] >= 0) count[in[k]]++;
     }
 }
 
@@ -183,11 +187,11 @@ void st_pass_fuse(st_plan *p)
     const st_graph *g = p->model->g;
     users u = {calloc((size_t)p->n_values + 1, sizeof(int))};
     if (!u.count) return; /* fusion is an optimisation */
-    count_users(p, g, &u);
+    st_plan_count_readers(p, u.count);
     for (int i = 0; i < g->n_nodes; i++)
         if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
             rewrite_hardswish(p, g, &u, i);
-            if (p->nodes[i].op) count_users(p, g, &u);
+            if (p->nodes[i].op) st_plan_count_readers(p, u.count);
         }
     for (int i = 0; i < g->n_nodes; i++) {
         const st_node *n = &g->nodes[i];
@@ -196,7 +200,7 @@ void st_pass_fuse(st_plan *p)
         /* the f64 kernel is a reference loop without an epilogue */
         if (g->values[x].is_output || p->values[x].t.dtype == ST_F64) continue;
         st_epilogue e = {0};
-        int a = sole_reader(p, g, &u, x);
+        int a = st_plan_sole_reader(p, u.count, x);
         if (a >= 0 && act_of(p, g, a, &e) && g->nodes[a].out[0] >= 0) {
             absorb(p, g, i, g->nodes[a].out[0], e, &a, 1);
             continue;
@@ -216,7 +220,7 @@ void st_pass_fuse(st_plan *p)
         if (sig < 0 || mul < 0) continue;
         int s_out = g->nodes[sig].out[0];
         const st_node *m = &g->nodes[mul];
-        if (s_out < 0 || sole_reader(p, g, &u, s_out) != mul || m->n_in != 2 || m->out[0] < 0) continue;
+        if (s_out < 0 || st_plan_sole_reader(p, u.count, s_out) != mul || m->n_in != 2 || m->out[0] < 0) continue;
         if (!((m->in[0] == x && m->in[1] == s_out) || (m->in[1] == x && m->in[0] == s_out))) continue;
         /* Mul's broadcasting is trivial here: both operands have X's shape */
         e.act = ST_U_SILU + 1;

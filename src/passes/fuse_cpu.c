@@ -46,32 +46,9 @@ static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[n
 
 static int *count_users(const st_plan *p)
 {
-    const st_graph *g = p->model->g;
-    int *count = calloc((size_t)p->n_values + 1, sizeof *count);
-    if (!count) return NULL;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!is_exec(p, i)) continue;
-        int n_in;
-        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
-        for (int k = 0; k < n_in; k++)
-            if (in[k] >= 0) count[in[k]]++;
-    }
+    int *count = malloc(((size_t)p->n_values + 1) * sizeof *count);
+    if (count) st_plan_count_readers(p, count);
     return count;
-}
-
-/* The only running node reading value v (not a graph output), or -1. */
-static int sole_reader(const st_plan *p, const int *count, int v)
-{
-    const st_graph *g = p->model->g;
-    if (count[v] != 1 || g->values[v].is_output) return -1;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!is_exec(p, i)) continue;
-        int n_in;
-        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
-        for (int k = 0; k < n_in; k++)
-            if (in[k] == v) return i;
-    }
-    return -1;
 }
 
 static bool same_shape(const st_tinfo *a, const st_tinfo *b)
@@ -209,7 +186,7 @@ static void fuse_conv(st_plan *p, int *count, int i)
     bool post = e.act != 0, any_pre = false, any_post = false;
     int x = x0, nf = 0;
     for (;;) {
-        int a = sole_reader(p, count, x);
+        int a = st_plan_sole_reader(p, count, x);
         if (a < 0 || g->nodes[a].n_out < 1) break;
         int y = g->nodes[a].out[0];
         if (y < 0 || !same_shape(&p->values[y].t, &xt)) break;

@@ -141,6 +141,11 @@ void st_plan_free(st_plan *p);
 st_status st_specialize(st_plan *p);
 void st_pass_fuse(st_plan *p);
 void st_pass_fuse_cpu(st_plan *p);
+/* Shared by the fusion passes (passes/fuse.c): count[v] = input slots of
+ * running nodes that read value v; the only running reader of v (not a
+ * graph output), or -1. */
+void st_plan_count_readers(const st_plan *p, int *count);
+int st_plan_sole_reader(const st_plan *p, const int *count, int v);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
 st_status st_plan_buffers(st_plan *p);

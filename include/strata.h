@@ -100,6 +100,8 @@ typedef struct st_session_options {
     uint64_t memory_limit;    /* bytes a session may allocate; 0: the machine's memory */
     int serial;               /* 1: one command at a time (no inter-op parallelism; for
                                  measuring what it gains) */
+    int no_fallback;          /* 1: a node the backend has no kernel for is an error
+                                 instead of running on the CPU (GPU backends) */
 } st_session_options;
 
 /* Name, dtype and shape of a model input or output.  dims[i] < 0 marks a

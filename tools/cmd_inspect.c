@@ -14,6 +14,7 @@
 #include "tool.h"
 
 const st_plan *st_session_plan(const st_session *s);
+const st_dag *st_session_dag(const st_session *s);
 
 static void print_shape(FILE *f, const st_value *v, bool json)
 {
@@ -149,7 +150,19 @@ static int model_summary(const tool_opts *o, const st_model *m)
 static const char *VKIND[] = {"dead", "const", "input", "root", "view"};
 static const char *NKIND[] = {"dead", "folded", "view", "exec", "fused"};
 
-static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
+static const char *device_of(const st_plan *p, int d)
+{
+    return d == ST_DEV_HOST ? p->target.host->backend : p->target.main->backend;
+}
+
+static int64_t transfer_bytes(const st_transfer *t)
+{
+    int64_t lo, hi;
+    st_view_extent(&t->view, &lo, &hi);
+    return hi - lo;
+}
+
+static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p, const st_dag *dag)
 {
     const st_graph *g = m->g;
     FILE *f = stdout;
@@ -166,8 +179,21 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
         fprintf(f, ", \"precision\": \"%s\", \"arena_bytes\": %llu, \"naive_bytes\": %llu, \"constant_bytes\": %llu,",
                 st_dtype_name(p->precision), (unsigned long long)p->arena_bytes, (unsigned long long)p->naive_bytes,
                 (unsigned long long)p->const_bytes);
-        fprintf(f, " \"commands\": %d, \"edges\": %d, \"edges_before_reduction\": %d,", p->dag ? p->dag->n_cmds : 0,
-                p->dag ? p->dag->n_edges : 0, p->dag ? p->dag->n_edges_found : 0);
+        fprintf(f, " \"host_arena_bytes\": %llu, \"backend\": \"%s\",", (unsigned long long)p->host_arena_bytes,
+                p->target.main->backend);
+        fprintf(f, " \"commands\": %d, \"edges\": %d, \"edges_before_reduction\": %d,", dag ? dag->n_cmds : 0,
+                dag ? dag->n_edges : 0, dag ? dag->n_edges_found : 0);
+        fprintf(f, "\n \"transfers\": [");
+        for (int t = 0; t < p->n_transfers; t++) {
+            const st_transfer *tr = &p->transfers[t];
+            fprintf(f, "%s\n  {\"value\": ", t ? "," : "");
+            tool_json_string(f, g->values[tr->value].name);
+            fprintf(f, ", \"from\": \"%s\", \"to\": \"%s\", \"command\": %d, \"bytes\": %lld, \"before\": ",
+                    device_of(p, 1 - tr->to), device_of(p, tr->to), tr->cmd, (long long)transfer_bytes(tr));
+            tool_json_string(f, g->nodes[tr->first].name);
+            fputc('}', f);
+        }
+        fprintf(f, "],");
         fprintf(f, "\n \"values\": [");
         bool first = true;
         for (int v = 0; v < p->n_values; v++) {
@@ -200,7 +226,7 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
             fprintf(f, ", \"op\": ");
             tool_json_string(f, g->nodes[i].op_type);
             fprintf(f, ", \"kind\": \"%s\"", NKIND[pn->kind]);
-            if (pn->kind == ST_PN_EXEC) fprintf(f, ", \"command\": %d", pn->cmd);
+            if (pn->kind == ST_PN_EXEC) fprintf(f, ", \"command\": %d, \"device\": \"%s\"", pn->cmd, device_of(p, pn->device));
             if (pn->out0 >= 0) {
                 fprintf(f, ", \"writes\": ");
                 tool_json_string(f, g->values[pn->out0].name);
@@ -231,13 +257,26 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p)
                 n_view, n_fold, n_placed_concat);
         fprintf(f, "arena: %llu bytes peak, %llu bytes if nothing were reused (%.1f%%)\n", (unsigned long long)p->arena_bytes,
                 (unsigned long long)p->naive_bytes, p->naive_bytes ? 100.0 * (double)p->arena_bytes / (double)p->naive_bytes : 100.0);
-        if (p->dag)
-            fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)\n", p->dag->n_cmds, p->dag->n_edges,
-                    p->dag->n_edges_found);
+        if (p->target.mixed) {
+            int on_host = 0;
+            for (int i = 0; i < p->n_nodes; i++) on_host += p->nodes[i].kind == ST_PN_EXEC && p->nodes[i].device == ST_DEV_HOST;
+            fprintf(f, "devices: %d commands on %s, %d on %s (fallback); %d transfers; host arena %llu bytes\n",
+                    n_exec - on_host, p->target.main->backend, on_host, p->target.host->backend, p->n_transfers,
+                    (unsigned long long)p->host_arena_bytes);
+        }
+        if (dag)
+            fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)\n", dag->n_cmds, dag->n_edges,
+                    dag->n_edges_found);
+        int t = 0;
         for (int i = 0; i < p->n_nodes; i++) {
             const st_pnode *pn = &p->nodes[i];
+            for (; t < p->n_transfers && p->transfers[t].first <= i; t++)
+                fprintf(f, "  xfer   %-14s %s  %s -> %s, %lld bytes\n", "Transfer", p->transfers[t].name,
+                        device_of(p, 1 - p->transfers[t].to), device_of(p, p->transfers[t].to),
+                        (long long)transfer_bytes(&p->transfers[t]));
             if (pn->kind == ST_PN_DEAD || pn->kind == ST_PN_FOLDED) continue;
             fprintf(f, "  %-6s %-14s %s", NKIND[pn->kind], g->nodes[i].op_type, g->nodes[i].name);
+            if (p->target.mixed && pn->kind == ST_PN_EXEC) fprintf(f, "  @%s", device_of(p, pn->device));
             if (pn->n_placed) fprintf(f, "  [%d inputs in place]", pn->n_placed);
             fputc('\n', f);
             if (pn->kind == ST_PN_FUSED) continue;
@@ -275,7 +314,7 @@ int st_cmd_inspect(int argc, char **argv)
         o.quiet = true;
         rc = tool_bind_inputs(&o, m, s);
         if (!rc && (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK)) rc = tool_fail_st(o.model);
-        if (!rc) rc = plan_summary(&o, m, st_session_plan(s));
+        if (!rc) rc = plan_summary(&o, m, st_session_plan(s), st_session_dag(s));
         st_session_free(s);
     }
     st_model_free(m);

@@ -151,6 +151,8 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             if (!o->so.precision) return tool_fail("--precision must be f32, f16 or bf16, got '%s'", v);
         } else if (!strcmp(a, "--sanitize")) {
             o->so.sanitize = 1;
+        } else if (!strcmp(a, "--no-fallback")) {
+            o->so.no_fallback = 1;
         } else if (!strcmp(a, "--schedule")) {
             NEED_VALUE();
             if (!strcmp(v, "random")) o->so.schedule = ST_SCHEDULE_RANDOM;

@@ -18,14 +18,14 @@
 
 #include "core/status.h"
 
+#include "backends/cpu/kernels.h"
 #ifdef ST_HAVE_OPENCL
+#include "backends/opencl/kernels.h"
 st_backend *st_opencl_backend(int device);
 #endif
 
-typedef st_backend *(*backend_entry)(int device);
-
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
-static backend_entry cuda_entry;
+static const st_backend_module *cuda_module;
 static char cuda_error[512];
 
 static void load_cuda(void)
@@ -53,8 +53,44 @@ static void load_cuda(void)
                  e ? e : "not found");
         return;
     }
-    cuda_entry = (backend_entry)dlsym(h, "st_cuda_backend");
-    if (!cuda_entry) snprintf(cuda_error, sizeof cuda_error, "backend 'cuda': libstrata_cuda.so has no entry point");
+    /* the one name looked up: the entry point backend.h declares */
+    const st_backend_module *(*entry)(void) = (const st_backend_module *(*)(void))dlsym(h, "st_cuda_module");
+    const st_backend_module *m = entry ? entry() : NULL;
+    if (!m) snprintf(cuda_error, sizeof cuda_error, "backend 'cuda': libstrata_cuda.so has no entry point");
+    else if (m->abi != ST_BACKEND_ABI)
+        snprintf(cuda_error, sizeof cuda_error, "backend 'cuda': libstrata_cuda.so is of another build (ABI %d, this is %d)",
+                 m->abi, ST_BACKEND_ABI);
+    else cuda_module = m;
+}
+
+static const st_backend_module *cuda(void)
+{
+    pthread_mutex_lock(&module_lock);
+    if (!cuda_module && !cuda_error[0]) load_cuda();
+    const st_backend_module *m = cuda_module;
+    pthread_mutex_unlock(&module_lock);
+    if (!m) st_error(ST_ERR_UNSUPPORTED, "%s", cuda_error);
+    return m;
+}
+
+const st_kernel_table *st_backend_kernels(st_backend_kind kind)
+{
+    switch (kind) {
+    case ST_BACKEND_CPU: return &st_cpu_kernel_table;
+    case ST_BACKEND_CUDA: {
+        const st_backend_module *m = cuda();
+        return m ? m->kernels : NULL;
+    }
+    case ST_BACKEND_OPENCL:
+#ifdef ST_HAVE_OPENCL
+        return &st_cl_kernel_table;
+#else
+        st_error(ST_ERR_UNSUPPORTED, "backend 'opencl' is not built into this strata");
+        return NULL;
+#endif
+    }
+    st_error(ST_ERR_INVALID_ARG, "unknown backend %d", (int)kind);
+    return NULL;
 }
 
 st_backend *st_backend_get(st_backend_kind kind, int device)
@@ -62,15 +98,8 @@ st_backend *st_backend_get(st_backend_kind kind, int device)
     switch (kind) {
     case ST_BACKEND_CPU: return st_cpu_backend();
     case ST_BACKEND_CUDA: {
-        pthread_mutex_lock(&module_lock);
-        if (!cuda_entry && !cuda_error[0]) load_cuda();
-        backend_entry entry = cuda_entry;
-        pthread_mutex_unlock(&module_lock);
-        if (!entry) {
-            st_error(ST_ERR_UNSUPPORTED, "%s", cuda_error);
-            return NULL;
-        }
-        return entry(device);
+        const st_backend_module *m = cuda();
+        return m ? m->open(device) : NULL;
     }
     case ST_BACKEND_OPENCL:
 #ifdef ST_HAVE_OPENCL

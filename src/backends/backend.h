@@ -16,10 +16,10 @@
 #include <stdint.h>
 
 #include "core/storage.h"
+#include "ops/kernel.h"
 #include "strata.h"
 
 struct st_dag;
-struct st_op_def;
 typedef struct st_exec st_exec;
 
 typedef struct st_backend {
@@ -37,8 +37,16 @@ typedef struct st_backend {
     st_status (*read)(struct st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n);
     st_status (*fill)(struct st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n);
     st_status (*exec_create)(struct st_backend *b, const st_session_options *o, st_exec **out);
-    /* Optional: the backend has a kernel for this op. */
-    bool (*supports)(const struct st_op_def *op);
+    /* The kernels this backend runs (ops/kernel.h), asked at plan time. */
+    const st_kernel_table *kernels;
+    /* Device backends: a transfer command of a mixed plan (plan/transfer.c),
+     * run in the DAG like a kernel: k->views[0] is the source and views[1]
+     * the destination, one of them in host memory, with the same layout;
+     * it copies the bytes of the source's extent. */
+    st_kernel_fn transfer;
+    /* Optional: host memory that this device copies to and from fastest
+     * (pinned), for a mixed plan's host arena; NULL: the CPU's. */
+    st_status (*host_alloc)(struct st_backend *b, uint64_t size, const char *label, st_storage **out);
 } st_backend;
 
 typedef struct st_exec_vt {
@@ -58,9 +66,25 @@ struct st_exec {
     st_backend *backend;
 };
 
+/* A backend built as a module (the CUDA one, libstrata_cuda.so, loaded on
+ * first use): what its one entry point hands over.  The module defines
+ * the entry with this header in view, so the compiler checks it; the
+ * loader checks abi, so a module of another build is refused, not run. */
+#define ST_BACKEND_ABI 2
+typedef struct st_backend_module {
+    int abi;                                  /* ST_BACKEND_ABI of the build */
+    const st_kernel_table *kernels;           /* readable without a device */
+    st_backend *(*open)(int device);          /* the device's backend, or NULL with a message */
+} st_backend_module;
+
+const st_backend_module *st_cuda_module(void);
+
 /* The backend for kind, created on first use.  NULL with an error message
  * when the kind is not built in or has no device. */
 st_backend *st_backend_get(st_backend_kind kind, int device);
+/* The kernel table of kind, without opening a device (for `strata inspect
+ * --ops` and tests); NULL with a message when it is not built. */
+const st_kernel_table *st_backend_kernels(st_backend_kind kind);
 
 st_backend *st_cpu_backend(void);
 

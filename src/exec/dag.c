@@ -166,9 +166,11 @@ static void mode_range(st_hazard_mode mode, const st_fp *f, int64_t *lo, int64_t
     }
 }
 
+const st_op_def st_op_transfer = {.name = "Transfer", .domain = "strata", .types = ST_DT_ALL};
+
 static int count_cmds(const st_plan *p)
 {
-    int n = 0;
+    int n = p->n_transfers;
     for (int i = 0; i < p->n_nodes; i++) n += p->nodes[i].kind == ST_PN_EXEC;
     return n;
 }
@@ -187,15 +189,45 @@ static void default_footprint(int n_in, int n_out, const st_view *views, const b
 
 static int storage_index(const st_plan *p, const st_storage *s)
 {
-    for (int i = 0; i < p->n_storages; i++)
+    for (int i = 0; s && i < p->n_storages; i++)
         if (p->storages[i] == s) return i;
     return -1;
+}
+
+/* The view command cmd (on device d) reads value v through: the value's
+ * own, a constant's host copy, or the transfer of it to d. */
+static st_view input_view(const st_plan *p, int v, int d)
+{
+    const st_pvalue *pv = &p->values[v];
+    if (pv->kind == ST_PV_CONST) return d == ST_DEV_HOST && p->target.mixed ? pv->host_view : pv->view;
+    const st_transfer *t = p->target.mixed ? st_plan_transfer_of(p, v, d) : NULL;
+    return t ? t->view : pv->view;
+}
+
+/* Fills cmd's footprints (into d->fps) from its views. */
+static void add_footprints(const st_plan *p, st_dag *d, st_cmd *cmd, int c, st_footprint *tmp)
+{
+    int nfp = 0;
+    if (cmd->op->footprint) nfp = cmd->op->footprint(cmd->state, cmd->n_in, cmd->n_out, cmd->views, cmd->skip, tmp);
+    else default_footprint(cmd->n_in, cmd->n_out, cmd->views, cmd->skip, tmp, &nfp);
+    cmd->fp_first = d->n_fps;
+    for (int f = 0; f < nfp; f++) {
+        if (tmp[f].hi <= tmp[f].lo) continue; /* an empty tensor touches nothing */
+        st_fp *fp = &d->fps[d->n_fps++];
+        fp->cmd = c;
+        fp->operand = tmp[f].operand;
+        fp->write = tmp[f].write;
+        fp->lo = tmp[f].lo;
+        fp->hi = tmp[f].hi;
+        fp->storage = storage_index(p, cmd->views[tmp[f].operand].storage);
+    }
+    cmd->n_fp = d->n_fps - cmd->fp_first;
 }
 
 static st_status make_commands(const st_plan *p, st_dag *d)
 {
     const st_graph *g = p->model->g;
-    int n_views = 0;
+    int n_views = 2 * p->n_transfers;
     for (int i = 0; i < g->n_nodes; i++)
         if (p->nodes[i].kind == ST_PN_EXEC) {
             int n_in;
@@ -210,42 +242,53 @@ static st_status make_commands(const st_plan *p, st_dag *d)
         free(tmp);
         return st_error(ST_ERR_NOMEM, "out of memory building commands");
     }
-    int vi = 0, c = 0;
+    int vi = 0, c = 0, t = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (p->nodes[i].kind != ST_PN_EXEC) continue;
+        /* the transfers whose first reader this is run just before it */
+        for (; t < p->n_transfers && p->transfers[t].first <= i; t++) {
+            const st_transfer *tr = &p->transfers[t];
+            st_cmd *cmd = &d->cmds[c];
+            cmd->node = -1 - t;
+            cmd->gnode = &tr->node;
+            cmd->op = &st_op_transfer;
+            cmd->device = ST_DEV_MAIN;  /* the device backend copies either way */
+            cmd->n_in = cmd->n_out = 1;
+            cmd->views = d->view_pool + vi;
+            cmd->views[0] = p->values[tr->value].view;
+            cmd->views[1] = tr->view;
+            vi += 2;
+            add_footprints(p, d, cmd, c, tmp);
+            ((st_transfer *)tr)->cmd = c;
+            c++;
+        }
         const st_node *n = &g->nodes[i];
+        const st_pnode *pn = &p->nodes[i];
         st_cmd *cmd = &d->cmds[c];
         int n_in;
         const int *in = st_plan_in(p, n, i, &n_in);
         cmd->node = i;
         cmd->gnode = n;
         cmd->op = st_plan_op(p, n, i);
-        cmd->state = p->nodes[i].state;
+        cmd->state = pn->state;
+        cmd->device = pn->device;
+        cmd->run = pn->kernel ? pn->kernel->run : NULL;
+        cmd->priv = pn->priv;
         cmd->n_in = n_in;
         cmd->n_out = n->n_out;
-        cmd->skip = p->nodes[i].skip;
+        cmd->skip = pn->skip;
         cmd->views = d->view_pool + vi;
         for (int k = 0; k < n_in + n->n_out; k++) {
             int v = k < n_in ? in[k] : st_plan_out(p, n, i, k - n_in);
             if (v < 0) continue;
-            cmd->views[k] = p->values[v].view;
+            cmd->views[k] = k < n_in ? input_view(p, v, pn->device) : p->values[v].view;
         }
         vi += n_in + n->n_out;
-        int nfp = 0;
-        if (cmd->op->footprint) nfp = cmd->op->footprint(cmd->state, n_in, n->n_out, cmd->views, cmd->skip, tmp);
-        else default_footprint(n_in, n->n_out, cmd->views, cmd->skip, tmp, &nfp);
-        cmd->fp_first = d->n_fps;
-        for (int f = 0; f < nfp; f++) {
-            if (tmp[f].hi <= tmp[f].lo) continue; /* an empty tensor touches nothing */
-            st_fp *fp = &d->fps[d->n_fps++];
-            fp->cmd = c;
-            fp->operand = tmp[f].operand;
-            fp->write = tmp[f].write;
-            fp->lo = tmp[f].lo;
-            fp->hi = tmp[f].hi;
-            fp->storage = storage_index(p, cmd->views[tmp[f].operand].storage);
+        if (!cmd->run) {
+            free(tmp);
+            return st_error(ST_ERR_INTERNAL, "node '%s' (%s) has no kernel after placement", n->name, cmd->op->name);
         }
-        cmd->n_fp = d->n_fps - cmd->fp_first;
+        add_footprints(p, d, cmd, c, tmp);
         c++;
     }
     free(tmp);
@@ -422,7 +465,8 @@ st_status st_dag_build(st_plan *p, st_hazard_mode mode, st_dag **out)
         st_dag_free(d);
         return s;
     }
-    for (int c = 0; c < d->n_cmds; c++) p->nodes[d->cmds[c].node].cmd = c;
+    for (int c = 0; c < d->n_cmds; c++)
+        if (d->cmds[c].node >= 0) p->nodes[d->cmds[c].node].cmd = c;
     const st_graph *g = p->model->g;
     d->host = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *d->host);
     if (!d->host) {

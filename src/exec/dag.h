@@ -28,10 +28,13 @@ typedef struct st_fp {
 } st_fp;
 
 typedef struct st_cmd {
-    int node;                /* plan node */
-    const st_node *gnode;
-    const st_op_def *op;
+    int node;                /* plan node, or -1 - t for transfer t */
+    const st_node *gnode;    /* the graph node (a transfer's own, plan.h) */
+    const st_op_def *op;     /* st_op_transfer for a transfer */
     const void *state;
+    int device;              /* ST_DEV_MAIN or ST_DEV_HOST (plan.h) */
+    st_kernel_fn run;        /* NULL for a transfer: the main backend's transfer() runs it */
+    void *priv;              /* the kernel's prepare() state */
     int n_in, n_out;
     st_view *views;          /* n_in + n_out; storage NULL for an omitted operand */
     const bool *skip;        /* Concat: inputs already in place */
@@ -59,8 +62,13 @@ typedef struct st_dag {
     st_fp *host;             /* cmd is -1 */
 } st_dag;
 
-/* Builds commands and edges for plan p.  mode chooses how conflicts are
- * found; only ST_HAZARD_RANGES is both correct and precise. */
+/* The op of a transfer command (plan/transfer.c): input 0 is the bytes on
+ * one device, output 0 the copy on the other, with the same layout. */
+extern const st_op_def st_op_transfer;
+
+/* Builds commands and edges for plan p: each node that runs, and before
+ * the first node that reads its copy, each transfer.  mode chooses how
+ * conflicts are found; only ST_HAZARD_RANGES is both correct and precise. */
 st_status st_dag_build(st_plan *p, st_hazard_mode mode, st_dag **out);
 void st_dag_free(st_dag *d);
 
@@ -77,6 +85,10 @@ st_status st_dag_check(const st_dag *d);
 
 /* Whether command c touches any byte in d->host. */
 bool st_dag_touches_host(const st_dag *d, int c);
+
+/* A kernel's run-time refusal of a node its accepts took is a bug
+ * (ops/kernel.h): executors report it as ST_ERR_INTERNAL. */
+static inline st_status st_cmd_status(st_status s) { return s == ST_ERR_UNSUPPORTED ? ST_ERR_INTERNAL : s; }
 
 /* For the mutation test: drops edge index e (into preds) and rebuilds the
  * successor lists. */

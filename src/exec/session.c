@@ -2,7 +2,9 @@
  * session.c — the public session API: options, binding inputs, planning
  * per input-shape signature (cached), and submitting runs.
  *
- * Owns: the plan cache, the arena storage, the executor and its tracker.
+ * Owns: the plan cache (each plan with its hazard DAG), the arena
+ * storages (the main backend's, and a host arena for the nodes a mixed
+ * plan runs on the CPU), the executor and its tracker.
  * A run waits for the previous run before it touches the arena, so only
  * one DAG is ever in flight per session; within it, host accesses wait by
  * byte range (exec/access.c).  A session is used by one thread at a time;
@@ -33,22 +35,31 @@ typedef struct bound_input {
     uint64_t up_arena;
 } bound_input;
 
-static void forget_plan(st_session *s, st_plan *p);
-static st_status upload_and_submit(st_session *s, st_plan *p);
+/* A plan and the DAG of its commands. */
+typedef struct st_cached {
+    st_plan *plan;
+    st_dag *dag;
+    uint64_t used;
+} st_cached;
+
+static void forget_plan(st_session *s, st_cached *c);
+static st_status upload_and_submit(st_session *s, st_cached *c);
 
 struct st_session {
     const st_model *model;
     st_session_options opt;
     st_backend *backend;
+    st_backend *host;         /* the CPU: a mixed plan's host nodes */
+    st_plan_target target;
     st_tracker *tracker;
     atomic_int busy;
     bound_input *bound;
-    st_plan *cache[ST_PLAN_CACHE];
-    uint64_t cache_used[ST_PLAN_CACHE];
+    st_cached cache[ST_PLAN_CACHE];
     int n_cache;
     uint64_t clock;
-    st_plan *cur;             /* plan of the last run */
-    st_storage *arena;
+    st_cached *cur;           /* plan of the last run */
+    st_storage *arena;        /* the main backend's */
+    st_storage *host_arena;   /* NULL until a mixed plan needs one */
     uint64_t arena_gen;       /* counts arena replacements */
     uint64_t plans_built;     /* for tests: a repeated shape must not plan again */
 };
@@ -106,6 +117,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
                             g->nodes[i].domain[0] ? g->nodes[i].domain : "ai.onnx", g->nodes[i].opset);
     st_backend *b = st_backend_get(opt.backend, opt.device);
     if (!b) return opt.backend == ST_BACKEND_CPU ? ST_ERR_INTERNAL : ST_ERR_UNSUPPORTED;
+    st_backend *cpu = st_cpu_backend();
 
     st_session *s = calloc(1, sizeof *s);
     st_tracker *t = calloc(1, sizeof *t);
@@ -119,6 +131,13 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->model = m;
     s->opt = opt;
     s->backend = b;
+    s->host = cpu;
+    s->target.main = b->kernels;
+    s->target.main_device = b;
+    s->target.host = cpu->kernels;
+    s->target.host_device = cpu;
+    s->target.mixed = b != cpu;
+    s->target.strict = opt.no_fallback != 0;
     s->bound = bound;
     atomic_init(&s->busy, 0);
     atomic_init(&t->refs, 1);
@@ -126,9 +145,15 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->tracker = t;
     st_status r = b->exec_create(b, &opt, &t->exec);
     if (r == ST_OK) r = b->storage_alloc(b, 0, "arena", &s->arena);
+    /* a mixed plan's host arena starts empty too, so that plans bind to it
+     * and follow it when it grows (rebind_arena) */
+    if (r == ST_OK && s->target.mixed)
+        r = b->host_alloc ? b->host_alloc(b, 0, "host arena", &s->host_arena)
+                          : cpu->storage_alloc(cpu, 0, "host arena", &s->host_arena);
     if (r != ST_OK) {
         if (t->exec) t->exec->vt->destroy(t->exec);
         st_tracker_release(t);
+        st_storage_release(s->arena);
         free(bound);
         free(s);
         return r;
@@ -145,13 +170,17 @@ void st_session_free(st_session *s)
     pthread_mutex_lock(&t->mu);
     t->exec->vt->wait(t->exec, NULL, -1);
     t->dag = NULL;
-    for (int i = 0; i < s->n_cache; i++) forget_plan(s, s->cache[i]);
+    for (int i = 0; i < s->n_cache; i++) forget_plan(s, &s->cache[i]);
     t->exec->vt->destroy(t->exec);
     t->exec = NULL;
     pthread_mutex_unlock(&t->mu);
     st_tracker_release(t);
-    for (int i = 0; i < s->n_cache; i++) st_plan_free(s->cache[i]);
+    for (int i = 0; i < s->n_cache; i++) {
+        st_dag_free(s->cache[i].dag);
+        st_plan_free(s->cache[i].plan);
+    }
     st_storage_release(s->arena);
+    st_storage_release(s->host_arena);
     for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
     free(s->bound);
     st_model_release(s->model);
@@ -215,32 +244,38 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     return ST_OK;
 }
 
-/* Points every cached plan's arena views at the current arena. */
-static void rebind_arena(st_session *s, st_plan *p)
+/* Points a cached plan's views at the current arenas (storages 0 and 1). */
+static void rebind_arena(st_session *s, st_cached *c)
 {
-    st_storage *old = p->storages[0];
-    if (old == s->arena) return;
-    for (int v = 0; v < p->n_values; v++)
-        if (p->values[v].view.storage == old) p->values[v].view.storage = s->arena;
-    if (p->dag) {
-        int nv = 0;
-        for (int c = 0; c < p->dag->n_cmds; c++) nv += p->dag->cmds[c].n_in + p->dag->cmds[c].n_out;
-        for (int i = 0; i < nv; i++)
-            if (p->dag->view_pool[i].storage == old) p->dag->view_pool[i].storage = s->arena;
+    st_plan *p = c->plan;
+    st_storage *now[2] = {s->arena, s->host_arena};
+    for (int a = 0; a < 2; a++) {
+        st_storage *old = p->storages[a];
+        if (old == now[a]) continue;
+        for (int v = 0; v < p->n_values; v++)
+            if (p->values[v].view.storage == old) p->values[v].view.storage = now[a];
+        for (int t = 0; t < p->n_transfers; t++)
+            if (p->transfers[t].view.storage == old) p->transfers[t].view.storage = now[a];
+        if (c->dag) {
+            int nv = 0;
+            for (int k = 0; k < c->dag->n_cmds; k++) nv += c->dag->cmds[k].n_in + c->dag->cmds[k].n_out;
+            for (int i = 0; i < nv; i++)
+                if (c->dag->view_pool[i].storage == old) c->dag->view_pool[i].storage = now[a];
+        }
+        st_storage_retain(now[a]);
+        p->storages[a] = now[a];
+        st_storage_release(old);
     }
-    st_storage_retain(s->arena);
-    p->storages[0] = s->arena;
-    st_storage_release(old);
 }
 
 /* The executor may cache per-plan state (a captured graph); drop it. */
-static void forget_plan(st_session *s, st_plan *p)
+static void forget_plan(st_session *s, st_cached *c)
 {
     st_exec *e = s->tracker->exec;
-    if (e && e->vt->forget && p->dag) e->vt->forget(e, p->dag);
+    if (e && e->vt->forget && c->dag) e->vt->forget(e, c->dag);
 }
 
-static st_status get_plan(st_session *s, st_plan **out)
+static st_status get_plan(st_session *s, st_cached **out)
 {
     const st_graph *g = s->model->g;
     int rank[g->n_inputs + 1];
@@ -253,55 +288,50 @@ static st_status get_plan(st_session *s, st_plan **out)
         memcpy(dims[i], s->bound[i].dims, sizeof dims[i]);
     }
     for (int i = 0; i < s->n_cache; i++)
-        if (st_plan_matches(s->cache[i], rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
-            s->cache_used[i] = ++s->clock;
-            *out = s->cache[i];
+        if (st_plan_matches(s->cache[i].plan, rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
+            s->cache[i].used = ++s->clock;
+            *out = &s->cache[i];
             free(dims);
             return ST_OK;
         }
     st_plan *p = NULL;
-    st_status r = st_plan_build(s->model, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
+    st_status r = st_plan_build(s->model, &s->target, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
     free(dims);
     if (r != ST_OK) return r;
-    if (p->arena_bytes > s->opt.memory_limit) {
+    if (p->arena_bytes + p->host_arena_bytes > s->opt.memory_limit) {
         r = st_error(ST_ERR_NOMEM, "the plan needs %llu bytes of activations, over the memory limit of %llu bytes",
-                     (unsigned long long)p->arena_bytes, (unsigned long long)s->opt.memory_limit);
+                     (unsigned long long)(p->arena_bytes + p->host_arena_bytes), (unsigned long long)s->opt.memory_limit);
         st_plan_free(p);
         return r;
     }
-    /* only nodes that run need a kernel: folded shape arithmetic runs on
-     * the host at plan time whatever the backend */
-    if (s->backend->supports)
-        for (int i = 0; i < p->n_nodes && r == ST_OK; i++)
-            if (p->nodes[i].kind == ST_PN_EXEC && !s->backend->supports(st_plan_op(p, &g->nodes[i], i)))
-                r = st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend '%s'", g->nodes[i].name,
-                             st_plan_op(p, &g->nodes[i], i)->name, s->backend->name);
+    st_dag *dag = NULL;
+    r = st_plan_bind(p, s->backend, s->host, s->arena, s->host_arena);
+    if (r == ST_OK) r = st_dag_build(p, s->opt.hazard_mode, &dag);
+    if (r == ST_OK && s->opt.sanitize) r = st_dag_check(dag);
     if (r != ST_OK) {
-        st_plan_free(p);
-        return r;
-    }
-    r = st_plan_bind(p, s->backend, s->arena);
-    if (r == ST_OK) r = st_dag_build(p, s->opt.hazard_mode, &p->dag);
-    if (r == ST_OK && s->opt.sanitize) r = st_dag_check(p->dag);
-    if (r != ST_OK) {
+        st_dag_free(dag);
         st_plan_free(p);
         return r;
     }
     if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used */
         int lru = 0;
         for (int i = 1; i < s->n_cache; i++)
-            if (s->cache_used[i] < s->cache_used[lru]) lru = i;
-        if (s->cache[lru] == s->cur) s->cur = NULL;
-        forget_plan(s, s->cache[lru]);
-        st_plan_free(s->cache[lru]);
+            if (s->cache[i].used < s->cache[lru].used) lru = i;
+        forget_plan(s, &s->cache[lru]);
+        st_dag_free(s->cache[lru].dag);
+        st_plan_free(s->cache[lru].plan);
         s->cache[lru] = s->cache[--s->n_cache];
-        s->cache_used[lru] = s->cache_used[s->n_cache];
+        /* cur points into the array: follow the entry that moved */
+        if (s->cur == &s->cache[lru]) s->cur = NULL;
+        else if (s->cur == &s->cache[s->n_cache]) s->cur = &s->cache[lru];
     }
     p->serial = ++s->clock;
     s->plans_built++;
-    s->cache[s->n_cache] = p;
-    s->cache_used[s->n_cache++] = s->clock;
-    *out = p;
+    st_cached *c = &s->cache[s->n_cache++];
+    c->plan = p;
+    c->dag = dag;
+    c->used = s->clock;
+    *out = c;
     return ST_OK;
 }
 
@@ -319,8 +349,9 @@ static st_status run_locked(st_session *s)
     pthread_mutex_unlock(&t->mu);
     (void)r; /* the previous run's failure was reported by its own wait */
 
-    st_plan *p = NULL;
-    ST_TRY(get_plan(s, &p));
+    st_cached *c = NULL;
+    ST_TRY(get_plan(s, &c));
+    st_plan *p = c->plan;
     if (p->arena_bytes > s->arena->size) {
         st_storage *a;
         ST_TRY(s->backend->storage_alloc(s->backend, p->arena_bytes, "arena", &a));
@@ -328,7 +359,16 @@ static st_status run_locked(st_session *s)
         s->arena = a;
         s->arena_gen++;
     }
-    rebind_arena(s, p);
+    if (s->host_arena && p->host_arena_bytes > s->host_arena->size) {
+        /* a device may offer host memory it copies to and from faster (pinned) */
+        st_backend *b = s->backend, *cpu = s->host;
+        st_storage *a;
+        ST_TRY(b->host_alloc ? b->host_alloc(b, p->host_arena_bytes, "host arena", &a)
+                             : cpu->storage_alloc(cpu, p->host_arena_bytes, "host arena", &a));
+        st_storage_release(s->host_arena);
+        s->host_arena = a;
+    }
+    rebind_arena(s, c);
     /* From the first byte the arena changes until the run is submitted,
      * hold the tracker's lock: a tensor read on another thread then sees
      * the last run's bytes or (waiting for its writers) this run's, never
@@ -336,26 +376,30 @@ static st_status run_locked(st_session *s)
     pthread_mutex_lock(&t->mu);
     t->plan = 0;
     t->runner = pthread_self();
-    r = upload_and_submit(s, p);
+    r = upload_and_submit(s, c);
     if (r == ST_OK) {
-        t->dag = p->dag;
+        t->dag = c->dag;
         t->plan = p->serial;
     }
     pthread_mutex_unlock(&t->mu);
-    if (r == ST_OK) s->cur = p;
+    if (r == ST_OK) s->cur = c;
     return r;
 }
 
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
  * the caller holds the tracker's lock. */
-static st_status upload_and_submit(st_session *s, st_plan *p)
+static st_status upload_and_submit(st_session *s, st_cached *c)
 {
     const st_graph *g = s->model->g;
     st_tracker *t = s->tracker;
+    st_plan *p = c->plan;
     st_status r;
     st_backend *b = s->backend;
-    if (s->opt.sanitize) /* poison: NaN in every float dtype, -1 in integers */
+    if (s->opt.sanitize) { /* poison: NaN in every float dtype, -1 in integers */
         ST_TRY(b->fill(b, s->arena, 0, 0xff, s->arena->size));
+        if (s->host_arena && p->host_arena_bytes)
+            ST_TRY(s->host_arena->backend->fill(s->host_arena->backend, s->host_arena, 0, 0xff, s->host_arena->size));
+    }
     for (int i = 0; i < g->n_inputs; i++) {
         const st_pvalue *pv = &p->values[g->inputs[i]];
         bound_input *bi = &s->bound[i];
@@ -378,7 +422,7 @@ static st_status upload_and_submit(st_session *s, st_plan *p)
             ST_TRY(r);
         }
     }
-    return t->exec->vt->submit(t->exec, p->dag);
+    return t->exec->vt->submit(t->exec, c->dag);
 }
 
 st_status st_session_run(st_session *s)
@@ -402,7 +446,7 @@ st_status st_session_wait(st_session *s)
 
 static st_status value_tensor(st_session *s, int v, st_tensor **out)
 {
-    const st_pvalue *pv = &s->cur->values[v];
+    const st_pvalue *pv = &s->cur->plan->values[v];
     if (pv->kind == ST_PV_CONST) {
         /* a constant output gets its own storage, so it outlives the plan */
         st_backend *cpu = st_cpu_backend();
@@ -418,7 +462,7 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
         return r;
     }
     ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, s->tracker, out));
-    (*out)->plan = s->cur->serial;
+    (*out)->plan = s->cur->plan->serial;
     (*out)->owner = pthread_self();
     return ST_OK;
 }
@@ -456,5 +500,6 @@ st_status st_session_input(st_session *s, const char *name, st_tensor **out)
 /* For tests: how many plans this session has built. */
 uint64_t st_session_plans_built(const st_session *s) { return s ? s->plans_built : 0; }
 
-/* For tools and tests that inspect the plan of the last run. */
-const st_plan *st_session_plan(const st_session *s) { return s ? s->cur : NULL; }
+/* For tools and tests that inspect the plan of the last run and its DAG. */
+const st_plan *st_session_plan(const st_session *s) { return s && s->cur ? s->cur->plan : NULL; }
+const st_dag *st_session_dag(const st_session *s) { return s && s->cur ? s->cur->dag : NULL; }

@@ -1,14 +1,14 @@
 /*
- * conv.c — shape rules of Conv and the pools (MaxPool, AveragePool,
- * GlobalAveragePool, GlobalMaxPool), for 1 to 3 spatial dims, with every
- * auto_pad mode, asymmetric pads, strides, dilations, groups and
- * ceil_mode.  Kernels: backends/cpu/k_conv.c.
+ * conv.c — shape rules of Conv, ConvTranspose and the pools (MaxPool,
+ * AveragePool, GlobalAveragePool, GlobalMaxPool), for 1 to 3 spatial dims,
+ * with every auto_pad mode, asymmetric pads, strides, dilations, groups and
+ * ceil_mode.  ConvTranspose resolves output_shape, auto_pad and
+ * output_padding into begin pads and an output size.  Kernels:
+ * backends/<backend>/k_conv.* (ConvTranspose: k_conv_transpose.*).
  */
 #include <string.h>
 
 #include "ops/conv.h"
-#include "backends/cpu/kernels.h"
-#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
 static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
@@ -140,13 +140,102 @@ st_status st_infer_pool(st_infer *c)
     return ST_OK;
 }
 
+/* ---- ConvTranspose ---- */
+
+static st_status infer_conv_transpose(st_infer *c)
+{
+    if (c->n_in < 2 || !c->in[0].present || !c->in[1].present) return st_infer_error(c, ST_ERR_MODEL, "needs X and W");
+    const st_tinfo *x = &c->in[0], *w = &c->in[1];
+    ST_TRY(st_infer_dtype(c, 0, FLOATS));
+    if (x->rank < 3 || x->rank > 5)
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; 1 to 3 spatial dims are supported", x->rank);
+    if (w->rank != x->rank) return st_infer_error(c, ST_ERR_SHAPE, "W has rank %d, X has rank %d", w->rank, x->rank);
+    if (w->dtype != x->dtype) return st_infer_error(c, ST_ERR_DTYPE, "W is %s, X is %s", st_dtype_name(w->dtype), st_dtype_name(x->dtype));
+    st_conv_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    int n = x->rank - 2;
+    s->nsp = n;
+    s->group = st_attr_int(c->node, "group", 1);
+    int64_t cin = x->dims[1];
+    if (s->group < 1 || cin % s->group)
+        return st_infer_error(c, ST_ERR_SHAPE, "group %lld does not divide %lld input channels", (long long)s->group, (long long)cin);
+    if (w->dims[0] != cin)
+        return st_infer_error(c, ST_ERR_SHAPE, "W has %lld input channels, X has %lld", (long long)w->dims[0], (long long)cin);
+    int64_t m = w->dims[1] * s->group;
+
+    int cnt;
+    const int64_t *a;
+    int64_t opad[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        s->k[i] = w->dims[2 + i];
+        s->s[i] = s->d[i] = 1;
+        s->pb[i] = s->pe[i] = 0;
+    }
+    if ((a = st_attr_ints(c->node, "kernel_shape", &cnt))) {
+        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "kernel_shape has %d values for %d spatial dims", cnt, n);
+        for (int i = 0; i < n; i++)
+            if (a[i] != s->k[i]) return st_infer_error(c, ST_ERR_SHAPE, "kernel_shape disagrees with W on spatial dim %d", i);
+    }
+    ST_TRY(st_infer_window_attrs(c, n, s->s, s->d, s->pb, s->pe));
+    if ((a = st_attr_ints(c->node, "output_padding", &cnt))) {
+        if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "output_padding has %d values for %d spatial dims", cnt, n);
+        memcpy(opad, a, (size_t)n * sizeof *a);
+    }
+    for (int i = 0; i < n; i++)
+        if (s->k[i] < 1 || s->s[i] < 1 || s->d[i] < 1 || s->pb[i] < 0 || s->pe[i] < 0 || opad[i] < 0)
+            return st_infer_error(c, ST_ERR_MODEL, "kernel, strides and dilations must be >= 1, pads and output_padding >= 0 (spatial dim %d)", i);
+    /* output_shape may list the spatial dims, or (as some exporters write
+     * it) every dim */
+    const int64_t *oshape = st_attr_ints(c->node, "output_shape", &cnt);
+    if (oshape) {
+        if (cnt == n + 2) oshape += 2;
+        else if (cnt != n) return st_infer_error(c, ST_ERR_MODEL, "output_shape has %d values for %d spatial dims", cnt, n);
+    }
+    const char *ap = st_attr_string(c->node, "auto_pad", "NOTSET");
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0, upper = strcmp(ap, "SAME_UPPER") == 0;
+    if (!same && strcmp(ap, "VALID") != 0 && strcmp(ap, "NOTSET") != 0)
+        return st_infer_error(c, ST_ERR_MODEL, "unknown auto_pad '%s'", ap);
+    for (int i = 0; i < n; i++) {
+        int64_t in = x->dims[2 + i], ext = (s->k[i] - 1) * s->d[i] + 1;
+        int64_t full = s->s[i] * (in - 1) + opad[i] + ext;   /* the unpadded output */
+        if (oshape || same) {
+            /* the pads follow from the wanted size; the extra row of an
+             * odd total goes to the end for SAME_UPPER, else the begin */
+            int64_t want = oshape ? oshape[i] : in * s->s[i];
+            int64_t total = full - want;
+            if (total < 0) total = 0;   /* a larger output: its tail gets only the bias */
+            s->pb[i] = upper ? total / 2 : total - total / 2;
+            s->pe[i] = total - s->pb[i];
+            s->out[i] = want;
+        } else {
+            if (strcmp(ap, "VALID") == 0) s->pb[i] = s->pe[i] = 0;
+            s->out[i] = full - s->pb[i] - s->pe[i];
+        }
+        if (s->out[i] < 0)
+            return st_infer_error(c, ST_ERR_SHAPE, "pads leave a negative output size on spatial dim %d", i);
+    }
+    if (c->n_in > 2 && c->in[2].present) {
+        const st_tinfo *b = &c->in[2];
+        if (b->rank != 1 || b->dims[0] != m) return st_infer_error(c, ST_ERR_SHAPE, "B must be [%lld]", (long long)m);
+        if (b->dtype != x->dtype) return st_infer_error(c, ST_ERR_DTYPE, "B is %s, X is %s", st_dtype_name(b->dtype), st_dtype_name(x->dtype));
+    }
+    st_tinfo *o = &c->out[0];
+    o->dtype = x->dtype;
+    o->rank = x->rank;
+    o->dims[0] = x->dims[0];
+    o->dims[1] = m;
+    for (int i = 0; i < n; i++) o->dims[2 + i] = s->out[i];
+    return ST_OK;
+}
+
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_conv[] = {
-    {"Conv", "", 1, 0, st_infer_conv, NULL, NULL, st_cpu_conv, ST_CUDA(st_cuda_conv), .opencl = ST_OPENCL(st_cl_conv)},
-    {"MaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
-    {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
-    {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
-    {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, st_cpu_pool, ST_CUDA(st_cuda_pool), .opencl = ST_OPENCL(st_cl_pool)},
-    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+    {"Conv", "", 1, 0, st_infer_conv, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"MaxPool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I8) | ST_DT(ST_U8)},
+    {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"ConvTranspose", "", 1, 0, infer_conv_transpose, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

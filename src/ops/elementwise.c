@@ -7,64 +7,19 @@
 
 #include "ops/elementwise.h"
 #include "ops/op.h"
-#include "backends/cpu/kernels.h"
-#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
-static const st_dtype FLOATS[] = {ST_F32, ST_F16, ST_BF16, ST_F64, 0};
-static const st_dtype SIGNED_NUM[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_I16, ST_I32, ST_I64, 0};
-static const st_dtype NUMERIC[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_I16, ST_I32, ST_I64,
-                                   ST_U8,  ST_U16, ST_U32,  ST_U64, 0};
 static const st_dtype BOOLS[] = {ST_BOOL, 0};
 
 typedef struct unary_row {
     const char *name;
     st_unary code;
-    const st_dtype *types;
+    uint32_t types;
     float alpha, beta, gamma;   /* attribute defaults */
 } unary_row;
 
-static const unary_row UNARY[] = {
-    {"Relu", ST_U_RELU, SIGNED_NUM, 0, 0, 0},
-    {"Sigmoid", ST_U_SIGMOID, FLOATS, 0, 0, 0},
-    {"Tanh", ST_U_TANH, FLOATS, 0, 0, 0},
-    {"Exp", ST_U_EXP, FLOATS, 0, 0, 0},
-    {"Log", ST_U_LOG, FLOATS, 0, 0, 0},
-    {"Sqrt", ST_U_SQRT, FLOATS, 0, 0, 0},
-    {"Neg", ST_U_NEG, SIGNED_NUM, 0, 0, 0},
-    {"Abs", ST_U_ABS, NUMERIC, 0, 0, 0},
-    {"Reciprocal", ST_U_RECIPROCAL, FLOATS, 0, 0, 0},
-    {"Floor", ST_U_FLOOR, FLOATS, 0, 0, 0},
-    {"Ceil", ST_U_CEIL, FLOATS, 0, 0, 0},
-    {"Round", ST_U_ROUND, FLOATS, 0, 0, 0},
-    {"Erf", ST_U_ERF, FLOATS, 0, 0, 0},
-    {"Sin", ST_U_SIN, FLOATS, 0, 0, 0},
-    {"Cos", ST_U_COS, FLOATS, 0, 0, 0},
-    {"Tan", ST_U_TAN, FLOATS, 0, 0, 0},
-    {"Asin", ST_U_ASIN, FLOATS, 0, 0, 0},
-    {"Acos", ST_U_ACOS, FLOATS, 0, 0, 0},
-    {"Atan", ST_U_ATAN, FLOATS, 0, 0, 0},
-    {"Sinh", ST_U_SINH, FLOATS, 0, 0, 0},
-    {"Cosh", ST_U_COSH, FLOATS, 0, 0, 0},
-    {"Asinh", ST_U_ASINH, FLOATS, 0, 0, 0},
-    {"Acosh", ST_U_ACOSH, FLOATS, 0, 0, 0},
-    {"Atanh", ST_U_ATANH, FLOATS, 0, 0, 0},
-    {"Sign", ST_U_SIGN, NUMERIC, 0, 0, 0},
-    {"LeakyRelu", ST_U_LEAKY_RELU, FLOATS, 0.01f, 0, 0},
-    {"HardSigmoid", ST_U_HARD_SIGMOID, FLOATS, 0.2f, 0.5f, 0},
-    {"HardSwish", ST_U_HARD_SWISH, FLOATS, 0, 0, 0},
-    {"Elu", ST_U_ELU, FLOATS, 1.0f, 0, 0},
-    {"Selu", ST_U_SELU, FLOATS, 1.67326319217681884765625f, 0, 1.05070102214813232421875f},
-    {"Celu", ST_U_CELU, FLOATS, 1.0f, 0, 0},
-    {"Softplus", ST_U_SOFTPLUS, FLOATS, 0, 0, 0},
-    {"Softsign", ST_U_SOFTSIGN, FLOATS, 0, 0, 0},
-    {"ThresholdedRelu", ST_U_THRESHOLDED_RELU, FLOATS, 1.0f, 0, 0},
-    {"Mish", ST_U_MISH, FLOATS, 0, 0, 0},
-    {"Gelu", ST_U_GELU, FLOATS, 0, 0, 0},
-    {"Not", ST_U_NOT, BOOLS, 0, 0, 0},
-    {"IsNaN", ST_U_ISNAN, FLOATS, 0, 0, 0},
-    {"IsInf", ST_U_ISINF, FLOATS, 0, 0, 0},
-};
+#define UNARY_ROW(name, code, types, a, b, g) {#name, ST_U_##code, types, a, b, g},
+static const unary_row UNARY[] = {ST_UNARY_OPS(UNARY_ROW)};
 
 st_status st_infer_unary(st_infer *c)
 {
@@ -73,7 +28,7 @@ st_status st_infer_unary(st_infer *c)
         if (strcmp(UNARY[i].name, c->node->op_type) == 0) row = &UNARY[i];
     if (!row) return st_infer_error(c, ST_ERR_INTERNAL, "not a unary op");
     if (c->n_in != 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "expects 1 input, has %d", c->n_in);
-    ST_TRY(st_infer_dtype(c, 0, row->types));
+    ST_TRY(st_infer_dtype_mask(c, 0, row->types));
     st_ew_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     s->code = row->code;
@@ -95,28 +50,12 @@ st_status st_infer_unary(st_infer *c)
 typedef struct binary_row {
     const char *name;
     st_binary code;
-    const st_dtype *types;
+    uint32_t types;
     bool to_bool;
 } binary_row;
 
-static const binary_row BINARY[] = {
-    {"Add", ST_B_ADD, NUMERIC, false},
-    {"Sub", ST_B_SUB, NUMERIC, false},
-    {"Mul", ST_B_MUL, NUMERIC, false},
-    {"Div", ST_B_DIV, NUMERIC, false},
-    {"Pow", ST_B_POW, NUMERIC, false},
-    {"Mod", ST_B_MOD, NUMERIC, false},
-    {"Equal", ST_B_EQUAL, NULL, true},
-    {"Less", ST_B_LESS, NUMERIC, true},
-    {"Greater", ST_B_GREATER, NUMERIC, true},
-    {"LessOrEqual", ST_B_LESS_EQUAL, NUMERIC, true},
-    {"GreaterOrEqual", ST_B_GREATER_EQUAL, NUMERIC, true},
-    {"And", ST_B_AND, BOOLS, true},
-    {"Or", ST_B_OR, BOOLS, true},
-    {"Xor", ST_B_XOR, BOOLS, true},
-    {"BitShift", ST_B_SHIFT_LEFT, NUMERIC, false},
-    {"PRelu", ST_B_PRELU, SIGNED_NUM, false},
-};
+#define BINARY_ROW(name, code, types, to_bool) {#name, ST_B_##code, types, to_bool},
+static const binary_row BINARY[] = {ST_BINARY_OPS(BINARY_ROW)};
 
 st_status st_infer_binary(st_infer *c)
 {
@@ -126,7 +65,7 @@ st_status st_infer_binary(st_infer *c)
     if (!row) return st_infer_error(c, ST_ERR_INTERNAL, "not a binary op");
     if (c->n_in != 2 || !c->in[0].present || !c->in[1].present)
         return st_infer_error(c, ST_ERR_MODEL, "expects 2 inputs, has %d", c->n_in);
-    if (row->types) ST_TRY(st_infer_dtype(c, 0, row->types));
+    if (row->types) ST_TRY(st_infer_dtype_mask(c, 0, row->types));
     /* Pow may raise to an exponent of another type; every other op needs equal types */
     if (row->code != ST_B_POW && c->in[0].dtype != c->in[1].dtype)
         return st_infer_error(c, ST_ERR_DTYPE, "inputs have different dtypes (%s and %s)", st_dtype_name(c->in[0].dtype),
@@ -162,7 +101,7 @@ st_status st_infer_variadic(st_infer *c)
         if (c->in[i].dtype != c->in[0].dtype) return st_infer_error(c, ST_ERR_DTYPE, "inputs have different dtypes");
         ins[i] = &c->in[i];
     }
-    ST_TRY(st_infer_dtype(c, 0, code == ST_B_MEAN ? FLOATS : NUMERIC));
+    ST_TRY(st_infer_dtype_mask(c, 0, code == ST_B_MEAN ? ST_DT_ALL_FLOATS : ST_DT_NUMERIC));
     st_ew_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     s->code = code;
@@ -188,7 +127,7 @@ st_status st_infer_where(st_infer *c)
 st_status st_infer_clip(st_infer *c)
 {
     if (c->n_in < 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "needs an input");
-    ST_TRY(st_infer_dtype(c, 0, NUMERIC));
+    ST_TRY(st_infer_dtype_mask(c, 0, ST_DT_NUMERIC));
     st_ew_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     s->code = ST_U_CLIP;
@@ -228,71 +167,17 @@ st_status st_infer_cast_like(st_infer *c)
 
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
-/* kernel: the family kernel's suffix, st_cpu_<kernel> and st_cuda_<kernel> */
-#define ELEMENTWISE(name, rule, kernel) {name, "", 1, 0, rule, NULL, NULL, st_cpu_##kernel, ST_CUDA(st_cuda_##kernel), .opencl = ST_OPENCL(st_cl_##kernel)}
+#define ELEMENTWISE(name, rule, t) {name, "", 1, 0, rule, NULL, NULL, .types = t}
+#define UNARY_OP(name, code, types, a, b, g) ELEMENTWISE(#name, st_infer_unary, types),
+#define BINARY_OP(name, code, types, to_bool) ELEMENTWISE(#name, st_infer_binary, types),
+#define VARIADIC_OP(name, code, types) ELEMENTWISE(#name, st_infer_variadic, types),
 const st_op_def st_ops_elementwise[] = {
-    ELEMENTWISE("Relu", st_infer_unary, unary),
-    ELEMENTWISE("Sigmoid", st_infer_unary, unary),
-    ELEMENTWISE("Tanh", st_infer_unary, unary),
-    ELEMENTWISE("Exp", st_infer_unary, unary),
-    ELEMENTWISE("Log", st_infer_unary, unary),
-    ELEMENTWISE("Sqrt", st_infer_unary, unary),
-    ELEMENTWISE("Neg", st_infer_unary, unary),
-    ELEMENTWISE("Abs", st_infer_unary, unary),
-    ELEMENTWISE("Reciprocal", st_infer_unary, unary),
-    ELEMENTWISE("Floor", st_infer_unary, unary),
-    ELEMENTWISE("Ceil", st_infer_unary, unary),
-    ELEMENTWISE("Round", st_infer_unary, unary),
-    ELEMENTWISE("Erf", st_infer_unary, unary),
-    ELEMENTWISE("Sin", st_infer_unary, unary),
-    ELEMENTWISE("Cos", st_infer_unary, unary),
-    ELEMENTWISE("Tan", st_infer_unary, unary),
-    ELEMENTWISE("Asin", st_infer_unary, unary),
-    ELEMENTWISE("Acos", st_infer_unary, unary),
-    ELEMENTWISE("Atan", st_infer_unary, unary),
-    ELEMENTWISE("Sinh", st_infer_unary, unary),
-    ELEMENTWISE("Cosh", st_infer_unary, unary),
-    ELEMENTWISE("Asinh", st_infer_unary, unary),
-    ELEMENTWISE("Acosh", st_infer_unary, unary),
-    ELEMENTWISE("Atanh", st_infer_unary, unary),
-    ELEMENTWISE("Sign", st_infer_unary, unary),
-    ELEMENTWISE("LeakyRelu", st_infer_unary, unary),
-    ELEMENTWISE("HardSigmoid", st_infer_unary, unary),
-    ELEMENTWISE("HardSwish", st_infer_unary, unary),
-    ELEMENTWISE("Elu", st_infer_unary, unary),
-    ELEMENTWISE("Selu", st_infer_unary, unary),
-    ELEMENTWISE("Celu", st_infer_unary, unary),
-    ELEMENTWISE("Softplus", st_infer_unary, unary),
-    ELEMENTWISE("Softsign", st_infer_unary, unary),
-    ELEMENTWISE("ThresholdedRelu", st_infer_unary, unary),
-    ELEMENTWISE("Mish", st_infer_unary, unary),
-    ELEMENTWISE("Gelu", st_infer_unary, unary),
-    ELEMENTWISE("Not", st_infer_unary, unary),
-    ELEMENTWISE("IsNaN", st_infer_unary, unary),
-    ELEMENTWISE("IsInf", st_infer_unary, unary),
-    ELEMENTWISE("Add", st_infer_binary, binary),
-    ELEMENTWISE("Sub", st_infer_binary, binary),
-    ELEMENTWISE("Mul", st_infer_binary, binary),
-    ELEMENTWISE("Div", st_infer_binary, binary),
-    ELEMENTWISE("Pow", st_infer_binary, binary),
-    ELEMENTWISE("Mod", st_infer_binary, binary),
-    ELEMENTWISE("Equal", st_infer_binary, binary),
-    ELEMENTWISE("Less", st_infer_binary, binary),
-    ELEMENTWISE("Greater", st_infer_binary, binary),
-    ELEMENTWISE("LessOrEqual", st_infer_binary, binary),
-    ELEMENTWISE("GreaterOrEqual", st_infer_binary, binary),
-    ELEMENTWISE("And", st_infer_binary, binary),
-    ELEMENTWISE("Or", st_infer_binary, binary),
-    ELEMENTWISE("Xor", st_infer_binary, binary),
-    ELEMENTWISE("BitShift", st_infer_binary, binary),
-    ELEMENTWISE("PRelu", st_infer_binary, binary),
-    ELEMENTWISE("Sum", st_infer_variadic, variadic),
-    ELEMENTWISE("Max", st_infer_variadic, variadic),
-    ELEMENTWISE("Min", st_infer_variadic, variadic),
-    ELEMENTWISE("Mean", st_infer_variadic, variadic),
-    ELEMENTWISE("Where", st_infer_where, where),
-    ELEMENTWISE("Clip", st_infer_clip, clip),
-    ELEMENTWISE("Cast", st_infer_cast, cast),
-    ELEMENTWISE("CastLike", st_infer_cast_like, cast),
-    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+    ST_UNARY_OPS(UNARY_OP)
+    ST_BINARY_OPS(BINARY_OP)
+    ST_VARIADIC_OPS(VARIADIC_OP)
+    {"Where", "", 1, 0, st_infer_where, NULL, NULL, .types = ST_DT_ALL, .t_operand = 1},
+    ELEMENTWISE("Clip", st_infer_clip, ST_DT_NUMERIC),
+    ELEMENTWISE("Cast", st_infer_cast, ST_DT_ALL),
+    ELEMENTWISE("CastLike", st_infer_cast_like, ST_DT_ALL),
+    {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -5,20 +5,85 @@
 #ifndef ST_OPS_ELEMENTWISE_H
 #define ST_OPS_ELEMENTWISE_H
 
-typedef enum st_unary {
-    ST_U_RELU, ST_U_SIGMOID, ST_U_TANH, ST_U_EXP, ST_U_LOG, ST_U_SQRT, ST_U_NEG, ST_U_ABS,
-    ST_U_RECIPROCAL, ST_U_FLOOR, ST_U_CEIL, ST_U_ROUND, ST_U_ERF, ST_U_SIN, ST_U_COS, ST_U_TAN,
-    ST_U_ASIN, ST_U_ACOS, ST_U_ATAN, ST_U_SINH, ST_U_COSH, ST_U_ASINH, ST_U_ACOSH, ST_U_ATANH,
-    ST_U_SIGN, ST_U_LEAKY_RELU, ST_U_HARD_SIGMOID, ST_U_HARD_SWISH, ST_U_ELU, ST_U_SELU, ST_U_CELU,
-    ST_U_SOFTPLUS, ST_U_SOFTSIGN, ST_U_THRESHOLDED_RELU, ST_U_MISH, ST_U_GELU, ST_U_GELU_TANH,
-    ST_U_NOT, ST_U_ISNAN, ST_U_ISINF, ST_U_CLIP, ST_U_SILU
-} st_unary;
+#include "ops/codes.h"
 
-typedef enum st_binary {
-    ST_B_ADD, ST_B_SUB, ST_B_MUL, ST_B_DIV, ST_B_POW, ST_B_MOD, ST_B_MAX, ST_B_MIN, ST_B_MEAN,
-    ST_B_EQUAL, ST_B_LESS, ST_B_GREATER, ST_B_LESS_EQUAL, ST_B_GREATER_EQUAL,
-    ST_B_AND, ST_B_OR, ST_B_XOR, ST_B_SHIFT_LEFT, ST_B_SHIFT_RIGHT, ST_B_PRELU
-} st_binary;
+/* The codes, numbered by their order in ops/codes.h (which OpenCL C reads
+ * too). */
+#define ST_U_ENUM_(name) ST_U_##name,
+#define ST_B_ENUM_(name) ST_B_##name,
+typedef enum st_unary { ST_UNARY_CODES(ST_U_ENUM_) } st_unary;
+typedef enum st_binary { ST_BINARY_CODES(ST_B_ENUM_) } st_binary;
+#undef ST_U_ENUM_
+#undef ST_B_ENUM_
+
+/* The ONNX ops of the family, once: the op rows (ops/elementwise.c) and
+ * every backend's kernel table are expanded from these lists.
+ * Unary: X(name, code, types, alpha, beta, gamma), with the ONNX type
+ * constraint as an ST_DT mask and the attributes' defaults. */
+#define ST_UNARY_OPS(X)                                                                               \
+    X(Relu, RELU, ST_DT_SIGNED, 0, 0, 0)                                                              \
+    X(Sigmoid, SIGMOID, ST_DT_ALL_FLOATS, 0, 0, 0)                                                    \
+    X(Tanh, TANH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Exp, EXP, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Log, LOG, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Sqrt, SQRT, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Neg, NEG, ST_DT_SIGNED, 0, 0, 0)                                                                \
+    X(Abs, ABS, ST_DT_NUMERIC, 0, 0, 0)                                                               \
+    X(Reciprocal, RECIPROCAL, ST_DT_ALL_FLOATS, 0, 0, 0)                                              \
+    X(Floor, FLOOR, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(Ceil, CEIL, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Round, ROUND, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(Erf, ERF, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Sin, SIN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Cos, COS, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Tan, TAN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                            \
+    X(Asin, ASIN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Acos, ACOS, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Atan, ATAN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Sinh, SINH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Cosh, COSH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Asinh, ASINH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(Acosh, ACOSH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(Atanh, ATANH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(Sign, SIGN, ST_DT_NUMERIC, 0, 0, 0)                                                             \
+    X(LeakyRelu, LEAKY_RELU, ST_DT_ALL_FLOATS, 0.01f, 0, 0)                                           \
+    X(HardSigmoid, HARD_SIGMOID, ST_DT_ALL_FLOATS, 0.2f, 0.5f, 0)                                     \
+    X(HardSwish, HARD_SWISH, ST_DT_ALL_FLOATS, 0, 0, 0)                                               \
+    X(Elu, ELU, ST_DT_ALL_FLOATS, 1.0f, 0, 0)                                                         \
+    X(Selu, SELU, ST_DT_ALL_FLOATS, 1.67326319217681884765625f, 0, 1.05070102214813232421875f)        \
+    X(Celu, CELU, ST_DT_ALL_FLOATS, 1.0f, 0, 0)                                                       \
+    X(Softplus, SOFTPLUS, ST_DT_ALL_FLOATS, 0, 0, 0)                                                  \
+    X(Softsign, SOFTSIGN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                  \
+    X(ThresholdedRelu, THRESHOLDED_RELU, ST_DT_ALL_FLOATS, 1.0f, 0, 0)                                \
+    X(Mish, MISH, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Gelu, GELU, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
+    X(Not, NOT, ST_DT(ST_BOOL), 0, 0, 0)                                                              \
+    X(IsNaN, ISNAN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(IsInf, ISINF, ST_DT_ALL_FLOATS, 0, 0, 0)
+
+/* Binary: X(name, code, types, to_bool); Equal takes every dtype. */
+#define ST_BINARY_OPS(X)                                                                              \
+    X(Add, ADD, ST_DT_NUMERIC, false)                                                                 \
+    X(Sub, SUB, ST_DT_NUMERIC, false)                                                                 \
+    X(Mul, MUL, ST_DT_NUMERIC, false)                                                                 \
+    X(Div, DIV, ST_DT_NUMERIC, false)                                                                 \
+    X(Pow, POW, ST_DT_NUMERIC, false)                                                                 \
+    X(Mod, MOD, ST_DT_NUMERIC, false)                                                                 \
+    X(Equal, EQUAL, ST_DT_ALL, true)                                                                  \
+    X(Less, LESS, ST_DT_NUMERIC, true)                                                                \
+    X(Greater, GREATER, ST_DT_NUMERIC, true)                                                          \
+    X(LessOrEqual, LESS_EQUAL, ST_DT_NUMERIC, true)                                                   \
+    X(GreaterOrEqual, GREATER_EQUAL, ST_DT_NUMERIC, true)                                             \
+    X(And, AND, ST_DT(ST_BOOL), true)                                                                 \
+    X(Or, OR, ST_DT(ST_BOOL), true)                                                                   \
+    X(Xor, XOR, ST_DT(ST_BOOL), true)                                                                 \
+    X(BitShift, SHIFT_LEFT, ST_DT_NUMERIC, false)                                                     \
+    X(PRelu, PRELU, ST_DT_SIGNED, false)
+
+/* Variadic: X(name, code, types). */
+#define ST_VARIADIC_OPS(X)                                                                            \
+    X(Sum, ADD, ST_DT_NUMERIC) X(Max, MAX, ST_DT_NUMERIC) X(Min, MIN, ST_DT_NUMERIC)                  \
+    X(Mean, MEAN, ST_DT_ALL_FLOATS)
 
 typedef struct st_ew_state {
     int code;           /* st_unary or st_binary */

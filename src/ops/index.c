@@ -3,14 +3,15 @@
  * ConstantOfShape, EyeLike, Trilu, OneHot, GatherElements, GatherND,
  * ScatterND, ScatterElements (and its deprecated alias Scatter), Compress,
  * NonZero, Unique, DepthToSpace, SpaceToDepth, NonMaxSuppression and Einsum.
- * Kernels: backends/cpu/k_index.c; parameter blocks: ops/index.h.
+ * Kernels: backends/cpu/k_index_*.c, k_nms.c, k_einsum.c; parameter
+ * blocks: ops/index.h.
  *
  * Inputs that decide an output shape (Expand's shape, Tile's repeats, Pad's
  * pads, Range's bounds, OneHot's depth) are read here as constants.  The
  * ops whose output shape depends on input *data* (Compress's condition,
  * NonZero's, Unique's and NonMaxSuppression's inputs) need that data
  * constant and compute the shape from it here with the same routine the
- * kernel runs (k_index.h), so the two cannot disagree; with all inputs
+ * kernel runs (ops/select.h), so the two cannot disagree; with all inputs
  * constant the planner then folds the node.  Einsum's equation is parsed
  * here once into per-operand labels (st_einsum_state).
  */
@@ -18,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/k_index.h"
 #include "ops/index.h"
 #include "ops/ops.h"
+#include "ops/select.h"
 
 static const st_dtype INDEX_TYPES[] = {ST_I64, ST_I32, 0};
 static const st_dtype NUMERIC[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_I16, ST_I32, ST_I64,
@@ -665,34 +666,32 @@ static st_status infer_einsum(st_infer *c)
     c->out[0].dtype = c->in[0].dtype;
     c->out[0].rank = s->out_rank;
     for (int d = 0; d < s->out_rank; d++) c->out[0].dims[d] = s->size[s->out_label[d]];
-    if (!st_einsum_fits(s))
-        return st_infer_error(c, ST_ERR_UNSUPPORTED, "an intermediate of this equation would have more than %d dims", ST_MAX_RANK);
     return ST_OK;
 }
 
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
-#define INDEX_OP(name, min, rule, kernel) {name, "", min, 0, rule, NULL, NULL, kernel}
+#define INDEX_OP(name, min, rule) {name, "", min, 0, rule, NULL, NULL}
 const st_op_def st_ops_index[] = {
-    INDEX_OP("Expand", 8, infer_expand, st_cpu_expand),
-    INDEX_OP("Tile", 6, infer_tile, st_cpu_tile),
-    INDEX_OP("Pad", 2, infer_pad, st_cpu_pad),
-    INDEX_OP("Range", 11, infer_range, st_cpu_range),
-    INDEX_OP("ConstantOfShape", 9, infer_constant_of_shape, st_cpu_constant_of_shape),
-    INDEX_OP("EyeLike", 9, infer_eye_like, st_cpu_eye_like),
-    INDEX_OP("Trilu", 14, infer_trilu, st_cpu_trilu),
-    INDEX_OP("OneHot", 9, infer_one_hot, st_cpu_one_hot),
-    INDEX_OP("GatherElements", 11, infer_gather_elements, st_cpu_gather_elements),
-    INDEX_OP("GatherND", 11, infer_gather_nd, st_cpu_gather_nd),
-    INDEX_OP("ScatterND", 11, infer_scatter_nd, st_cpu_scatter_nd),
-    INDEX_OP("ScatterElements", 11, infer_scatter_elements, st_cpu_scatter_elements),
-    INDEX_OP("Scatter", 9, infer_scatter_elements, st_cpu_scatter_elements),
-    INDEX_OP("Compress", 9, infer_compress, st_cpu_compress),
-    INDEX_OP("NonZero", 9, infer_nonzero, st_cpu_nonzero),
-    INDEX_OP("Unique", 11, infer_unique, st_cpu_unique),
-    INDEX_OP("DepthToSpace", 1, infer_depth_space, st_cpu_depth_to_space),
-    INDEX_OP("SpaceToDepth", 1, infer_depth_space, st_cpu_space_to_depth),
-    INDEX_OP("NonMaxSuppression", 10, infer_nms, st_cpu_nms),
-    INDEX_OP("Einsum", 12, infer_einsum, st_cpu_einsum),
-    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+    INDEX_OP("Expand", 8, infer_expand),
+    INDEX_OP("Tile", 6, infer_tile),
+    INDEX_OP("Pad", 2, infer_pad),
+    INDEX_OP("Range", 11, infer_range),
+    INDEX_OP("ConstantOfShape", 9, infer_constant_of_shape),
+    INDEX_OP("EyeLike", 9, infer_eye_like),
+    INDEX_OP("Trilu", 14, infer_trilu),
+    INDEX_OP("OneHot", 9, infer_one_hot),
+    INDEX_OP("GatherElements", 11, infer_gather_elements),
+    INDEX_OP("GatherND", 11, infer_gather_nd),
+    INDEX_OP("ScatterND", 11, infer_scatter_nd),
+    INDEX_OP("ScatterElements", 11, infer_scatter_elements),
+    INDEX_OP("Scatter", 9, infer_scatter_elements),
+    INDEX_OP("Compress", 9, infer_compress),
+    INDEX_OP("NonZero", 9, infer_nonzero),
+    INDEX_OP("Unique", 11, infer_unique),
+    INDEX_OP("DepthToSpace", 1, infer_depth_space),
+    INDEX_OP("SpaceToDepth", 1, infer_depth_space),
+    INDEX_OP("NonMaxSuppression", 10, infer_nms),
+    INDEX_OP("Einsum", 12, infer_einsum),
+    {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -84,6 +84,13 @@ st_status st_infer_dtype(const st_infer *c, int input, const st_dtype *allowed)
     return st_infer_error(c, ST_ERR_DTYPE, "input %d has dtype %s, which this op does not take", input, st_dtype_name(t));
 }
 
+st_status st_infer_dtype_mask(const st_infer *c, int input, uint32_t allowed)
+{
+    st_dtype t = c->in[input].dtype;
+    if ((unsigned)t < 32 && (allowed >> t & 1)) return ST_OK;
+    return st_infer_error(c, ST_ERR_DTYPE, "input %d has dtype %s, which this op does not take", input, st_dtype_name(t));
+}
+
 void *st_infer_state(st_infer *c, size_t size)
 {
     free(c->state);

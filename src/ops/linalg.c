@@ -4,8 +4,6 @@
  * Kernels: backends/cpu/k_linalg.c.
  */
 #include "ops/linalg.h"
-#include "backends/cpu/kernels.h"
-#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
 static const st_dtype MATMUL_TYPES[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I32, ST_I64, ST_U32, ST_U64, 0};
@@ -77,7 +75,7 @@ st_status st_infer_gemm(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_linalg[] = {
-    {"MatMul", "", 1, 0, st_infer_matmul, NULL, NULL, st_cpu_matmul, ST_CUDA(st_cuda_matmul), .opencl = ST_OPENCL(st_cl_matmul)},
-    {"Gemm", "", 1, 0, st_infer_gemm, NULL, NULL, st_cpu_gemm, ST_CUDA(st_cuda_gemm), .opencl = ST_OPENCL(st_cl_gemm)},
-    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+    {"MatMul", "", 1, 0, st_infer_matmul, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
+    {"Gemm", "", 1, 0, st_infer_gemm, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
+    {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/k_misc.h"
 #include "ops/misc.h"
 #include "ops/ops.h"
 
@@ -836,32 +835,32 @@ static st_status infer_mel_weight(st_infer *c)
 
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
-#define MISC_OP(op_name, rule, kernel) {.name = op_name, .domain = "", .min_opset = 1, .infer = rule, .cpu = kernel}
+#define MISC_OP(op_name, rule) {.name = op_name, .domain = "", .min_opset = 1, .infer = rule}
 const st_op_def st_ops_misc[] = {
-    {.name = "Dropout", .domain = "", .min_opset = 1, .infer = infer_dropout, .view = dropout_view, .cpu = st_cpu_dropout},
-    MISC_OP("NegativeLogLikelihoodLoss", infer_loss, st_cpu_loss),
-    MISC_OP("SoftmaxCrossEntropyLoss", infer_loss, st_cpu_loss),
-    MISC_OP("RNN", infer_rnn, st_cpu_rnn),
-    MISC_OP("GRU", infer_rnn, st_cpu_rnn),
-    MISC_OP("LSTM", infer_rnn, st_cpu_rnn),
-    MISC_OP("QuantizeLinear", infer_quantize, st_cpu_quantize),
-    MISC_OP("DequantizeLinear", infer_dequantize, st_cpu_dequantize),
-    MISC_OP("DynamicQuantizeLinear", infer_dynamic_quantize, st_cpu_dynamic_quantize),
-    MISC_OP("MatMulInteger", infer_matmul_integer, st_cpu_qmatmul),
-    MISC_OP("QLinearMatMul", infer_qlinear_matmul, st_cpu_qmatmul),
-    MISC_OP("ConvInteger", infer_conv_integer, st_cpu_qconv),
-    MISC_OP("QLinearConv", infer_qlinear_conv, st_cpu_qconv),
-    MISC_OP("GridSample", infer_gridsample, st_cpu_gridsample),
-    MISC_OP("RoiAlign", infer_roialign, st_cpu_roialign),
-    MISC_OP("MaxUnpool", infer_maxunpool, st_cpu_maxunpool),
-    MISC_OP("ReverseSequence", infer_reverse_sequence, st_cpu_reverse_sequence),
-    MISC_OP("Shrink", infer_shrink, st_cpu_shrink),
-    MISC_OP("Det", infer_det, st_cpu_det),
-    MISC_OP("HannWindow", infer_window, st_cpu_window),
-    MISC_OP("HammingWindow", infer_window, st_cpu_window),
-    MISC_OP("BlackmanWindow", infer_window, st_cpu_window),
-    MISC_OP("DFT", infer_dft, st_cpu_dft),
-    MISC_OP("STFT", infer_stft, st_cpu_stft),
-    MISC_OP("MelWeightMatrix", infer_mel_weight, st_cpu_mel_weight),
+    {.name = "Dropout", .domain = "", .min_opset = 1, .infer = infer_dropout, .view = dropout_view},
+    MISC_OP("NegativeLogLikelihoodLoss", infer_loss),
+    MISC_OP("SoftmaxCrossEntropyLoss", infer_loss),
+    MISC_OP("RNN", infer_rnn),
+    MISC_OP("GRU", infer_rnn),
+    MISC_OP("LSTM", infer_rnn),
+    MISC_OP("QuantizeLinear", infer_quantize),
+    MISC_OP("DequantizeLinear", infer_dequantize),
+    MISC_OP("DynamicQuantizeLinear", infer_dynamic_quantize),
+    MISC_OP("MatMulInteger", infer_matmul_integer),
+    MISC_OP("QLinearMatMul", infer_qlinear_matmul),
+    MISC_OP("ConvInteger", infer_conv_integer),
+    MISC_OP("QLinearConv", infer_qlinear_conv),
+    MISC_OP("GridSample", infer_gridsample),
+    MISC_OP("RoiAlign", infer_roialign),
+    MISC_OP("MaxUnpool", infer_maxunpool),
+    MISC_OP("ReverseSequence", infer_reverse_sequence),
+    MISC_OP("Shrink", infer_shrink),
+    MISC_OP("Det", infer_det),
+    MISC_OP("HannWindow", infer_window),
+    MISC_OP("HammingWindow", infer_window),
+    MISC_OP("BlackmanWindow", infer_window),
+    MISC_OP("DFT", infer_dft),
+    MISC_OP("STFT", infer_stft),
+    MISC_OP("MelWeightMatrix", infer_mel_weight),
     {.name = NULL}
 };

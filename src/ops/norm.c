@@ -11,8 +11,6 @@
  */
 #include <string.h>
 
-#include "backends/cpu/k_norm.h"
-#include "backends/opencl/kernels.h"
 #include "ops/norm.h"
 #include "ops/ops.h"
 
@@ -212,16 +210,13 @@ static st_status infer_lrn(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 /* designated: rows stay valid as backends add kernel slots (NULL: none) */
-#define NORM_FIELDS(op_name, rule) .name = op_name, .domain = "", .min_opset = 1, .infer = rule, .cpu = st_cpu_norm, .cuda = ST_CUDA(st_cuda_norm)
-#define NORM_OP(op_name, rule) {NORM_FIELDS(op_name, rule)}
-/* the kinds the OpenCL kernel implements (backends/opencl/k_rows.c) */
-#define NORM_OP_CL(op_name, rule) {NORM_FIELDS(op_name, rule), .opencl = ST_OPENCL(st_cl_norm)}
+#define NORM_OP(op_name, rule) {.name = op_name, .domain = "", .min_opset = 1, .infer = rule, .types = ST_DT_ALL_FLOATS}
 const st_op_def st_ops_norm[] = {
-    NORM_OP_CL("Softmax", infer_softmax),
-    NORM_OP_CL("LogSoftmax", infer_softmax),
+    NORM_OP("Softmax", infer_softmax),
+    NORM_OP("LogSoftmax", infer_softmax),
     NORM_OP("Hardmax", infer_softmax),
     NORM_OP("LayerNormalization", infer_layer_norm),
-    NORM_OP_CL("BatchNormalization", infer_batch_norm),
+    NORM_OP("BatchNormalization", infer_batch_norm),
     NORM_OP("InstanceNormalization", infer_instance_norm),
     NORM_OP("LpNormalization", infer_lp_norm),
     NORM_OP("MeanVarianceNormalization", infer_mvn),

@@ -13,12 +13,12 @@
  *              layout cannot express it, and the node runs as a copy.
  *   - footprint: the bytes each operand touches.  The default (NULL) is
  *              every operand's extent, read for inputs and written for
- *              outputs (DESIGN.md rule 3).
- *   - kernels: one per backend (cpu, cuda, opencl).  Every kernel takes
- *              strided inputs and strided outputs (rule 5).
+ *              outputs (rule 3 of docs/architecture.md).
  * The row sits at the end of src/ops/<family>.c, beside the family's shape
- * rules; CPU kernels are in src/backends/cpu/k_<family>.c (op_table.c
- * lists the families).
+ * rules (op_table.c lists the families).  A row names no kernel: each
+ * backend's kernel table says which ops it runs (ops/kernel.h), with its
+ * entries beside its kernels in src/backends/<name>/k_<family>.*.  Every
+ * kernel takes strided inputs and strided outputs (rule 5).
  */
 #ifndef ST_OP_H
 #define ST_OP_H
@@ -66,6 +66,7 @@ typedef struct st_kctx {
      * the event wait list).  NULL on the CPU. */
     const st_view *views;
     void *dev;
+    void *priv;                    /* the kernel's prepare() state, or NULL */
 } st_kctx;
 
 typedef st_status (*st_kernel_fn)(const st_kctx *k);
@@ -94,20 +95,25 @@ typedef struct st_op_def {
      * views[i] for inputs, views[n_in + j] for outputs.  Returns the count. */
     int (*footprint)(const void *state, int n_in, int n_out, const st_view *views, const bool *skip,
                      st_footprint *fp);
-    st_kernel_fn cpu;
-    /* The CUDA kernel's symbol name, or NULL.  The CUDA backend is a module
-     * loaded only when a session asks for it (its libraries are large), so
-     * the row names the kernel and the module resolves it. */
-    const char *cuda;
-    st_kernel_fn opencl;           /* NULL: no kernel on that backend */
+    /* The dtypes the op is defined on (ST_DT mask of its type operand: the
+     * ONNX type constraint the shape rule enforces), 0 when the rule
+     * decides alone.  The coverage matrix is this and each backend's mask. */
+    uint32_t types;
+    /* The type operand: input t_operand, or output -1 - t_operand when
+     * negative (ConstantOfShape's value type is its output's). */
+    int t_operand;
 } st_op_def;
 
-#define ST_CUDA(k) #k
-#ifdef ST_HAVE_OPENCL
-#define ST_OPENCL(k) k
-#else
-#define ST_OPENCL(k) NULL
-#endif
+/* One bit per st_dtype (the ONNX numbering is below 32). */
+#define ST_DT(t) (1u << (t))
+#define ST_DT_FLOAT16S (ST_DT(ST_F16) | ST_DT(ST_BF16))
+#define ST_DT_FLOATS (ST_DT(ST_F32) | ST_DT_FLOAT16S)                  /* f32, f16, bf16 */
+#define ST_DT_ALL_FLOATS (ST_DT_FLOATS | ST_DT(ST_F64))
+#define ST_DT_SIGNED_INTS (ST_DT(ST_I8) | ST_DT(ST_I16) | ST_DT(ST_I32) | ST_DT(ST_I64))
+#define ST_DT_INTS (ST_DT_SIGNED_INTS | ST_DT(ST_U8) | ST_DT(ST_U16) | ST_DT(ST_U32) | ST_DT(ST_U64))
+#define ST_DT_SIGNED (ST_DT_ALL_FLOATS | ST_DT_SIGNED_INTS)
+#define ST_DT_NUMERIC (ST_DT_ALL_FLOATS | ST_DT_INTS)
+#define ST_DT_ALL (ST_DT_NUMERIC | ST_DT(ST_BOOL))
 
 const st_op_def *st_op_find(const char *domain, const char *name);
 /* For `strata inspect` and the conformance runner: the table itself. */
@@ -128,6 +134,8 @@ st_status st_infer_const_ints(const st_infer *c, int input, int64_t *vals, int m
 st_status st_infer_need_const(const st_infer *c, int input);
 /* The input's dtype must be one of a zero-terminated list. */
 st_status st_infer_dtype(const st_infer *c, int input, const st_dtype *allowed);
+/* The same with an ST_DT mask. */
+st_status st_infer_dtype_mask(const st_infer *c, int input, uint32_t allowed);
 void *st_infer_state(st_infer *c, size_t size);   /* zeroed; freed with the plan */
 /* A windowed op's (Conv, ConvTranspose, pools, QLinearConv) strides,
  * dilations and pads attributes for n spatial dims, each written into its

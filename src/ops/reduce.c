@@ -13,8 +13,6 @@
  */
 #include <string.h>
 
-#include "backends/cpu/k_reduce.h"
-#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 #include "ops/reduce.h"
 
@@ -179,24 +177,21 @@ static st_status infer_cumsum(st_infer *c)
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 /* designated: rows stay valid as backends add kernel slots (NULL: none) */
-#define REDUCE_FIELDS(op_name, rule, kernel, gpu) .name = op_name, .domain = "", .min_opset = 1, .infer = rule, .cpu = kernel, .cuda = gpu
-#define REDUCE_OP(op_name, rule, kernel, gpu) {REDUCE_FIELDS(op_name, rule, kernel, gpu)}
-/* the ReduceX ops also have an OpenCL kernel (backends/opencl/k_rows.c) */
-#define REDUCE_OP_CL(op_name, rule, kernel, gpu) {REDUCE_FIELDS(op_name, rule, kernel, gpu), .opencl = ST_OPENCL(st_cl_reduce)}
+#define REDUCE_OP(op_name, rule) {.name = op_name, .domain = "", .min_opset = 1, .infer = rule, .types = ST_DT_NUMERIC}
 const st_op_def st_ops_reduce[] = {
-    REDUCE_OP_CL("ReduceSum", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceMean", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceMax", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceMin", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceProd", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceL1", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceL2", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceLogSum", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceLogSumExp", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP_CL("ReduceSumSquare", infer_reduce, st_cpu_reduce, ST_CUDA(st_cuda_reduce)),
-    REDUCE_OP("ArgMax", infer_argminmax, st_cpu_argminmax, ST_CUDA(st_cuda_argminmax)),
-    REDUCE_OP("ArgMin", infer_argminmax, st_cpu_argminmax, ST_CUDA(st_cuda_argminmax)),
-    REDUCE_OP("TopK", infer_topk, st_cpu_topk, NULL),
-    REDUCE_OP("CumSum", infer_cumsum, st_cpu_cumsum, NULL),
+    REDUCE_OP("ReduceSum", infer_reduce),
+    REDUCE_OP("ReduceMean", infer_reduce),
+    REDUCE_OP("ReduceMax", infer_reduce),
+    REDUCE_OP("ReduceMin", infer_reduce),
+    REDUCE_OP("ReduceProd", infer_reduce),
+    REDUCE_OP("ReduceL1", infer_reduce),
+    REDUCE_OP("ReduceL2", infer_reduce),
+    REDUCE_OP("ReduceLogSum", infer_reduce),
+    REDUCE_OP("ReduceLogSumExp", infer_reduce),
+    REDUCE_OP("ReduceSumSquare", infer_reduce),
+    REDUCE_OP("ArgMax", infer_argminmax),
+    REDUCE_OP("ArgMin", infer_argminmax),
+    REDUCE_OP("TopK", infer_topk),
+    REDUCE_OP("CumSum", infer_cumsum),
     {.name = NULL}
 };

@@ -13,8 +13,6 @@
 
 #include "ops/concat.h"
 #include "ops/op.h"
-#include "backends/cpu/kernels.h"
-#include "backends/opencl/kernels.h"
 #include "ops/ops.h"
 
 /* ---- Shape / Size ---- */
@@ -519,10 +517,10 @@ int st_footprint_concat(const void *state, int n_in, int n_out, const st_view *v
 
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
-#define VIEW_OP(name, min, rule, view) {name, "", min, 0, rule, view, NULL, st_cpu_view_copy, ST_CUDA(st_cuda_view_copy), .opencl = ST_OPENCL(st_cl_view_copy)}
+#define VIEW_OP(name, min, rule, view) {name, "", min, 0, rule, view, NULL}
 const st_op_def st_ops_shape[] = {
-    {"Shape", "", 1, ST_OP_SHAPE_ONLY, st_infer_shape, NULL, NULL, st_cpu_shape},
-    {"Size", "", 1, ST_OP_SHAPE_ONLY, st_infer_size, NULL, NULL, st_cpu_size},
+    {"Shape", "", 1, ST_OP_SHAPE_ONLY, st_infer_shape, NULL, NULL},
+    {"Size", "", 1, ST_OP_SHAPE_ONLY, st_infer_size, NULL, NULL},
     VIEW_OP("Reshape", 1, st_infer_reshape, st_view_reshape_rule),
     VIEW_OP("Flatten", 1, st_infer_flatten, st_view_reshape_rule),
     VIEW_OP("Squeeze", 1, st_infer_squeeze, st_view_reshape_rule),
@@ -531,7 +529,7 @@ const st_op_def st_ops_shape[] = {
     VIEW_OP("Transpose", 1, st_infer_transpose, st_view_transpose_rule),
     VIEW_OP("Slice", 1, st_infer_slice, st_view_slice_rule),
     VIEW_OP("Split", 2, st_infer_split, st_view_split_rule),
-    {"Gather", "", 1, 0, st_infer_gather, st_view_gather_rule, NULL, st_cpu_gather, ST_CUDA(st_cuda_gather)},
-    {"Concat", "", 1, ST_OP_CONCAT, st_infer_concat, NULL, st_footprint_concat, st_cpu_concat, ST_CUDA(st_cuda_concat), .opencl = ST_OPENCL(st_cl_concat)},
-    {NULL, NULL, 0, 0, NULL, NULL, NULL, NULL}
+    {"Gather", "", 1, 0, st_infer_gather, st_view_gather_rule, NULL},
+    {"Concat", "", 1, ST_OP_CONCAT, st_infer_concat, NULL, st_footprint_concat},
+    {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

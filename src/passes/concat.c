@@ -9,7 +9,9 @@
  *      value, and it may be a pure view with no command to redirect);
  *   2. X is not placed elsewhere already (X feeding two Concats, or one
  *      Concat twice, is placed once);
- *   3. X and Y have the same planned dtype.
+ *   3. X and Y have the same planned dtype;
+ *   4. X's producer runs on the Concat's device (plan/place.c): a host
+ *      node of a mixed plan cannot write into device memory.
  * Two ways to be placed:
  *   - X is an input of C: its slot is that input's share of the axis;
  *   - consecutive inputs of C are slices of one value R along C's axis
@@ -51,12 +53,14 @@
 #include "ops/concat.h"
 #include "plan/plan.h"
 
-static bool placeable(const st_plan *p, int x, st_dtype dtype)
+static bool placeable(const st_plan *p, int x, int c, st_dtype dtype)
 {
     if (x < 0) return false;
     const st_pvalue *pv = &p->values[x];
     if (pv->kind != ST_PV_ROOT || pv->producer < 0 || pv->concat >= 0 || pv->t.dtype != dtype) return false;
     const st_node *prod = &p->model->g->nodes[pv->producer];
+    /* a producer on another device cannot write into the Concat's bytes */
+    if (p->nodes[pv->producer].device != p->nodes[c].device) return false;
     return p->nodes[pv->producer].kind == ST_PN_EXEC && !prod->op->view;
 }
 
@@ -290,7 +294,7 @@ void st_pass_place_concats(st_plan *p)
         for (int k = 0; k < n->n_in; k++) {
             int x = n->in[k];
             if (x < 0) continue;
-            if (placeable(p, x, out_dt) && nest_ok(p, x, n->out[0], axis)) {
+            if (placeable(p, x, i, out_dt) && nest_ok(p, x, n->out[0], axis)) {
                 p->values[x].concat = i;
                 p->values[x].concat_start = start[k];
                 pn->skip[k] = true;
@@ -300,7 +304,7 @@ void st_pass_place_concats(st_plan *p)
             /* a run of inputs k..j-1 that slice one value R in order */
             /* a packed value R that x reshapes, into a contiguous slot */
             int r = reshape_of(p, x);
-            if (r >= 0 && placeable(p, r, out_dt) && p->values[x].t.dtype == out_dt &&
+            if (r >= 0 && placeable(p, r, i, out_dt) && p->values[x].t.dtype == out_dt &&
                 nest_ok(p, r, n->out[0], axis) && reshape_fits(p, x, r, n->out[0], axis, start[k])) {
                 p->values[r].concat = i;
                 p->values[r].concat_start = start[k];
@@ -310,7 +314,7 @@ void st_pass_place_concats(st_plan *p)
             }
             int64_t s0;
             r = slice_of(p, x, axis, &s0);
-            if (r < 0 || !placeable(p, r, out_dt) || !nest_ok(p, r, n->out[0], axis)) continue;
+            if (r < 0 || !placeable(p, r, i, out_dt) || !nest_ok(p, r, n->out[0], axis)) continue;
             int64_t covered = s0;
             int j = k;
             while (j < n->n_in && n->in[j] >= 0) {

@@ -19,6 +19,7 @@
  * offsets here are relative to the root value's buffer; plan/plan.c adds
  * the buffer's arena offset once buffers are placed.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/model.h"
@@ -129,4 +130,26 @@ st_status st_pass_layout(st_plan *p)
         }
     }
     return ST_OK;
+}
+
+void st_pass_layout_reset(st_plan *p)
+{
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind == ST_PV_VIEW) pv->kind = ST_PV_ROOT; /* views and placed values were roots before */
+        if (pv->kind == ST_PV_DEAD) continue;
+        pv->resolved = false;
+        pv->base = -1;
+        pv->buffer = -1;
+        pv->concat = -1;
+        pv->concat_start = 0;
+        memset(&pv->view, 0, sizeof pv->view);
+    }
+    for (int i = 0; i < p->n_nodes; i++) {
+        st_pnode *pn = &p->nodes[i];
+        if (pn->kind == ST_PN_VIEW) pn->kind = ST_PN_EXEC;
+        free(pn->skip);
+        pn->skip = NULL;
+        pn->n_placed = 0;
+    }
 }

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "exec/dag.h"
 #include "graph/model.h"
 #include "plan/plan.h"
 
@@ -62,7 +61,7 @@ st_status st_plan_buffers(st_plan *p)
 {
     const st_graph *g = p->model->g;
     int *buf_of_root = malloc(((size_t)p->n_values + 1) * sizeof *buf_of_root);
-    p->buffers = calloc((size_t)p->n_values + 1, sizeof *p->buffers);
+    p->buffers = calloc((size_t)p->n_values + (size_t)p->n_transfers + 1, sizeof *p->buffers);
     if (!buf_of_root || !p->buffers) {
         free(buf_of_root);
         return st_error(ST_ERR_NOMEM, "out of memory planning buffers");
@@ -78,6 +77,7 @@ st_status st_plan_buffers(st_plan *p)
         /* inputs keep their bytes to the end, so a run whose inputs did not
          * change need not upload them again (exec/session.c) */
         b->last = pv->kind == ST_PV_INPUT ? p->n_nodes : b->first;
+        b->device = st_plan_value_device(p, v);
         buf_of_root[v] = p->n_buffers++;
     }
     /* every value in a buffer widens its life: producers (placed inputs are
@@ -94,6 +94,20 @@ st_status st_plan_buffers(st_plan *p)
         if (pv->last_use > b->last) b->last = pv->last_use;
     }
     free(buf_of_root);
+    /* a transfer's copy lives from the transfer (just before its first
+     * reader) to its last reader, in the arena of the device it is on */
+    for (int t = 0; t < p->n_transfers; t++) {
+        st_transfer *tr = &p->transfers[t];
+        st_buffer *b = &p->buffers[p->n_buffers];
+        int64_t lo, hi;
+        st_view_extent(&tr->view, &lo, &hi);
+        b->value = -1 - t;
+        b->size = ((uint64_t)hi + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
+        b->first = tr->first;
+        b->last = tr->last;
+        b->device = tr->to;
+        tr->buffer = p->n_buffers++;
+    }
 
     st_buffer **order = malloc(((size_t)p->n_buffers + 1) * sizeof *order);
     st_buffer **live = malloc(((size_t)p->n_buffers + 1) * sizeof *live);
@@ -105,13 +119,15 @@ st_status st_plan_buffers(st_plan *p)
     for (int i = 0; i < p->n_buffers; i++) order[i] = &p->buffers[i];
     qsort(order, (size_t)p->n_buffers, sizeof *order, by_size_desc);
     p->arena_bytes = 0;
+    p->host_arena_bytes = 0;
     p->naive_bytes = 0;
     for (int i = 0; i < p->n_buffers; i++) {
         st_buffer *b = order[i];
         p->naive_bytes += b->size;
         int nl = 0;
         for (int j = 0; j < i; j++)
-            if (order[j]->first <= b->last && b->first <= order[j]->last) live[nl++] = order[j];
+            if (order[j]->device == b->device && order[j]->first <= b->last && b->first <= order[j]->last)
+                live[nl++] = order[j];
         qsort(live, (size_t)nl, sizeof *live, by_offset);
         uint64_t off = 0;
         for (int j = 0; j < nl; j++) {
@@ -120,17 +136,21 @@ st_status st_plan_buffers(st_plan *p)
             if (end > off) off = end;
         }
         b->offset = off;
-        if (off + b->size > p->arena_bytes) p->arena_bytes = off + b->size;
+        uint64_t *peak = b->device == ST_DEV_HOST ? &p->host_arena_bytes : &p->arena_bytes;
+        if (off + b->size > *peak) *peak = off + b->size;
     }
     free(order);
     free(live);
 
+    /* storages[0] is the main arena, storages[1] the host arena */
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
         if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST) continue;
         pv->view.offset += (int64_t)p->buffers[pv->buffer].offset;
-        pv->storage = 0;
+        pv->storage = p->buffers[pv->buffer].device == ST_DEV_HOST ? 1 : 0;
     }
+    for (int t = 0; t < p->n_transfers; t++)
+        p->transfers[t].view.offset += (int64_t)p->buffers[p->transfers[t].buffer].offset;
     return ST_OK;
 }
 
@@ -177,13 +197,22 @@ static st_status init_values(st_plan *p)
     return ST_OK;
 }
 
-static void plan_reset(st_plan *p)
+static void release_nodes(st_plan *p)
 {
     for (int i = 0; i < p->n_nodes; i++) {
-        free(p->nodes[i].state);
-        free(p->nodes[i].skip);
-        free(p->nodes[i].in);
+        st_pnode *pn = &p->nodes[i];
+        if (pn->prepared && pn->kernel && pn->kernel->release) pn->kernel->release(pn->priv);
+        pn->prepared = false;
+        pn->priv = NULL;
+        free(pn->state);
+        free(pn->skip);
+        free(pn->in);
     }
+}
+
+static void plan_reset(st_plan *p)
+{
+    release_nodes(p);
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     p->n_owned = 0;
     p->folded_bytes = 0;
@@ -194,13 +223,15 @@ static void plan_reset(st_plan *p)
     memset(p->nodes, 0, (size_t)p->n_nodes * sizeof *p->nodes);
 }
 
-st_status st_plan_build(const st_model *m, const st_session_options *o, const int *in_rank,
-                        const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data, st_plan **out)
+st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_session_options *o,
+                        const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
+                        st_plan **out)
 {
     const st_graph *g = m->g;
     st_plan *p = calloc(1, sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory planning");
     p->model = m;
+    p->target = *t;
     p->precision = o->precision ? o->precision : ST_F32;
     p->sanitize = o->sanitize != 0;
     p->hazard_mode = o->hazard_mode;
@@ -234,10 +265,12 @@ st_status st_plan_build(const st_model *m, const st_session_options *o, const in
     }
     p->in_data = NULL;
     if (s == ST_OK) st_pass_fuse(p);
-    if (s == ST_OK && o->backend == ST_BACKEND_CPU) st_pass_fuse_cpu(p);
-    if (s == ST_OK) st_pass_place_concats(p);
-    if (s == ST_OK) s = st_pass_layout(p);
+    if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) st_pass_fuse_affine(p);
+    /* devices and kernels, concat placement and the final layout */
+    if (s == ST_OK) s = st_plan_place(p);
+    if (s == ST_OK) s = st_plan_transfers(p);
     if (s == ST_OK) s = st_plan_buffers(p);
+    if (s == ST_OK) s = st_plan_prepare(p);
     if (s != ST_OK) {
         st_plan_free(p);
         return s;
@@ -262,45 +295,67 @@ bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_di
     return true;
 }
 
-st_status st_plan_bind(st_plan *p, st_backend *b, st_storage *arena)
+/* Wraps each constant that host commands read where it lies (no copy). */
+static st_status wrap_consts(st_plan *p, st_backend *host, const bool *read, bool main_view)
 {
     const st_graph *g = p->model->g;
-    /* storages[0] is the arena; then one per constant a command reads */
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind != ST_PV_CONST || !read[v]) continue;
+        uint64_t bytes = value_bytes(pv);
+        p->const_bytes += bytes;
+        char label[48];
+        snprintf(label, sizeof label, "const '%.36s'", g->values[v].name);
+        st_storage *st = NULL;
+        ST_TRY(host->storage_wrap(host, (void *)pv->t.data, bytes, label, &st));
+        p->storages[p->n_storages++] = st;
+        st_view *view = main_view ? &pv->view : &pv->host_view;
+        if (!main_view) {
+            *view = pv->view;
+            view->offset = 0;
+        }
+        view->storage = st;
+        if (main_view) pv->storage = p->n_storages - 1;
+    }
+    return ST_OK;
+}
+
+st_status st_plan_bind(st_plan *p, st_backend *b, st_backend *host, st_storage *arena, st_storage *host_arena)
+{
+    const st_graph *g = p->model->g;
+    /* storages[0] and [1] are the arenas; then one per constant a command
+     * reads (a device holds them all in one) */
     int n_const = 0;
     for (int v = 0; v < p->n_values; v++) n_const += p->values[v].kind == ST_PV_CONST;
-    p->storages = calloc((size_t)n_const + 1, sizeof *p->storages);
-    if (!p->storages) return st_error(ST_ERR_NOMEM, "out of memory binding the plan");
+    p->storages = calloc(2 * (size_t)n_const + 3, sizeof *p->storages);
+    bool *read_main = calloc(2 * ((size_t)p->n_values + 1), sizeof *read_main);
+    if (!p->storages || !read_main) {
+        free(read_main);
+        return st_error(ST_ERR_NOMEM, "out of memory binding the plan");
+    }
+    bool *read_host = read_main + p->n_values + 1;
     st_storage_retain(arena);
     p->storages[0] = arena;
-    p->n_storages = 1;
-    bool *read_by_cmd = calloc((size_t)p->n_values + 1, sizeof *read_by_cmd);
-    if (!read_by_cmd) return st_error(ST_ERR_NOMEM, "out of memory binding the plan");
-    for (int i = 0; i < g->n_nodes; i++)
-        if (p->nodes[i].kind == ST_PN_EXEC)
-            for (int k = 0; k < g->nodes[i].n_in; k++)
-                if (g->nodes[i].in[k] >= 0) read_by_cmd[g->nodes[i].in[k]] = true;
+    if (host_arena) st_storage_retain(host_arena);
+    p->storages[1] = host_arena;
+    p->n_storages = 2;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->nodes[i].kind != ST_PN_EXEC) continue;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k] >= 0) (p->nodes[i].device == ST_DEV_HOST ? read_host : read_main)[in[k]] = true;
+    }
     st_status s = ST_OK;
     if (b->storage_wrap) {
         /* host memory: each constant is wrapped where it lies, no copy */
-        for (int v = 0; v < p->n_values && s == ST_OK; v++) {
-            st_pvalue *pv = &p->values[v];
-            if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
-            uint64_t bytes = value_bytes(pv);
-            p->const_bytes += bytes;
-            char label[48];
-            snprintf(label, sizeof label, "const '%.36s'", g->values[v].name);
-            st_storage *st = NULL;
-            s = b->storage_wrap(b, (void *)pv->t.data, bytes, label, &st);
-            if (s != ST_OK) break;
-            pv->storage = p->n_storages;
-            pv->view.storage = st;
-            p->storages[p->n_storages++] = st;
-        }
+        s = wrap_consts(p, b, read_main, true);
     } else {
-        /* a device: every constant in one allocation, uploaded once */
+        /* a device: every constant its commands read in one allocation,
+         * uploaded once; what host commands read stays where it lies */
         uint64_t total = 0;
         for (int v = 0; v < p->n_values; v++)
-            if (p->values[v].kind == ST_PV_CONST && read_by_cmd[v]) {
+            if (p->values[v].kind == ST_PV_CONST && read_main[v]) {
                 p->values[v].view.offset = (int64_t)total;
                 total += (value_bytes(&p->values[v]) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
             }
@@ -308,7 +363,7 @@ st_status st_plan_bind(st_plan *p, st_backend *b, st_storage *arena)
         if (total) s = b->storage_alloc(b, total, "constants", &st);
         for (int v = 0; v < p->n_values && s == ST_OK && st; v++) {
             st_pvalue *pv = &p->values[v];
-            if (pv->kind != ST_PV_CONST || !read_by_cmd[v]) continue;
+            if (pv->kind != ST_PV_CONST || !read_main[v]) continue;
             uint64_t bytes = value_bytes(pv);
             p->const_bytes += bytes;
             s = b->write(b, st, (uint64_t)pv->view.offset, pv->t.data, bytes);
@@ -316,30 +371,32 @@ st_status st_plan_bind(st_plan *p, st_backend *b, st_storage *arena)
             pv->view.storage = st;
         }
         if (st) p->storages[p->n_storages++] = st;
+        if (s == ST_OK) s = wrap_consts(p, host, read_host, false);
     }
-    free(read_by_cmd);
+    free(read_main);
     if (s != ST_OK) return s;
-    for (int v = 0; v < p->n_values; v++)
-        if (p->values[v].storage == 0) p->values[v].view.storage = arena;
+    for (int v = 0; v < p->n_values; v++) {
+        st_pvalue *pv = &p->values[v];
+        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST) continue;
+        pv->view.storage = pv->storage == 1 ? host_arena : arena;
+    }
+    for (int t = 0; t < p->n_transfers; t++)
+        p->transfers[t].view.storage = p->transfers[t].to == ST_DEV_HOST ? host_arena : arena;
     return ST_OK;
 }
 
 void st_plan_free(st_plan *p)
 {
     if (!p) return;
-    st_dag_free(p->dag);
     for (int i = 0; i < p->n_storages; i++) st_storage_release(p->storages[i]);
     free(p->storages);
-    for (int i = 0; i < p->n_nodes; i++) {
-        free(p->nodes[i].state);
-        free(p->nodes[i].skip);
-        free(p->nodes[i].in);
-    }
+    release_nodes(p);
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
     free(p->nodes);
     free(p->values);
     free(p->buffers);
+    free(p->transfers);
     free(p->in_rank);
     free(p->in_dims);
     free(p->value_inputs);

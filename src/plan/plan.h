@@ -2,14 +2,23 @@
  * plan.h — a model specialized to one set of input shapes, ready to run.
  *
  * A plan is built in passes, each owning some fields:
- *   graph/specialize.c  concrete dtypes and shapes, constant folding
+ *   passes/specialize.c concrete dtypes and shapes, constant folding
  *                       (shape sub-graphs fold here), dead-node removal
  *   passes/fuse.c       activations folded into the op that feeds them
- *   passes/fuse_cpu.c   CPU plans: affine ops around them too
+ *   passes/fuse_affine.c  for backends with ST_CAP_CONV_AFFINE: affine ops
+ *                       around them too
+ *   plan/place.c        which device runs each node, and its kernel
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
- *   plan/plan.c         buffers, lifetimes, arena offsets, storages
- *   exec/dag.c          commands, footprints and the hazard DAG
+ *   plan/transfer.c     the copies between devices a mixed plan needs
+ *   plan/plan.c         buffers, lifetimes, arena offsets, storages, and
+ *                       the kernels' prepare() state
+ * The session (exec/session.c) then owns the plan and the hazard DAG that
+ * exec/dag.c builds from it.
+ *
+ * Devices: ST_DEV_MAIN is the session's backend; ST_DEV_HOST is the CPU,
+ * which runs the nodes the main backend's kernel table refuses (a "mixed"
+ * plan).  In a CPU session the two are one and every node is MAIN.
  *
  * Every value ends up as a view {storage, byte offset, strides} (rule 1):
  * a constant in its own storage, anything computed in the session's arena.
@@ -22,10 +31,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/kernel.h"
 #include "ops/op.h"
 
 struct st_model;
-struct st_dag;
+
+enum { ST_DEV_MAIN = 0, ST_DEV_HOST = 1, ST_DEV_COUNT = 2 };
+
+/* What the plan is for: the kernel tables it places nodes on. */
+typedef struct st_plan_target {
+    const st_kernel_table *main;    /* the session backend's table */
+    const void *main_device;        /* its backend object (accepts may look at it) */
+    const st_kernel_table *host;    /* the CPU's: folding, and the fallback */
+    const void *host_device;
+    bool mixed;                     /* main is not the CPU, so HOST is a second device */
+    bool strict;                    /* no fallback: a node main refuses is an error */
+} st_plan_target;
 
 typedef enum st_pv_kind {
     ST_PV_DEAD = 0,      /* not needed for any output */
@@ -45,6 +66,7 @@ typedef struct st_pvalue {
     int buffer;          /* root buffer holding the bytes (-1 for constants) */
     int storage;         /* index into plan->storages */
     st_view view;        /* final layout; view.storage is set when storages exist */
+    st_view host_view;   /* a mixed plan's constant read on the host: its bytes where they lie */
     bool resolved;       /* layout computed (passes/views.c) */
     int last_use;        /* last node reading it (n_nodes for graph outputs) */
     int producer;        /* node whose command writes it: the graph's producer, or the
@@ -72,14 +94,35 @@ typedef struct st_pnode {
     const st_op_def *op;
     int *in;
     int n_in;
+    int device;          /* ST_DEV_MAIN or ST_DEV_HOST (plan/place.c) */
+    const st_kernel *kernel;  /* the entry that runs it on that device */
+    void *priv;          /* the kernel's prepare() state */
+    bool prepared;
 } st_pnode;
 
 typedef struct st_buffer {
     uint64_t size;       /* bytes */
     int first, last;     /* node index range during which the bytes are live */
-    uint64_t offset;     /* in the arena */
-    int value;           /* the root value */
+    uint64_t offset;     /* in its device's arena */
+    int value;           /* the root value, or -1 - t for transfer t's copy */
+    int device;          /* whose arena */
 } st_buffer;
+
+/* A copy of a value's bytes onto the other device, for the nodes there
+ * that read it (plan/transfer.c).  One per (value, device): consecutive
+ * nodes on the host share the copy in, and a value they make and read
+ * among themselves never leaves the host. */
+typedef struct st_transfer {
+    int value;           /* the value copied (a root or a view) */
+    int to;              /* the device the copy is on */
+    int first, last;     /* first and last node on `to` that read it; the
+                            transfer command runs just before `first` */
+    int buffer;
+    st_view view;        /* the copy: the value's layout over its own bytes */
+    int cmd;             /* command index, -1 if none */
+    st_node node;        /* a name for messages and the DAG: "x@cpu" */
+    char name[96];
+} st_transfer;
 
 typedef struct st_plan {
     const struct st_model *model;
@@ -109,17 +152,22 @@ typedef struct st_plan {
     uint64_t memory_limit;   /* 0: no limit */
     uint64_t folded_bytes;
 
+    st_plan_target target;
+    st_transfer *transfers;
+    int n_transfers;
+
     st_buffer *buffers;
     int n_buffers;
-    uint64_t arena_bytes;    /* peak, after reuse */
+    uint64_t arena_bytes;    /* peak of the main arena, after reuse */
+    uint64_t host_arena_bytes; /* a mixed plan's host arena */
     uint64_t naive_bytes;    /* sum of every buffer */
     uint64_t const_bytes;
 
-    /* storages[0] is the arena; the rest hold constants that commands read */
+    /* storages[0] is the main arena, storages[1] the host arena (NULL
+     * unless the plan is mixed); the rest hold constants commands read */
     st_storage **storages;
     int n_storages;
 
-    struct st_dag *dag;
     bool sanitize;
     st_hazard_mode hazard_mode;
 } st_plan;
@@ -128,19 +176,26 @@ typedef struct st_plan {
 
 /* Builds the whole plan for the given input shapes; in_data (the bound
  * inputs) lets the plan specialize on small integer inputs' values. */
-st_status st_plan_build(const struct st_model *m, const st_session_options *o, const int *in_rank,
-                        const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data, st_plan **out);
+st_status st_plan_build(const struct st_model *m, const st_plan_target *t, const st_session_options *o,
+                        const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
+                        st_plan **out);
 /* Whether plan p is valid for these bound inputs. */
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
                      const void *const *in_data);
-/* Allocates the arena and constant storages on backend b. */
-st_status st_plan_bind(st_plan *p, struct st_backend *b, st_storage *arena);
+/* Points the plan at its arenas and makes its constant storages: on the
+ * main backend b for what main-device commands read, wrapped on the host
+ * (backend host) for what host commands read. */
+st_status st_plan_bind(st_plan *p, struct st_backend *b, struct st_backend *host, st_storage *arena,
+                       st_storage *host_arena);
 void st_plan_free(st_plan *p);
 
 /* Passes, in order (each file's header says what it owns). */
 st_status st_specialize(st_plan *p);
 void st_pass_fuse(st_plan *p);
-void st_pass_fuse_cpu(st_plan *p);
+void st_pass_fuse_affine(st_plan *p);
+st_status st_plan_place(st_plan *p);
+st_status st_plan_transfers(st_plan *p);
+st_status st_plan_prepare(st_plan *p);
 /* Shared by the fusion passes (passes/fuse.c): count[v] = input slots of
  * running nodes that read value v; the only running reader of v (not a
  * graph output), or -1. */
@@ -148,7 +203,20 @@ void st_plan_count_readers(const st_plan *p, int *count);
 int st_plan_sole_reader(const st_plan *p, const int *count, int v);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
+/* Undoes st_pass_place_concats and st_pass_layout (plan/place.c lays the
+ * plan out twice: to ask the tables with real strides, then for good). */
+void st_pass_layout_reset(st_plan *p);
 st_status st_plan_buffers(st_plan *p);
+
+/* The device whose memory holds value v's bytes (its root's producer's);
+ * -1 for a constant, which lies on the host and is copied to the main
+ * device when main-device commands read it. */
+int st_plan_value_device(const st_plan *p, int v);
+/* What kernel tables see of node i (plan/place.c): its operands' layouts
+ * as they stand.  views and data need room for n_in + n_out entries. */
+void st_plan_knode(const st_plan *p, int i, int device, st_view *views, const void **data, st_knode *out);
+/* The transfer of value v to device d, or NULL. */
+const st_transfer *st_plan_transfer_of(const st_plan *p, int v, int d);
 
 /* Plan-owned memory for a constant. */
 void *st_plan_alloc(st_plan *p, uint64_t bytes);

@@ -37,6 +37,7 @@ static int failures;
     } while (0)
 
 const st_plan *st_session_plan(const st_session *s);
+const st_dag *st_session_dag(const st_session *s);
 
 static bool conflict(const st_fp *a, const st_fp *b)
 {
@@ -107,7 +108,7 @@ static void test_model(const char *path, int sample)
     }
     CHECK(st_session_run(s) == ST_OK && st_session_wait(s) == ST_OK);
     const st_plan *p = st_session_plan(s);
-    const st_dag *d = p ? p->dag : NULL;
+    const st_dag *d = p ? st_session_dag(s) : NULL;
     if (!d) {
         failures++;
         st_session_free(s);

@@ -30,10 +30,12 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/pool.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/schedule.h"
 
 #define ST_CPU_ALIGN 64
 
@@ -115,11 +117,10 @@ enum { CMD_WAITING = 0, CMD_READY, CMD_RUNNING, CMD_SKIPPED, CMD_EXECUTED, CMD_C
 typedef struct cpu_exec {
     st_exec base;
     st_pool *pool;
-    bool random;
+    st_sched sched;             /* exec/schedule.h */
     bool sanitize;
     bool serial;                /* one command at a time */
     int n_active;
-    uint64_t rng;
     const st_dag *dag;
     int *remaining;
     unsigned char *state;
@@ -188,15 +189,6 @@ static void prof_print(const cpu_exec *e)
     }
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64: small, seedable, and good enough to shuffle schedules */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void release(cpu_exec *e, int c)
 {
     const st_cmd *cmd = &e->dag->cmds[c];
@@ -232,17 +224,11 @@ static bool exec_next(void *ctx, int *task)
 {
     cpu_exec *e = ctx;
     if (!e->dag) return false;
-    if (e->random) {
-        /* release some late completions at random moments */
-        while (e->n_late && (e->n_ready == 0 || rng_next(&e->rng) % 3 == 0))
-            release_late(e, (int)(rng_next(&e->rng) % (uint64_t)e->n_late));
-    }
+    /* release some late completions at random moments */
+    while (e->n_late && (e->n_ready == 0 || st_sched_release_now(&e->sched)))
+        release_late(e, st_sched_below(&e->sched, e->n_late));
     if (e->n_ready == 0 || (e->serial && e->n_active > 0)) return false;
-    int pick = 0;
-    if (e->random) pick = (int)(rng_next(&e->rng) % (uint64_t)e->n_ready);
-    else
-        for (int i = 1; i < e->n_ready; i++)
-            if (e->ready[i] < e->ready[pick]) pick = i;
+    int pick = st_sched_pick(&e->sched, e->ready, e->n_ready);
     int c = e->ready[pick];
     e->ready[pick] = e->ready[--e->n_ready];
     e->n_active++;
@@ -271,16 +257,16 @@ static void exec_run(void *ctx, int c)
     st_operand ops[cmd->n_in + cmd->n_out > 0 ? cmd->n_in + cmd->n_out : 1];
     for (int k = 0; k < cmd->n_in + cmd->n_out; k++)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
-    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL};
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL, cmd->priv};
     double t0 = e->profile ? now_ms() : 0;
-    st_status s = cmd->op->cpu(&k);
+    st_status raw = cmd->run(&k), s = st_cmd_status(raw);
     if (e->profile) prof_add(e, e->profile_nodes ? cmd->gnode->name : cmd->op->name, now_ms() - t0);
     if (s != ST_OK) {
         st_pool_lock(e->pool);
         if (e->err == ST_OK) {
             e->err = s;
-            snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name,
-                     st_last_error());
+            snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s%s", cmd->gnode->name, cmd->op->name,
+                     raw != s ? "the kernel refused at run time a node its accepts took: " : "", st_last_error());
         }
         st_pool_unlock(e->pool);
     }
@@ -298,9 +284,9 @@ static void exec_done(void *ctx, int c)
                 e->running[i] = e->running[--e->n_running];
                 break;
             }
-    if (e->random && rng_next(&e->rng) % 2 == 0) e->late[e->n_late++] = c;
+    if (st_sched_hold(&e->sched)) e->late[e->n_late++] = c;
     else release(e, c);
-    if (e->random && e->n_executed == e->dag->n_cmds)
+    if (e->n_late && e->n_executed == e->dag->n_cmds)
         while (e->n_late) release_late(e, 0);
     st_pool_broadcast(e->pool);
 }
@@ -391,10 +377,9 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
     e->base.vt = &cpu_exec_vt;
     e->base.backend = b;
-    e->random = o->schedule == ST_SCHEDULE_RANDOM;
+    st_sched_init(&e->sched, o);
     e->sanitize = o->sanitize != 0;
     e->serial = o->serial != 0;
-    e->rng = o->seed;
     const char *prof = getenv("STRATA_CPU_PROFILE");
     e->profile = prof && *prof && strcmp(prof, "0") != 0;
     e->profile_nodes = e->profile && !strcmp(prof, "nodes");
@@ -419,6 +404,7 @@ static st_backend st_cpu = {
     .read = cpu_read,
     .fill = cpu_fill,
     .exec_create = cpu_exec_create,
+    .kernels = &st_cpu_kernel_table,
 };
 
 st_backend *st_cpu_backend(void) { return &st_cpu; }

@@ -716,3 +716,19 @@ st_status st_cpu_cast(const st_kctx *k)
     st_copy_strided(&k->out[0], &k->in[0]);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+#define UNARY_K(name, code, types, a, b, g) {#name, "", ST_DT_ALL, st_cpu_unary, NULL, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) {#name, "", ST_DT_ALL, st_cpu_binary, NULL, NULL, NULL},
+#define VARIADIC_K(name, code, types) {#name, "", ST_DT_ALL, st_cpu_variadic, NULL, NULL, NULL},
+const st_kernel st_cpu_k_elementwise[] = {
+    ST_UNARY_OPS(UNARY_K)
+    ST_BINARY_OPS(BINARY_K)
+    ST_VARIADIC_OPS(VARIADIC_K)
+    {"Where", "", ST_DT_ALL, st_cpu_where, NULL, NULL, NULL},
+    {"Clip", "", ST_DT_ALL, st_cpu_clip, NULL, NULL, NULL},
+    {"Cast", "", ST_DT_ALL, st_cpu_cast, NULL, NULL, NULL},
+    {"CastLike", "", ST_DT_ALL, st_cpu_cast, NULL, NULL, NULL},
+    {NULL}
+};

@@ -1,69 +1,96 @@
 /*
- * k_index.h — the CPU kernels of the index family (k_index.c), and the
- * routines that both a kernel and its shape rule (ops/index.c) run: the
- * ops whose output shape depends on input data compute that shape with
- * the very code that later fills the output.
+ * k_index.h — what the CPU kernels of the index family share (shape rules:
+ * ops/index.c): element helpers and the parallel strided copy that most of
+ * them are (k_index_copy.c).
+ *
+ * Data movement (Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu,
+ * the gathers and scatters, Compress) copies element bytes, so every dtype
+ * works and nothing is rounded.  Copies are split into tasks of about
+ * ST_INDEX_TASK_ELEMS elements, a split that does not depend on the thread
+ * count, and each task owns its output bytes.
  */
 #ifndef ST_CPU_K_INDEX_H
 #define ST_CPU_K_INDEX_H
 
+#include <string.h>
+
+#include "backends/cpu/pool.h"
 #include "ops/index.h"
 #include "ops/op.h"
 
-st_status st_cpu_expand(const st_kctx *k);
-st_status st_cpu_tile(const st_kctx *k);
-st_status st_cpu_pad(const st_kctx *k);
-st_status st_cpu_range(const st_kctx *k);
-st_status st_cpu_constant_of_shape(const st_kctx *k);
-st_status st_cpu_eye_like(const st_kctx *k);
-st_status st_cpu_trilu(const st_kctx *k);
-st_status st_cpu_one_hot(const st_kctx *k);
-st_status st_cpu_gather_elements(const st_kctx *k);
-st_status st_cpu_gather_nd(const st_kctx *k);
-st_status st_cpu_scatter_nd(const st_kctx *k);
-st_status st_cpu_scatter_elements(const st_kctx *k);
-st_status st_cpu_compress(const st_kctx *k);
-st_status st_cpu_nonzero(const st_kctx *k);
-st_status st_cpu_unique(const st_kctx *k);
-st_status st_cpu_depth_to_space(const st_kctx *k);
-st_status st_cpu_space_to_depth(const st_kctx *k);
-st_status st_cpu_nms(const st_kctx *k);
-st_status st_cpu_einsum(const st_kctx *k);
+#define ST_INDEX_TASK_ELEMS 32768
 
-/* NonZero: how many elements of x are not zero. */
-int64_t st_nonzero_count(const st_operand *x);
+static inline char *elem(const st_operand *o, int64_t off)
+{
+    return (char *)o->data + off * (int64_t)st_dtype_size(o->dtype);
+}
 
-/* NonMaxSuppression's scalar inputs, read from operands 2..4 of in[]
- * (an operand with data NULL is an omitted input). */
-typedef struct st_nms_params {
-    int64_t max_per_class;
-    float iou_threshold;
-    bool has_score_threshold;
-    float score_threshold;
-    bool center_point_box;
-} st_nms_params;
+/* One element of es bytes; constant sizes let the compiler use one move. */
+static inline void copy_elem(char *d, const char *s, size_t es)
+{
+    switch (es) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, es); break;
+    }
+}
 
-void st_nms_params_read(const st_operand *in, int n_in, bool center_point_box, st_nms_params *p);
-/* The selected [batch, class, box] triples, in output order, into a
- * malloc'd *sel (3 * *count values; free it). */
-st_status st_nms_select(const st_operand *boxes, const st_operand *scores, const st_nms_params *p, int64_t **sel,
-                        int64_t *count);
+/* One element from s (dtype st) into d (dtype dt). */
+static inline void put(char *d, st_dtype dt, const char *s, st_dtype st)
+{
+    if (dt == st) copy_elem(d, s, st_dtype_size(dt));
+    else st_convert(dt, d, st, s, 1);
+}
 
-/* Unique over the slices of x along axis (axis < 0: over its elements in
- * row-major order).  first[u] is the slice that unique entry u is (its
- * first occurrence), inverse[i] the entry of slice i, counts[u] how often
- * entry u occurs.  Entries are in ascending order when sorted, else in
- * order of first occurrence. */
-typedef struct st_unique_result {
-    int64_t n_slices, n_unique;
-    int64_t *first, *inverse, *counts;
-} st_unique_result;
+static inline int64_t load_index(st_dtype t, const char *p)
+{
+    if (t == ST_I64) {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    if (t == ST_I32) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    return st_load_i64(t, p);
+}
 
-st_status st_unique_run(const st_operand *x, int axis, bool sorted, st_unique_result *r);
-void st_unique_free(st_unique_result *r);
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* Rows of `inner` elements per task: about ST_INDEX_TASK_ELEMS elements each. */
+static inline int64_t rows_per_task(int64_t inner) { return inner >= ST_INDEX_TASK_ELEMS ? 1 : ST_INDEX_TASK_ELEMS / (inner > 0 ? inner : 1); }
 
-/* Einsum: whether every intermediate of the pairwise contraction the
- * kernel does fits in ST_MAX_RANK dims. */
-bool st_einsum_fits(const st_einsum_state *s);
+static inline void unflatten(int rank, const int64_t *sizes, int64_t i, int64_t *idx)
+{
+    for (int d = rank - 1; d >= 0; d--) {
+        idx[d] = i % sizes[d];
+        i /= sizes[d];
+    }
+}
+
+static inline int64_t dot(int rank, const int64_t *idx, const int64_t *strides)
+{
+    int64_t off = 0;
+    for (int d = 0; d < rank; d++) off += idx[d] * strides[d];
+    return off;
+}
+
+static inline bool present(const st_operand *o) { return o->data && st_operand_numel(o) > 0; }
+
+/* dst[i] = src[i] over sizes[0..rank), rank up to 2 * ST_MAX_RANK (Tile's
+ * pairs), strides in elements (0 broadcasts), converting dtype if needed. */
+void st_index_copy(st_pool *pool, int rank, const int64_t *sizes, void *dst, const int64_t *dstr, st_dtype dt,
+                   const void *src, const int64_t *sstr, st_dtype sdt);
+/* y = src viewed with y's shape and strides sstr. */
+void st_index_copy_into(st_pool *pool, const st_operand *y, const void *src, const int64_t *sstr, st_dtype sdt);
+/* Every element of y = the one element at v (dtype vt). */
+void st_index_fill(st_pool *pool, const st_operand *y, const void *v, st_dtype vt);
+/* Every index in ix within [-dim, dim). */
+st_status st_index_check(const st_operand *ix, int64_t dim);
 
 #endif

@@ -412,3 +412,11 @@ st_status st_cpu_gemm(const st_kctx *k)
     free(j.tmp);
     return r;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_linalg[] = {
+    {"MatMul", "", ST_DT_ALL, st_cpu_matmul, NULL, NULL, NULL},
+    {"Gemm", "", ST_DT_ALL, st_cpu_gemm, NULL, NULL, NULL},
+    {NULL}
+};

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
@@ -315,3 +316,16 @@ st_status st_cpu_det(const st_kctx *k)
     if (j.nomem) return st_error(ST_ERR_NOMEM, "out of memory for a %lldx%lld matrix", (long long)j.m, (long long)j.m);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_misc[] = {
+    {"Dropout", "", ST_DT_ALL, st_cpu_dropout, NULL, NULL, NULL},
+    {"NegativeLogLikelihoodLoss", "", ST_DT_ALL, st_cpu_loss, NULL, NULL, NULL},
+    {"SoftmaxCrossEntropyLoss", "", ST_DT_ALL, st_cpu_loss, NULL, NULL, NULL},
+    {"MaxUnpool", "", ST_DT_ALL, st_cpu_maxunpool, NULL, NULL, NULL},
+    {"ReverseSequence", "", ST_DT_ALL, st_cpu_reverse_sequence, NULL, NULL, NULL},
+    {"Shrink", "", ST_DT_ALL, st_cpu_shrink, NULL, NULL, NULL},
+    {"Det", "", ST_DT_ALL, st_cpu_det, NULL, NULL, NULL},
+    {NULL}
+};

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
@@ -399,3 +400,16 @@ st_status st_cpu_qconv(const st_kctx *k)
     if (err != ST_OK) return st_error(err, "out of memory");
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_misc_quant[] = {
+    {"QuantizeLinear", "", ST_DT_ALL, st_cpu_quantize, NULL, NULL, NULL},
+    {"DequantizeLinear", "", ST_DT_ALL, st_cpu_dequantize, NULL, NULL, NULL},
+    {"DynamicQuantizeLinear", "", ST_DT_ALL, st_cpu_dynamic_quantize, NULL, NULL, NULL},
+    {"MatMulInteger", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
+    {"QLinearMatMul", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
+    {"ConvInteger", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
+    {"QLinearConv", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
+    {NULL}
+};

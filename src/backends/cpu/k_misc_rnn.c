@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/pool.h"
@@ -305,3 +306,12 @@ st_status st_cpu_rnn(const st_kctx *k)
         if (j.err[d] != ST_OK) return st_error(j.err[d], "out of memory for %s's direction %d", s->cell == ST_CELL_LSTM ? "LSTM" : s->cell == ST_CELL_GRU ? "GRU" : "RNN", d);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_misc_rnn[] = {
+    {"RNN", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
+    {"GRU", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
+    {"LSTM", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
+    {NULL}
+};

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
@@ -215,3 +216,11 @@ st_status st_cpu_roialign(const st_kctx *k)
     st_parallel_for(k->pool, nr * j.x->sizes[1], ra_task, &j);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_misc_sample[] = {
+    {"GridSample", "", ST_DT_ALL, st_cpu_gridsample, NULL, NULL, NULL},
+    {"RoiAlign", "", ST_DT_ALL, st_cpu_roialign, NULL, NULL, NULL},
+    {NULL}
+};

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
@@ -288,3 +289,15 @@ st_status st_cpu_mel_weight(const st_kctx *k)
     free(pt);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_misc_signal[] = {
+    {"HannWindow", "", ST_DT_ALL, st_cpu_window, NULL, NULL, NULL},
+    {"HammingWindow", "", ST_DT_ALL, st_cpu_window, NULL, NULL, NULL},
+    {"BlackmanWindow", "", ST_DT_ALL, st_cpu_window, NULL, NULL, NULL},
+    {"DFT", "", ST_DT_ALL, st_cpu_dft, NULL, NULL, NULL},
+    {"STFT", "", ST_DT_ALL, st_cpu_stft, NULL, NULL, NULL},
+    {"MelWeightMatrix", "", ST_DT_ALL, st_cpu_mel_weight, NULL, NULL, NULL},
+    {NULL}
+};

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/clones.h"
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/k_norm.h"
@@ -328,3 +329,18 @@ st_status st_cpu_norm(const st_kctx *k)
     free(j.bias);
     return st;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_norm[] = {
+    {"Softmax", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"LogSoftmax", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"Hardmax", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"LayerNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"BatchNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"InstanceNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"LpNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"MeanVarianceNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"LRN", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {NULL}
+};

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/k_reduce.h"
 #include "backends/cpu/pool.h"
@@ -743,3 +744,23 @@ st_status st_cpu_cumsum(const st_kctx *k)
     st_parallel_for(k->pool, (j.r.n_outer + j.per_task - 1) / j.per_task, cumsum_task, &j);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+const st_kernel st_cpu_k_reduce[] = {
+    {"ReduceSum", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceMean", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceMax", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceMin", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceProd", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceL1", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceL2", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceLogSum", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceLogSumExp", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ReduceSumSquare", "", ST_DT_ALL, st_cpu_reduce, NULL, NULL, NULL},
+    {"ArgMax", "", ST_DT_ALL, st_cpu_argminmax, NULL, NULL, NULL},
+    {"ArgMin", "", ST_DT_ALL, st_cpu_argminmax, NULL, NULL, NULL},
+    {"TopK", "", ST_DT_ALL, st_cpu_topk, NULL, NULL, NULL},
+    {"CumSum", "", ST_DT_ALL, st_cpu_cumsum, NULL, NULL, NULL},
+    {NULL}
+};

@@ -201,3 +201,22 @@ st_status st_cpu_size(const st_kctx *k)
     st_store_i64(k->out[0].dtype, k->out[0].data, st_operand_numel(&k->in[0]));
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
+
+/* A view op that cannot be a view (a reshape of a transposed tensor) copies. */
+const st_kernel st_cpu_k_shape[] = {
+    {"Shape", "", ST_DT_ALL, st_cpu_shape, NULL, NULL, NULL},
+    {"Size", "", ST_DT_ALL, st_cpu_size, NULL, NULL, NULL},
+    {"Reshape", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Flatten", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Squeeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Unsqueeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Identity", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Transpose", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Slice", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Split", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    {"Gather", "", ST_DT_ALL, st_cpu_gather, NULL, NULL, NULL},
+    {"Concat", "", ST_DT_ALL, st_cpu_concat, NULL, NULL, NULL},
+    {NULL}
+};

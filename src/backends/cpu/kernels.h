@@ -1,14 +1,27 @@
 /*
- * kernels.h — the CPU kernels, one per op family file (k_<family>.c).
- * Every kernel takes strided inputs and writes strided outputs (rule 5).
+ * kernels.h — the CPU kernels and the kernel table they make up.
+ *
+ * Each family file k_<family>.c ends with its table entries
+ * (st_cpu_k_<family>[], ops/kernel.h); table.c lists the families.  Every
+ * kernel takes strided inputs and writes strided outputs (rule 5).
  */
 #ifndef ST_CPU_KERNELS_H
 #define ST_CPU_KERNELS_H
 
 #include "backends/cpu/pool.h"
+#include "ops/kernel.h"
 #include "ops/op.h"
 #include "ops/elementwise.h"
 #include "ops/ops.h"
+
+/* The whole table (table.c). */
+extern const st_kernel_table st_cpu_kernel_table;
+
+/* The families' entries, each ending with a NULL op. */
+extern const st_kernel st_cpu_k_elementwise[], st_cpu_k_shape[], st_cpu_k_linalg[], st_cpu_k_conv[],
+    st_cpu_k_pool[], st_cpu_k_conv_transpose[], st_cpu_k_resize[], st_cpu_k_reduce[], st_cpu_k_norm[], st_cpu_k_index_copy[],
+    st_cpu_k_index_gather[], st_cpu_k_nms[], st_cpu_k_einsum[], st_cpu_k_misc[], st_cpu_k_misc_rnn[],
+    st_cpu_k_misc_quant[], st_cpu_k_misc_sample[], st_cpu_k_misc_signal[];
 
 /* Strides of x broadcast to y's shape (right-aligned, 0 on size-1 dims). */
 void st_broadcast_strides(const st_operand *x, const st_operand *y, int64_t *strides);

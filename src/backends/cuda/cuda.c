@@ -19,7 +19,6 @@
  * whose footprints overlap the range.
  */
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_internal.h"
 #include "core/status.h"
+#include "backends/cuda/cuda_ctx.h"
 #include "ops/op.h"
 
 #define ST_CUDA_MAX_DEVICES 16
@@ -151,25 +151,86 @@ static bool make_slot_events(st_cuda_device *c)
     return true;
 }
 
-/* Kernels are found by the names the op rows give (this module exports
- * them), through this module's own handle. */
-static void *self_handle;
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+/* ---- pinned host memory: a mixed plan's host arena ---- */
 
-static void find_self(void)
+/* Host commands of a mixed plan read and write the host arena, and
+ * transfers copy between it and the device.  Pinned memory lets those
+ * copies run asynchronously on the stream (and be captured into a CUDA
+ * graph); the storage's host pointer is what the CPU kernels see. */
+static void pinned_free(st_backend *b, st_storage *s)
 {
-    Dl_info info;
-    if (dladdr((void *)st_cuda_backend, &info) && info.dli_fname) self_handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    (void)b;
+    st_storage_index_remove(s);
+    if (s->host) cudaFreeHost(s->host);
+    free(s);
 }
 
-st_kernel_fn st_cuda_kernel(const st_op_def *op)
+static st_status pinned_copy(st_storage *s, uint64_t off, uint64_t n, const char *what)
 {
-    if (!op->cuda) return NULL;
-    pthread_once(&self_once, find_self);
-    return self_handle ? (st_kernel_fn)dlsym(self_handle, op->cuda) : NULL;
+    if (off > s->size || n > s->size - off)
+        return st_error(ST_ERR_INTERNAL, "cuda: %s of %llu bytes at %llu outside storage '%s' (%llu bytes)", what,
+                        (unsigned long long)n, (unsigned long long)off, s->label, (unsigned long long)s->size);
+    return ST_OK;
 }
 
-static bool cuda_supports(const st_op_def *op) { return st_cuda_kernel(op) != NULL; }
+static st_status pinned_write(st_backend *b, st_storage *s, uint64_t off, const void *src, uint64_t n)
+{
+    (void)b;
+    ST_TRY(pinned_copy(s, off, n, "write"));
+    if (n) memcpy((char *)s->host + off, src, n);
+    return ST_OK;
+}
+
+static st_status pinned_read(st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n)
+{
+    (void)b;
+    ST_TRY(pinned_copy(s, off, n, "read"));
+    if (n) memcpy(dst, (char *)s->host + off, n);
+    return ST_OK;
+}
+
+static st_status pinned_fill(st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n)
+{
+    (void)b;
+    ST_TRY(pinned_copy(s, off, n, "fill"));
+    if (n) memset((char *)s->host + off, byte, n);
+    return ST_OK;
+}
+
+/* Pinned storages belong to this backend object: it frees them.  It lives
+ * in the host address space (ST_BACKEND_CPU), as the CPU's storages do. */
+static st_backend pinned_backend = {
+    .kind = ST_BACKEND_CPU,
+    .name = "cuda-pinned",
+    .storage_free = pinned_free,
+    .write = pinned_write,
+    .read = pinned_read,
+    .fill = pinned_fill,
+};
+
+static st_status host_alloc(st_backend *b, uint64_t size, const char *label, st_storage **out)
+{
+    st_cuda_device *c = cb(b);
+    ST_TRY(st_cuda_check(cudaSetDevice(c->device), "cudaSetDevice"));
+    st_storage *s = calloc(1, sizeof *s);
+    if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
+    void *p = NULL;
+    if (size && cudaMallocHost(&p, size) != cudaSuccess) {
+        free(s);
+        cudaGetLastError();
+        return st_error(ST_ERR_NOMEM, "cuda: cannot allocate %llu bytes of pinned host memory for %s", (unsigned long long)size,
+                        label);
+    }
+    atomic_init(&s->refs, 1);
+    s->backend = &pinned_backend;
+    s->size = size;
+    s->host = p;
+    s->addr = (uintptr_t)p;
+    snprintf(s->label, sizeof s->label, "%s", label);
+    st_storage_index_add(s);
+    *out = s;
+    return ST_OK;
+}
 
 st_backend *st_cuda_backend(int device)
 {
@@ -201,7 +262,9 @@ st_backend *st_cuda_backend(int device)
                 c->base.read = cuda_read;
                 c->base.fill = cuda_fill;
                 c->base.exec_create = st_cuda_exec_create;
-                c->base.supports = cuda_supports;
+                c->base.kernels = &st_cuda_kernel_table;
+                c->base.transfer = st_cuda_transfer;
+                c->base.host_alloc = host_alloc;
                 c->device = device;
                 pthread_mutex_init(&c->staging_lock, NULL);
                 cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, device);
@@ -216,3 +279,8 @@ st_backend *st_cuda_backend(int device)
     pthread_mutex_unlock(&devices_lock);
     return c ? &c->base : NULL;
 }
+
+/* The module's one entry point (backends/backend.h declares it). */
+static const st_backend_module module = {ST_BACKEND_ABI, &st_cuda_kernel_table, st_cuda_backend};
+
+const st_backend_module *st_cuda_module(void) { return &module; }

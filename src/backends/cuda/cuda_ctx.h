@@ -22,7 +22,12 @@
 extern "C" {
 #endif
 
+#include "ops/kernel.h"
 #include "ops/op.h"
+
+/* Device scratch per stream for cuBLASLt/cuDNN (and what accepts checks
+ * against: a BatchNormalization folds its parameters into it). */
+#define ST_CUDA_WORKSPACE ((size_t)64 << 20)
 
 /* A command's cached state: data plus the function that frees it. */
 typedef struct st_cuda_slot {
@@ -46,6 +51,14 @@ typedef struct st_cuda_ctx {
     int *dev_error;
     int cmd;
 } st_cuda_ctx;
+
+/* accepts: refuses a node with a float64 operand (cuda.c). */
+bool st_cuda_accepts_no_f64(const st_knode *n, char *why, size_t len);
+
+/* The families' table entries (cuda/table.c lists them). */
+extern const st_kernel st_cuda_k_elementwise[], st_cuda_k_shape[], st_cuda_k_linalg[], st_cuda_k_conv[], st_cuda_k_norm[],
+    st_cuda_k_reduce[], st_cuda_k_resize[];
+extern const st_kernel_table st_cuda_kernel_table;
 
 /* Kernels, one per op family (src/backends/cuda/k_<family>.cu). */
 st_status st_cuda_unary(const st_kctx *k);

@@ -15,6 +15,14 @@
  * join through events) and instantiated, and later runs launch the graph.
  * A new input shape is a new plan, so it is captured anew.
  *
+ * A mixed plan's host commands (plan/place.c) run as host functions on
+ * their stream (cudaLaunchHostFunc): the stream order and the events
+ * around them are the DAG's, as for any command, and a captured graph
+ * keeps them as host nodes.  The function runs the CPU kernel on the
+ * host arena (pinned, cuda.c) through exec/host.h; a failure is recorded
+ * and reported by the next wait.  Transfers between the device and the
+ * host arena are cudaMemcpyAsync on the stream (st_cuda_transfer).
+ *
  * Host access (rule 4): commands that touch the bytes of a graph input or
  * output record a host-visible event (an external event record, so it is
  * recorded on graph replay too); st_tensor_read waits on the events of
@@ -31,12 +39,23 @@
 #include "backends/cuda/cuda_internal.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/host.h"
+#include "exec/schedule.h"
 
 #define ST_CUDA_STREAMS 4
-#define ST_CUDA_WORKSPACE ((size_t)64 << 20)
+
+struct cuda_exec;
+
+/* What a host command's host function needs. */
+typedef struct host_call {
+    struct cuda_exec *e;
+    const st_dag *dag;
+    int c;
+} host_call;
 
 typedef struct dag_state {
     const st_dag *dag;
+    host_call *calls;            /* per command; used by host commands */
     int *stream_of;
     unsigned char *cross;        /* has a successor on another stream */
     unsigned char *host;         /* touches bytes the host can read or write */
@@ -58,24 +77,20 @@ typedef struct cuda_exec {
     cublasLtHandle_t lt;
     cudaEvent_t fork, join[ST_CUDA_STREAMS], run_done;
     cudaEvent_t uploads;      /* the transfer stream's work before a run */
+    st_host *host;               /* CPU threads for host commands */
+    pthread_mutex_t hmu;         /* host_err: written by host functions */
+    st_status host_err;
+    char host_msg[1024];
     dag_state *states;
     int n_states, cap_states;
     dag_state *cur;
     int *error_word;             /* mapped pinned memory: a kernel's data error */
     int *error_word_dev;
-    bool use_graphs, random, tf32;
-    uint64_t rng;
+    bool use_graphs, tf32;
+    st_sched sched;              /* exec/schedule.h */
     st_status err;
     char errmsg[1024];
 } cuda_exec;
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static void state_free(dag_state *st)
 {
@@ -87,6 +102,7 @@ static void state_free(dag_state *st)
     }
     if (st->graph) cudaGraphExecDestroy(st->graph);
     free(st->stream_of);
+    free(st->calls);
     free(st->fn);
     free(st->cross);
     free(st->host);
@@ -116,7 +132,8 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
     st->done = calloc((size_t)n, sizeof *st->done);
     st->slots = calloc((size_t)n, sizeof *st->slots);
     st->fn = calloc((size_t)n, sizeof *st->fn);
-    if (!st->stream_of || !st->cross || !st->host || !st->dep || !st->done || !st->slots || !st->fn) {
+    st->calls = calloc((size_t)n, sizeof *st->calls);
+    if (!st->stream_of || !st->cross || !st->host || !st->dep || !st->done || !st->slots || !st->fn || !st->calls) {
         state_free(st);
         return st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor");
     }
@@ -126,8 +143,8 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
     for (int c = 0; c < d->n_cmds; c++) {
         const st_cmd *cmd = &d->cmds[c];
         int pick = -1;
-        if (e->random) {
-            pick = (int)(rng_next(&e->rng) % (uint64_t)e->n_streams);
+        if (e->sched.random) {
+            pick = st_sched_below(&e->sched, e->n_streams);
         } else {
             for (int k = 0; k < cmd->n_pred && pick < 0; k++) {
                 int p = d->preds[cmd->pred_first + k];
@@ -142,13 +159,10 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
         st->stream_of[c] = pick;
         last_on[pick] = c;
     }
+    /* each command's kernel, chosen at plan time; a transfer's is ours */
     for (int c = 0; c < d->n_cmds; c++) {
-        st->fn[c] = st_cuda_kernel(d->cmds[c].op);
-        if (!st->fn[c]) {
-            state_free(st);
-            return st_error(ST_ERR_UNSUPPORTED, "node '%s': op '%s' has no kernel on backend 'cuda'", d->cmds[c].gnode->name,
-                            d->cmds[c].op->name);
-        }
+        st->fn[c] = d->cmds[c].run ? d->cmds[c].run : st_cuda_transfer;
+        st->calls[c] = (host_call){e, d, c};
     }
     /* the bytes of graph inputs and outputs are the only ones the host
      * can reach (st_tensor_read/write), so only their users need events */
@@ -175,6 +189,37 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
     return ST_OK;
 }
 
+/* A host command, on the stream's host-function thread.  It makes no CUDA
+ * call (the CPU kernels make none). */
+static void CUDART_CB host_fn(void *arg)
+{
+    host_call *h = arg;
+    st_status r = st_host_run(h->e->host, h->dag, h->c);
+    if (r == ST_OK) return;
+    pthread_mutex_lock(&h->e->hmu);
+    if (h->e->host_err == ST_OK) {
+        h->e->host_err = r;
+        snprintf(h->e->host_msg, sizeof h->e->host_msg, "%s", st_last_error());
+    }
+    pthread_mutex_unlock(&h->e->hmu);
+}
+
+/* A mixed plan's transfer: the bytes of the source view's extent, to the
+ * same layout on the other side (pinned host memory and device memory
+ * share the unified address space, so cudaMemcpyDefault finds the way). */
+st_status st_cuda_transfer(const st_kctx *k)
+{
+    const st_view *src = &k->views[0], *dst = &k->views[1];
+    int64_t lo, hi;
+    st_view_extent(src, &lo, &hi);
+    if (hi <= lo) return ST_OK;
+    int64_t dlo = dst->offset - (src->offset - lo);
+    const char *sp = (const char *)(src->storage->dev ? src->storage->dev : src->storage->host) + lo;
+    char *dp = (char *)(dst->storage->dev ? dst->storage->dev : dst->storage->host) + dlo;
+    const st_cuda_ctx *ctx = k->dev;
+    return st_cuda_check(cudaMemcpyAsync(dp, sp, (size_t)(hi - lo), cudaMemcpyDefault, (cudaStream_t)ctx->stream), "transfer");
+}
+
 static void fail(cuda_exec *e, st_status s, const st_cmd *cmd)
 {
     if (e->err != ST_OK) return;
@@ -193,12 +238,36 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         for (int s = 1; s < e->n_streams; s++) cudaStreamWaitEvent(e->streams[s], e->fork, 0);
     }
     st_operand ops_buf[64];
-    for (int c = 0; c < d->n_cmds && e->err == ST_OK; c++) {
+    /* a random schedule enqueues in a random topological order too (a
+     * command's predecessors are always enqueued, and their events
+     * recorded, before it) */
+    int *order = NULL;
+    if (e->sched.random) {
+        order = malloc(3 * ((size_t)d->n_cmds + 1) * sizeof *order);
+        if (!order) {
+            fail(e, st_error(ST_ERR_NOMEM, "out of memory"), NULL);
+            return;
+        }
+        st_sched_order(&e->sched, d, order, order + d->n_cmds + 1);
+    }
+    for (int i = 0; i < d->n_cmds && e->err == ST_OK; i++) {
+        int c = order ? order[i] : i;
         const st_cmd *cmd = &d->cmds[c];
         int s = st->stream_of[c];
         for (int k = 0; k < cmd->n_pred; k++) {
             int p = d->preds[cmd->pred_first + k];
             if (st->stream_of[p] != s) cudaStreamWaitEvent(e->streams[s], st->dep[p], 0);
+        }
+        if (cmd->device == ST_DEV_HOST) {
+            st_status r = st_cuda_check(cudaLaunchHostFunc(e->streams[s], host_fn, &st->calls[c]), "cudaLaunchHostFunc");
+            if (r != ST_OK) {
+                fail(e, r, cmd);
+                break;
+            }
+            if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
+            if (st->host[c])
+                cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
+            continue;
         }
         int nops = cmd->n_in + cmd->n_out;
         st_operand *ops = nops <= 64 ? ops_buf : malloc((size_t)nops * sizeof *ops);
@@ -206,12 +275,17 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
             fail(e, st_error(ST_ERR_NOMEM, "out of memory"), cmd);
             break;
         }
-        for (int k = 0; k < nops; k++)
-            ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->dev : NULL);
+        /* device memory, or a transfer's pinned host side */
+        for (int k = 0; k < nops; k++) {
+            const st_storage *sv = cmd->views[k].storage;
+            ops[k] = st_operand_of(&cmd->views[k], sv ? (sv->dev ? sv->dev : sv->host) : NULL);
+        }
         st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
                            e->tf32, e->cb->sm_count, e->error_word_dev, c};
-        st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
+        st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
         st_status r = st->fn[c](&k);
+        if (r == ST_ERR_UNSUPPORTED)
+            r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
         if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
         if (r != ST_OK) {
@@ -222,6 +296,7 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         if (st->host[c])
             cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
     }
+    free(order);
     if (capturing || e->n_streams > 1)
         for (int s = 1; s < e->n_streams; s++) {
             cudaEventRecord(e->join[s], e->streams[s]);
@@ -235,6 +310,9 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     cudaSetDevice(e->cb->device);
     e->err = ST_OK;
     e->errmsg[0] = 0;
+    pthread_mutex_lock(&e->hmu);
+    e->host_err = ST_OK;
+    pthread_mutex_unlock(&e->hmu);
     dag_state *st = NULL;
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) st = &e->states[i];
@@ -289,6 +367,11 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     }
     if (all && r == ST_OK) r = st_cuda_check(cudaEventSynchronize(e->run_done), "waiting for the run");
     if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    if (r == ST_OK) {
+        pthread_mutex_lock(&e->hmu);
+        if (e->host_err != ST_OK) r = st_error(e->host_err, "%s", e->host_msg);
+        pthread_mutex_unlock(&e->hmu);
+    }
     int bad = *(volatile int *)e->error_word;
     if (r == ST_OK && bad > 0 && bad <= st->dag->n_cmds) {
         const st_cmd *cmd = &st->dag->cmds[bad - 1];
@@ -332,6 +415,8 @@ static void exec_destroy(st_exec *base)
     if (e->uploads) cudaEventDestroy(e->uploads);
     if (e->lt) cublasLtDestroy(e->lt);
     if (e->error_word) cudaFreeHost(e->error_word);
+    st_host_destroy(e->host);
+    pthread_mutex_destroy(&e->hmu);
     free(e);
 }
 
@@ -345,9 +430,9 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     e->base.vt = &cuda_exec_vt;
     e->base.backend = b;
     e->cb = cbk;
+    pthread_mutex_init(&e->hmu, NULL);
     e->n_streams = ST_CUDA_STREAMS;
-    e->random = o->schedule == ST_SCHEDULE_RANDOM;
-    e->rng = o->seed;
+    st_sched_init(&e->sched, o);
     const char *g = getenv("STRATA_CUDA_GRAPHS"), *tf = getenv("STRATA_CUDA_TF32");
     e->use_graphs = !(g && strcmp(g, "0") == 0);
     e->tf32 = tf && strcmp(tf, "1") == 0;
@@ -365,6 +450,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     if (r == ST_OK && cublasLtCreate(&e->lt) != CUBLAS_STATUS_SUCCESS) r = st_error(ST_ERR_BACKEND, "cublasLt: cannot create a handle");
     if (r == ST_OK) r = st_cuda_check(cudaHostAlloc((void **)&e->error_word, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
     if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");
+    if (r == ST_OK) r = st_host_create(o, &e->host);
     if (r != ST_OK) {
         exec_destroy(&e->base);
         return r;

@@ -24,8 +24,8 @@ typedef struct st_cuda_device {
 /* ST_OK, or ST_ERR_BACKEND with the CUDA error's text (err is a cudaError_t). */
 st_status st_cuda_check(int err, const char *what);
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
-/* The kernel an op row names for CUDA, or NULL. */
-st_kernel_fn st_cuda_kernel(const struct st_op_def *op);
 st_backend *st_cuda_backend(int device);
+/* A mixed plan's transfer between device and pinned host memory (cuda_exec.c). */
+st_status st_cuda_transfer(const st_kctx *k);
 
 #endif

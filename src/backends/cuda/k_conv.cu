@@ -50,7 +50,6 @@ static bool verbose(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-static bool float_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
 /* STRATA_CUDA_CONV=direct runs every Conv on the direct kernel: the
  * measurement of cuDNN against strata's own kernel (bench/RESULTS.md). */
@@ -360,8 +359,8 @@ static st_status describe(conv_cache *c, const st_conv_state *s, const st_operan
 {
     int nsp = s->nsp, xdims[5], xstr[5], ydims[5], ystr[5], nd, ndy;
     if (!dnn_dims(fx, nsp, xdims, xstr, &nd) || !dnn_dims(fy, nsp, ydims, ystr, &ndy))
-        return st_error(ST_ERR_UNSUPPORTED, "strides cuDNN cannot describe");
-    if (!st_operand_is_contiguous(w)) return st_error(ST_ERR_UNSUPPORTED, "a strided W");
+        return st_error(ST_ERR_BACKEND, "strides cuDNN cannot describe");
+    if (!st_operand_is_contiguous(w)) return st_error(ST_ERR_BACKEND, "a strided W");
     int wdims[5], n = 0, pads[3], strd[3], dil[3], ns = 0;
     wdims[n++] = (int)w->sizes[0];
     wdims[n++] = (int)w->sizes[1];
@@ -372,7 +371,7 @@ static st_status describe(conv_cache *c, const st_conv_state *s, const st_operan
     for (int i = 0; i < nsp; i++) {
         /* cuDNN pads both ends alike: begin pads, checked below to give Y's size */
         if (s->pb[i] > INT32_MAX || s->s[i] > INT32_MAX || s->d[i] > INT32_MAX || w->sizes[2 + i] > INT32_MAX)
-            return st_error(ST_ERR_UNSUPPORTED, "window parameters over int range");
+            return st_error(ST_ERR_BACKEND, "window parameters over int range");
         wdims[n++] = (int)w->sizes[2 + i];
         pads[ns] = (int)s->pb[i], strd[ns] = (int)s->s[i], dil[ns++] = (int)s->d[i];
     }
@@ -392,7 +391,7 @@ static st_status describe(conv_cache *c, const st_conv_state *s, const st_operan
     ST_TRY(dnn(cudnnGetConvolutionNdForwardOutputDim(c->cd, c->xd, c->wd, nd, out), "cudnnGetConvolutionNdForwardOutputDim"));
     for (int d = 0; d < nd; d++)
         if (out[d] != ydims[d])
-            return st_error(ST_ERR_UNSUPPORTED, "asymmetric pads: cuDNN's output dim %d is %d, not %d", d, out[d], ydims[d]);
+            return st_error(ST_ERR_BACKEND, "asymmetric pads: cuDNN's output dim %d is %d, not %d", d, out[d], ydims[d]);
     return ST_OK;
 }
 
@@ -444,7 +443,7 @@ static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype 
         last = cudnnGetErrorString(e);
         cudaGetLastError(); /* a refused launch must not fail the command later */
     }
-    return st_error(ST_ERR_UNSUPPORTED, "no cuDNN algorithm ran (%s)", last);
+    return st_error(ST_ERR_BACKEND, "no cuDNN algorithm ran (%s)", last);
 }
 
 /* MODE_PACKED's buffers: X and Y packed at the start of the workspace,
@@ -508,7 +507,7 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
             return true;
         }
     } else {
-        r = st_error(ST_ERR_UNSUPPORTED, "packed copies of X and Y exceed the workspace");
+        r = st_error(ST_ERR_BACKEND, "packed copies of X and Y exceed the workspace");
     }
     if (verbose())
         fprintf(stderr, "strata: cuda: Conv '%s' runs the direct kernel: %s; packed: %s\n", k->node->name, first_why, st_last_error());
@@ -524,7 +523,6 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
     cudaStream_t stream = st_stream(k);
-    if (!float_class(x->dtype)) return st_error(ST_ERR_UNSUPPORTED, "cuda: Conv has no CUDA kernel for %s", st_dtype_name(x->dtype));
     if (st_operand_numel(y) == 0) return ST_OK;
     conv_cache *c = (conv_cache *)ctx->slot->data;
     if (!c) {
@@ -689,7 +687,7 @@ static st_status choose_backward(ct_cache *cc, const st_kctx *k, const st_cuda_c
         last = cudnnGetErrorString(e);
         cudaGetLastError();
     }
-    return st_error(ST_ERR_UNSUPPORTED, "no cuDNN algorithm ran (%s)", last);
+    return st_error(ST_ERR_BACKEND, "no cuDNN algorithm ran (%s)", last);
 }
 
 extern "C" st_status st_cuda_conv_transpose(const st_kctx *k)
@@ -698,8 +696,6 @@ extern "C" st_status st_cuda_conv_transpose(const st_kctx *k)
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
-    if (!float_class(x->dtype))
-        return st_error(ST_ERR_UNSUPPORTED, "cuda: ConvTranspose has no CUDA kernel for %s", st_dtype_name(x->dtype));
     if (st_operand_numel(y) == 0) return ST_OK;
     ct_cache *c = (ct_cache *)ctx->slot->data;
     bool ran = false;
@@ -712,8 +708,8 @@ extern "C" st_status st_cuda_conv_transpose(const st_kctx *k)
         ctx->slot->release = ct_cache_free;
         st_status r = ST_OK;
         for (int i = 0; i < s->nsp && r == ST_OK; i++)
-            if (s->pb[i] != s->pe[i]) r = st_error(ST_ERR_UNSUPPORTED, "asymmetric pads");
-        if (r == ST_OK && st_operand_numel(x) == 0) r = st_error(ST_ERR_UNSUPPORTED, "empty input");
+            if (s->pb[i] != s->pe[i]) r = st_error(ST_ERR_BACKEND, "asymmetric pads");
+        if (r == ST_OK && st_operand_numel(x) == 0) r = st_error(ST_ERR_BACKEND, "empty input");
         /* the forward convolution maps Y's shape to X's: its input is Y */
         if (r == ST_OK) r = describe(&c->c, s, y, w, x, ctx->allow_tf32);
         if (r == ST_OK) r = choose_backward(c, k, ctx);
@@ -849,7 +845,6 @@ extern "C" st_status st_cuda_pool(const st_kctx *k)
     const st_conv_state *s = (const st_conv_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
     const st_operand *ix = k->n_out > 1 && k->out[1].data ? &k->out[1] : NULL;
-    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: %s has no CUDA kernel for float64", k->node->op_type);
     if (st_operand_numel(y) == 0) return ST_OK;
     bool global = strncmp(k->node->op_type, "Global", 6) == 0;
     if (global) {
@@ -890,3 +885,25 @@ extern "C" st_status st_cuda_pool(const st_kctx *k)
     pool_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(a);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+/* Conv and ConvTranspose: cuDNN (or the direct kernels) in f32, f16 and
+ * bf16; the per-channel affine epilogue is the CPU's (ST_CAP_CONV_AFFINE). */
+static bool conv_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_conv_state *s = (const st_conv_state *)n->state;
+    if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
+        return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    return st_cuda_accepts_no_f64(n, why, len);
+}
+
+extern "C" const st_kernel st_cuda_k_conv[] = {
+    {"Conv", "", ST_DT_FLOATS, st_cuda_conv, conv_accepts, NULL, NULL},
+    {"ConvTranspose", "", ST_DT_FLOATS, st_cuda_conv_transpose, conv_accepts, NULL, NULL},
+    {"MaxPool", "", ST_DT_FLOATS | ST_DT(ST_I8) | ST_DT(ST_U8), st_cuda_pool, st_cuda_accepts_no_f64, NULL, NULL},
+    {"AveragePool", "", ST_DT_FLOATS, st_cuda_pool, st_cuda_accepts_no_f64, NULL, NULL},
+    {"GlobalAveragePool", "", ST_DT_FLOATS, st_cuda_pool, st_cuda_accepts_no_f64, NULL, NULL},
+    {"GlobalMaxPool", "", ST_DT_FLOATS, st_cuda_pool, st_cuda_accepts_no_f64, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -55,7 +55,6 @@ __global__ void unary_kernel(unary_args p)
 static st_status launch_unary(const st_kctx *k, int code, float a, float b, float g, float lo, float hi)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "float64 has no CUDA kernel");
     unary_args p;
     p.w = st_walk2(y->rank, y->sizes, y->strides, x->strides);
     if (p.w.n == 0) return ST_OK;
@@ -118,7 +117,6 @@ extern "C" st_status st_cuda_clip(const st_kctx *k)
 {
     const st_ew_state *s = (const st_ew_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "float64 has no CUDA kernel");
     clip_args p;
     p.w = st_walk2(y->rank, y->sizes, y->strides, x->strides);
     if (p.w.n == 0) return ST_OK;
@@ -157,7 +155,6 @@ __global__ void binary_kernel(binary_args p)
 static st_status launch_binary(const st_kctx *k, const st_operand *a, const st_operand *b, const st_operand *y, int code,
                                bool fmod_mode)
 {
-    if (a->dtype == ST_F64 || b->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "float64 has no CUDA kernel");
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     st_bcast(a, y, sa);
     st_bcast(b, y, sb);
@@ -285,7 +282,6 @@ __global__ void cast_kernel(cast_args p)
 extern "C" st_status st_cuda_cast(const st_kctx *k)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype == ST_F64 || y->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "float64 has no CUDA kernel");
     cast_args p;
     p.w = st_walk2(y->rank, y->sizes, y->strides, x->strides);
     if (p.w.n == 0) return ST_OK;
@@ -297,3 +293,19 @@ extern "C" st_status st_cuda_cast(const st_kctx *k)
     cast_kernel<<<st_blocks(p.w.n, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+#define UNARY_K(name, code, types, a, b, g) {#name, "", ST_DT_ALL, st_cuda_unary, st_cuda_accepts_no_f64, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) {#name, "", ST_DT_ALL, st_cuda_binary, st_cuda_accepts_no_f64, NULL, NULL},
+#define VARIADIC_K(name, code, types) {#name, "", ST_DT_ALL, st_cuda_variadic, st_cuda_accepts_no_f64, NULL, NULL},
+extern "C" const st_kernel st_cuda_k_elementwise[] = {
+    ST_UNARY_OPS(UNARY_K)
+    ST_BINARY_OPS(BINARY_K)
+    ST_VARIADIC_OPS(VARIADIC_K)
+    {"Where", "", ST_DT_ALL, st_cuda_where, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Clip", "", ST_DT_ALL, st_cuda_clip, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Cast", "", ST_DT_ALL, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
+    {"CastLike", "", ST_DT_ALL, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

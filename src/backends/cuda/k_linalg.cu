@@ -458,7 +458,7 @@ static st_status choose(const st_kctx *k, mm_cache *c, const lt_plan *L, const m
         }
         cudaGetLastError(); /* a refused launch must not fail the command later */
     }
-    return st_error(ST_ERR_UNSUPPORTED, "no cuBLASLt algorithm ran (%s)", cublasLtGetStatusString(last));
+    return st_error(ST_ERR_BACKEND, "no cuBLASLt algorithm ran (%s)", cublasLtGetStatusString(last));
 }
 
 static st_status run(const st_kctx *k, mm_problem *p)
@@ -514,7 +514,6 @@ static st_status run(const st_kctx *k, mm_problem *p)
 extern "C" st_status st_cuda_matmul(const st_kctx *k)
 {
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    if (a->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: MatMul has no CUDA kernel for float64");
     mm_problem p;
     memset(&p, 0, sizeof p);
     p.t = a->dtype;
@@ -549,7 +548,6 @@ extern "C" st_status st_cuda_gemm(const st_kctx *k)
 {
     const st_matmul_state *s = (const st_matmul_state *)k->state;
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    if (a->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: Gemm has no CUDA kernel for float64");
     mm_problem p;
     memset(&p, 0, sizeof p);
     p.t = a->dtype;
@@ -582,3 +580,11 @@ extern "C" st_status st_cuda_gemm(const st_kctx *k)
     }
     return run(k, &p);
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+extern "C" const st_kernel st_cuda_k_linalg[] = {
+    {"MatMul", "", ST_DT_ALL & ~ST_DT(ST_F64), st_cuda_matmul, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Gemm", "", ST_DT_ALL & ~ST_DT(ST_F64), st_cuda_gemm, st_cuda_accepts_no_f64, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -227,8 +227,7 @@ static st_status batch_norm(const st_kctx *k, const st_norm_state *s)
     a.groups = s->spatial ? x->sizes[1] : st_numel(x->rank - 1, x->sizes + 1);
     a.plane = s->spatial ? st_numel(x->rank - 2, x->sizes + 2) : 1;
     if ((size_t)a.groups * 2 * sizeof(float) > ctx->workspace_bytes)
-        return st_error(ST_ERR_UNSUPPORTED, "cuda: BatchNormalization with %lld parameter sets exceeds the workspace",
-                        (long long)a.groups);
+        return st_error(ST_ERR_INTERNAL, "cuda: BatchNormalization with %lld parameter sets reached the kernel", (long long)a.groups);
     float *ab = (float *)ctx->workspace;
     bn_fold_kernel<<<st_blocks(a.groups, 256), 256, 0, stream>>>(bn_param_of(&k->in[1]), bn_param_of(&k->in[2]),
                                                                  bn_param_of(&k->in[3]), bn_param_of(&k->in[4]),
@@ -272,8 +271,6 @@ extern "C" st_status st_cuda_norm(const st_kctx *k)
 {
     const st_norm_state *s = (const st_norm_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype != ST_F32 && x->dtype != ST_F16 && x->dtype != ST_BF16)
-        return st_error(ST_ERR_UNSUPPORTED, "cuda: %s has no CUDA kernel for %s", k->node->op_type, st_dtype_name(x->dtype));
     if (s->kind == ST_N_BATCH_NORM) return batch_norm(k, s);
     norm_args a;
     memset(&a, 0, sizeof a);
@@ -331,3 +328,27 @@ extern "C" st_status st_cuda_norm(const st_kctx *k)
     norm_kernel<<<st_row_blocks(a.r.n_outer), threads, 0, st_stream(k)>>>(a);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+/* BatchNormalization folds its parameters into the workspace (two floats
+ * per parameter set). */
+static bool norm_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_norm_state *s = (const st_norm_state *)n->state;
+    const st_view *x = &n->views[0];
+    if (s->kind == ST_N_BATCH_NORM) {
+        int64_t groups = s->spatial ? x->sizes[1] : st_numel(x->rank - 1, x->sizes + 1);
+        if ((uint64_t)groups * 2 * sizeof(float) > ST_CUDA_WORKSPACE)
+            return st_kernel_refuse(why, len, "BatchNormalization with %lld parameter sets exceeds the workspace",
+                                    (long long)groups);
+    }
+    return st_cuda_accepts_no_f64(n, why, len);
+}
+
+#define NORM(name) {name, "", ST_DT_FLOATS, st_cuda_norm, norm_accepts, NULL, NULL}
+extern "C" const st_kernel st_cuda_k_norm[] = {
+    NORM("Softmax"), NORM("LogSoftmax"), NORM("Hardmax"), NORM("LayerNormalization"), NORM("BatchNormalization"),
+    NORM("InstanceNormalization"), NORM("LpNormalization"), NORM("MeanVarianceNormalization"), NORM("LRN"),
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -194,7 +194,6 @@ extern "C" st_status st_cuda_reduce(const st_kctx *k)
 {
     const st_reduce_state *s = (const st_reduce_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: %s has no CUDA kernel for float64", k->node->op_type);
     reduce_args a;
     memset(&a, 0, sizeof a);
     int64_t ys[ST_MAX_RANK] = {0};
@@ -263,7 +262,6 @@ extern "C" st_status st_cuda_argminmax(const st_kctx *k)
 {
     const st_reduce_state *s = (const st_reduce_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (x->dtype == ST_F64) return st_error(ST_ERR_UNSUPPORTED, "cuda: %s has no CUDA kernel for float64", k->node->op_type);
     reduce_args a;
     memset(&a, 0, sizeof a);
     int64_t ys[ST_MAX_RANK] = {0};
@@ -285,3 +283,14 @@ extern "C" st_status st_cuda_argminmax(const st_kctx *k)
     else arg_kernel<long long><<<blocks, threads, 0, stream>>>(a, is_max, s->select_last);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+#define REDUCE(name) {name, "", ST_DT_NUMERIC & ~ST_DT(ST_F64), st_cuda_reduce, st_cuda_accepts_no_f64, NULL, NULL}
+extern "C" const st_kernel st_cuda_k_reduce[] = {
+    REDUCE("ReduceSum"), REDUCE("ReduceMean"), REDUCE("ReduceMax"), REDUCE("ReduceMin"), REDUCE("ReduceProd"),
+    REDUCE("ReduceL1"), REDUCE("ReduceL2"), REDUCE("ReduceLogSum"), REDUCE("ReduceLogSumExp"), REDUCE("ReduceSumSquare"),
+    {"ArgMax", "", ST_DT_NUMERIC & ~ST_DT(ST_F64), st_cuda_argminmax, st_cuda_accepts_no_f64, NULL, NULL},
+    {"ArgMin", "", ST_DT_NUMERIC & ~ST_DT(ST_F64), st_cuda_argminmax, st_cuda_accepts_no_f64, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -98,10 +98,6 @@ extern "C" st_status st_cuda_resize(const st_kctx *k)
     const st_operand *x = &k->in[0], *y = &k->out[0];
     cudaStream_t stream = st_stream(k);
     if (st_operand_numel(y) == 0) return ST_OK;
-    if (!s->nearest && !float_class(x->dtype))
-        return st_error(ST_ERR_UNSUPPORTED, "cuda: %s interpolation has no CUDA kernel for %s", k->node->op_type,
-                        st_dtype_name(x->dtype));
-    if (st_dtype_size(y->dtype) > 8) return st_error(ST_ERR_UNSUPPORTED, "cuda: Resize of %s data", st_dtype_name(y->dtype));
     if (s->rank == 0) return st_pack(stream, y, x);
     rs_cache *c = (rs_cache *)ctx->slot->data;
     if (!c) {
@@ -142,3 +138,21 @@ extern "C" st_status st_cuda_resize(const st_kctx *k)
     resize_kernel<<<st_blocks(a.n, THREADS), THREADS, 0, stream>>>(a);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+static bool resize_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_resize_state *s = (const st_resize_state *)n->state;
+    st_dtype t = n->views[0].dtype;
+    if (!s->nearest && !float_class(t))
+        return st_kernel_refuse(why, len, "%s interpolation of %s data", n->op->name, st_dtype_name(t));
+    if (st_dtype_size(t) > 8) return st_kernel_refuse(why, len, "Resize of %s data", st_dtype_name(t));
+    return true;
+}
+
+extern "C" const st_kernel st_cuda_k_resize[] = {
+    {"Resize", "", ST_DT_ALL, st_cuda_resize, resize_accepts, NULL, NULL},
+    {"Upsample", "", ST_DT_ALL, st_cuda_resize, resize_accepts, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -3,52 +3,12 @@
  * (elementwise.cl) and by the kernels that apply a fused activation before
  * storing (GEMM, Conv: st_epilogue).  Compiled right after common.cl.
  *
- * The codes are st_unary's (ops/elementwise.h); k_elementwise.c asserts
- * the numbering.
+ * The codes are st_unary's, from the one list in ops/codes.h (embedded
+ * first in the program), so the numbering is the host's by construction.
  */
 
-#define U_RELU 0
-#define U_SIGMOID 1
-#define U_TANH 2
-#define U_EXP 3
-#define U_LOG 4
-#define U_SQRT 5
-#define U_NEG 6
-#define U_ABS 7
-#define U_RECIPROCAL 8
-#define U_FLOOR 9
-#define U_CEIL 10
-#define U_ROUND 11
-#define U_ERF 12
-#define U_SIN 13
-#define U_COS 14
-#define U_TAN 15
-#define U_ASIN 16
-#define U_ACOS 17
-#define U_ATAN 18
-#define U_SINH 19
-#define U_COSH 20
-#define U_ASINH 21
-#define U_ACOSH 22
-#define U_ATANH 23
-#define U_SIGN 24
-#define U_LEAKY_RELU 25
-#define U_HARD_SIGMOID 26
-#define U_HARD_SWISH 27
-#define U_ELU 28
-#define U_SELU 29
-#define U_CELU 30
-#define U_SOFTPLUS 31
-#define U_SOFTSIGN 32
-#define U_THRESHOLDED_RELU 33
-#define U_MISH 34
-#define U_GELU 35
-#define U_GELU_TANH 36
-#define U_NOT 37
-#define U_ISNAN 38
-#define U_ISINF 39
-#define U_CLIP 40
-#define U_SILU 41
+#define U_ENUM_(name) U_##name,
+enum st_unary_code { ST_UNARY_CODES(U_ENUM_) };
 
 inline float softplus_f(float x) { return x > 20.0f ? x : log1p(exp(x)); }
 

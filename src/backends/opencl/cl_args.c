@@ -79,3 +79,24 @@ void st_cl_grid(st_cl_td *tds, int n, size_t global[2])
     global[0] = (size_t)inner;
     global[1] = inner ? (size_t)(total / inner) : 0;
 }
+
+bool st_cl_accepts_fp64(const st_knode *n, char *why, size_t len)
+{
+    const st_cl_device *d = n->device;
+    if (d && d->fp64) return true;
+    for (int i = 0; i < n->n_in + n->n_out; i++)
+        if (n->views[i].rank >= 0 && n->views[i].dtype == ST_F64)
+            return st_kernel_refuse(why, len, "float64 needs cl_khr_fp64, which '%s' lacks", d ? d->name : "the device");
+    return true;
+}
+
+bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len)
+{
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        st_dtype t = n->views[i].dtype;
+        if (n->views[i].rank >= 0 && t != ST_F32 && t != ST_F16 && t != ST_BF16)
+            return st_kernel_refuse(why, len, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)",
+                                    n->op->name, st_dtype_name(t));
+    }
+    return true;
+}

@@ -29,6 +29,15 @@
  * name.  Per-command state that kernels cache (device tables) lives in
  * slots kept per DAG until the plan is forgotten.
  *
+ * A mixed plan's host commands (plan/place.c) run on the executor's host
+ * thread, in enqueue order: each stands in the DAG as a user event that
+ * the thread completes once the command's predecessors' events are
+ * complete and its CPU kernel has run (exec/host.h), so device successors
+ * wait on it like on any event.  The thread waits only for earlier
+ * commands, which are flushed to the device first, so it never waits for
+ * itself.  Transfers between the device and the host arena are read and
+ * write commands on the queue (st_cl_transfer).
+ *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
  * whole-run wait, the device time per op type (2: and per command), a
  * diagnostic on stderr.
@@ -40,6 +49,8 @@
 #include "backends/opencl/cl_internal.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/host.h"
+#include "exec/schedule.h"
 
 typedef struct dag_state {
     const st_dag *dag;
@@ -48,31 +59,43 @@ typedef struct dag_state {
     st_cl_slot *slots;
 } dag_state;
 
+/* A host command waiting for the host thread. */
+typedef struct host_job {
+    int c;
+    const st_dag *dag;
+    cl_event done;             /* the user event that stands for it */
+    cl_uint n_wait;
+    cl_event *wait;            /* its predecessors' events, retained */
+} host_job;
+
 typedef struct cl_exec {
     st_exec base;
     st_cl_device *dev;
+    /* the host thread and its queue of host commands (one run at a time) */
+    st_host *host;
+    int threads;               /* the session's, for the host pool */
+    pthread_t host_thread;
+    bool host_started, host_stop;
+    pthread_mutex_t hmu;
+    pthread_cond_t hcv;
+    host_job *jobs;
+    int n_jobs, next_job, cap_jobs;
+    st_status host_err;
+    char host_msg[1024];
     cl_command_queue queue;
-    bool out_of_order, random;
+    bool out_of_order;
+    st_sched sched;              /* exec/schedule.h */
     int profile;                 /* STRATA_OPENCL_PROFILE: 1 per op type, 2 also per command */
-    uint64_t rng;
     cl_kernel kernels[ST_CLK_COUNT];
     dag_state *states;
     int n_states, cap_states;
     dag_state *cur;
-    int *order, *ready, *remaining;
+    int *order, *scratch;
     cl_event *wait_buf;
     int cap_cmds, cap_wait;
     st_status err;
     char errmsg[1024];
 } cl_exec;
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* ---- what kernels call (cl_internal.h) ---- */
 
@@ -197,6 +220,119 @@ st_status st_cl_dtype_ok(const st_cl_ctx *c, st_dtype dt, const char *what)
     return ST_OK;
 }
 
+/* ---- transfers (a mixed plan's copies, plan/transfer.c) ---- */
+
+st_status st_cl_transfer(const st_kctx *k)
+{
+    st_cl_ctx *c = k->dev;
+    const st_view *src = &k->views[0], *dst = &k->views[1];
+    int64_t lo, hi;
+    st_view_extent(src, &lo, &hi);
+    if (hi <= lo) return ST_OK;
+    int64_t dlo = dst->offset - (src->offset - lo);
+    size_t n = (size_t)(hi - lo);
+    const cl_event *w;
+    cl_uint nw;
+    wait_list(c, true, &w, &nw);
+    cl_event ev = NULL;
+    cl_int err;
+    if (src->storage->dev && !dst->storage->dev)
+        err = clEnqueueReadBuffer(c->queue, (cl_mem)src->storage->dev, CL_FALSE, (size_t)lo, n,
+                                  (char *)dst->storage->host + dlo, nw, w, &ev);
+    else if (!src->storage->dev && dst->storage->dev)
+        err = clEnqueueWriteBuffer(c->queue, (cl_mem)dst->storage->dev, CL_FALSE, (size_t)dlo, n,
+                                   (const char *)src->storage->host + lo, nw, w, &ev);
+    else
+        return st_error(ST_ERR_INTERNAL, "opencl: a transfer between two %s storages",
+                        src->storage->dev ? "device" : "host");
+    ST_TRY(st_cl_check(err, "transfer"));
+    return push_tail(c, ev, true);
+}
+
+/* ---- the host thread ---- */
+
+static void *host_main(void *arg)
+{
+    cl_exec *e = arg;
+    pthread_mutex_lock(&e->hmu);
+    for (;;) {
+        if (e->next_job == e->n_jobs) {
+            if (e->host_stop) break;
+            pthread_cond_wait(&e->hcv, &e->hmu);
+            continue;
+        }
+        host_job job = e->jobs[e->next_job];
+        bool failed = e->host_err != ST_OK;
+        pthread_mutex_unlock(&e->hmu);
+        st_status r = ST_OK;
+        if (job.n_wait && clWaitForEvents(job.n_wait, job.wait) != CL_SUCCESS)
+            r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
+                         job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
+        if (r == ST_OK && !failed) r = st_host_run(e->host, job.dag, job.c);
+        pthread_mutex_lock(&e->hmu);
+        if (r != ST_OK && e->host_err == ST_OK) {
+            e->host_err = r;
+            snprintf(e->host_msg, sizeof e->host_msg, "%s", st_last_error());
+        }
+        pthread_mutex_unlock(&e->hmu);
+        clSetUserEventStatus(job.done, CL_COMPLETE);
+        clReleaseEvent(job.done);
+        for (cl_uint i = 0; i < job.n_wait; i++) clReleaseEvent(job.wait[i]);
+        free(job.wait);
+        pthread_mutex_lock(&e->hmu);
+        e->next_job++;
+        pthread_cond_broadcast(&e->hcv);
+    }
+    pthread_mutex_unlock(&e->hmu);
+    return NULL;
+}
+
+/* Waits until the host thread has run every host command queued. */
+static void host_drain(cl_exec *e)
+{
+    if (!e->host_started) return;
+    pthread_mutex_lock(&e->hmu);
+    while (e->next_job < e->n_jobs) pthread_cond_wait(&e->hcv, &e->hmu);
+    pthread_mutex_unlock(&e->hmu);
+}
+
+/* Queues host command c behind the events in wait[0..nw); its event is a
+ * user event the host thread completes. */
+static st_status enqueue_host(cl_exec *e, dag_state *st, int c, const cl_event *wait, cl_uint nw)
+{
+    if (!e->host) ST_TRY(st_host_create(&(st_session_options){.threads = e->threads}, &e->host));
+    if (!e->host_started) {
+        if (pthread_create(&e->host_thread, NULL, host_main, e) != 0)
+            return st_error(ST_ERR_BACKEND, "opencl: cannot start the host command thread");
+        e->host_started = true;
+    }
+    cl_int err;
+    cl_event u = clCreateUserEvent(e->dev->context, &err);
+    ST_TRY(st_cl_check(err, "clCreateUserEvent"));
+    host_job job = {c, st->dag, u, nw, NULL};
+    if (nw) {
+        job.wait = malloc(nw * sizeof *job.wait);
+        if (!job.wait) {
+            clSetUserEventStatus(u, CL_COMPLETE);
+            clReleaseEvent(u);
+            return st_error(ST_ERR_NOMEM, "out of memory");
+        }
+        for (cl_uint i = 0; i < nw; i++) {
+            job.wait[i] = wait[i];
+            clRetainEvent(wait[i]);
+        }
+    }
+    /* the predecessors must reach the device before the thread waits */
+    clFlush(e->queue);
+    clRetainEvent(u);
+    st->events[c] = u;
+    pthread_mutex_lock(&e->hmu);
+    e->jobs[e->n_jobs++] = job;
+    pthread_cond_broadcast(&e->hcv);
+    pthread_mutex_unlock(&e->hmu);
+    return ST_OK;
+}
+
 /* ---- per-DAG state ---- */
 
 static void state_free(dag_state *st)
@@ -254,11 +390,9 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
     if (n_cmds > e->cap_cmds) {
         int *o = realloc(e->order, (size_t)n_cmds * sizeof *o);
         if (o) e->order = o;
-        int *r = realloc(e->ready, (size_t)n_cmds * sizeof *r);
-        if (r) e->ready = r;
-        int *m = realloc(e->remaining, (size_t)n_cmds * sizeof *m);
-        if (m) e->remaining = m;
-        if (!o || !r || !m) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        int *r = realloc(e->scratch, 2 * (size_t)n_cmds * sizeof *r);
+        if (r) e->scratch = r;
+        if (!o || !r) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
         e->cap_cmds = n_cmds;
     }
     if (n_wait > e->cap_wait) {
@@ -270,31 +404,6 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
     return ST_OK;
 }
 
-/* Program order, or a seeded random topological order. */
-static void make_order(cl_exec *e, const st_dag *d)
-{
-    if (!e->random) {
-        for (int c = 0; c < d->n_cmds; c++) e->order[c] = c;
-        return;
-    }
-    int n_ready = 0, k = 0;
-    for (int c = 0; c < d->n_cmds; c++) {
-        e->remaining[c] = d->cmds[c].n_pred;
-        if (!d->cmds[c].n_pred) e->ready[n_ready++] = c;
-    }
-    while (n_ready) {
-        int pick = (int)(rng_next(&e->rng) % (uint64_t)n_ready);
-        int c = e->ready[pick];
-        e->ready[pick] = e->ready[--n_ready];
-        e->order[k++] = c;
-        const st_cmd *cmd = &d->cmds[c];
-        for (int s = 0; s < cmd->n_succ; s++) {
-            int x = d->succs[cmd->succ_first + s];
-            if (--e->remaining[x] == 0) e->ready[n_ready++] = x;
-        }
-    }
-}
-
 /* Enqueues command c; its event goes to st->events[c]. */
 static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
 {
@@ -303,6 +412,7 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     cl_uint nw = 0;
     for (int k = 0; k < cmd->n_pred; k++) e->wait_buf[nw++] = st->events[d->preds[cmd->pred_first + k]];
     if (gate && !cmd->n_pred) e->wait_buf[nw++] = gate;
+    if (cmd->device == ST_DEV_HOST) return enqueue_host(e, st, c, e->wait_buf, nw);
     int nops = cmd->n_in + cmd->n_out;
     st_operand ops_buf[32];
     st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
@@ -313,8 +423,10 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     for (int k = 0; k < nops; k++)
         if (cmd->views[k].storage && cmd->views[k].storage->dev) ops[k].data = cmd->views[k].storage->dev;
     st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c]};
-    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx};
-    st_status r = cmd->op->opencl(&k);
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
+    st_status r = (cmd->run ? cmd->run : st_cl_transfer)(&k);
+    if (r == ST_ERR_UNSUPPORTED)
+        r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
     if (ops != ops_buf) free(ops);
     cl_event ev = NULL;
     if (r == ST_OK) {
@@ -353,10 +465,24 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     for (int c = 0; c < d->n_cmds; c++)
         if (d->cmds[c].n_pred + 1 > max_wait) max_wait = d->cmds[c].n_pred + 1;
     ST_TRY(reserve(e, d->n_cmds > 0 ? d->n_cmds : 1, max_wait));
+    /* the last run's host commands are done (the session waited) */
+    pthread_mutex_lock(&e->hmu);
+    if (d->n_cmds > e->cap_jobs) {
+        host_job *j = realloc(e->jobs, (size_t)d->n_cmds * sizeof *j);
+        if (!j) {
+            pthread_mutex_unlock(&e->hmu);
+            return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        }
+        e->jobs = j;
+        e->cap_jobs = d->n_cmds;
+    }
+    e->n_jobs = e->next_job = 0;
+    e->host_err = ST_OK;
+    pthread_mutex_unlock(&e->hmu);
     e->cur = st;
-    make_order(e, d);
+    st_sched_order(&e->sched, d, e->order, e->scratch);
     cl_event gate = NULL;
-    if (e->random) {
+    if (e->sched.random) {
         cl_int err;
         gate = clCreateUserEvent(e->dev->context, &err);
         ST_TRY(st_cl_check(err, "clCreateUserEvent"));
@@ -372,6 +498,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     }
     if (e->err != ST_OK) {
         clFinish(e->queue); /* leave nothing half-enqueued running */
+        host_drain(e);
         st_error(e->err, "%s", e->errmsg);
         return e->err;
     }
@@ -431,6 +558,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     st_status r = ST_OK;
     if (n < 0) {
         r = st_cl_check(clFinish(e->queue), "clFinish");
+        host_drain(e);
         for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) r = event_status(e, st, c);
         if (r == ST_OK && e->profile && !st->profiled) {
             st->profiled = true;
@@ -446,6 +574,11 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         if (r == ST_OK && err != CL_SUCCESS) r = st_cl_check(err, "clWaitForEvents");
     }
     if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    if (r == ST_OK) {
+        pthread_mutex_lock(&e->hmu);
+        if (e->host_err != ST_OK) r = st_error(e->host_err, "%s", e->host_msg);
+        pthread_mutex_unlock(&e->hmu);
+    }
     return r;
 }
 
@@ -455,6 +588,7 @@ static void exec_forget(st_exec *base, const st_dag *d)
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) {
             clFinish(e->queue);
+            host_drain(e);
             if (e->cur == &e->states[i]) e->cur = NULL;
             state_free(&e->states[i]);
             if (i != e->n_states - 1) {
@@ -471,14 +605,24 @@ static void exec_destroy(st_exec *base)
 {
     cl_exec *e = (cl_exec *)base;
     if (e->queue) clFinish(e->queue);
+    if (e->host_started) {
+        pthread_mutex_lock(&e->hmu);
+        e->host_stop = true;
+        pthread_cond_broadcast(&e->hcv);
+        pthread_mutex_unlock(&e->hmu);
+        pthread_join(e->host_thread, NULL);
+    }
+    st_host_destroy(e->host);
+    free(e->jobs);
+    pthread_mutex_destroy(&e->hmu);
+    pthread_cond_destroy(&e->hcv);
     for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
     free(e->states);
     for (int k = 0; k < ST_CLK_COUNT; k++)
         if (e->kernels[k]) clReleaseKernel(e->kernels[k]);
     if (e->queue) clReleaseCommandQueue(e->queue);
     free(e->order);
-    free(e->ready);
-    free(e->remaining);
+    free(e->scratch);
     free(e->wait_buf);
     free(e);
 }
@@ -495,8 +639,10 @@ st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec 
     e->base.vt = &cl_exec_vt;
     e->base.backend = b;
     e->dev = d;
-    e->random = o->schedule == ST_SCHEDULE_RANDOM;
-    e->rng = o->seed;
+    pthread_mutex_init(&e->hmu, NULL);
+    pthread_cond_init(&e->hcv, NULL);
+    e->threads = o->threads;
+    st_sched_init(&e->sched, o);
     const char *io = getenv("STRATA_OPENCL_IN_ORDER"), *ooo = getenv("STRATA_OPENCL_OUT_OF_ORDER"),
                *prof = getenv("STRATA_OPENCL_PROFILE");
     e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0) &&

@@ -21,6 +21,7 @@
 
 #include "backends/backend.h"
 #include "backends/opencl/kernels.h"
+#include "ops/kernel.h"
 #include "core/view.h"
 
 /* Every kernel of the program, by the name after "st_" in the .cl files. */
@@ -163,6 +164,13 @@ void st_cl_grid(st_cl_td *tds, int n, size_t global[2]);
 
 /* Whether the device computes dt (f64 needs cl_khr_fp64). */
 st_status st_cl_dtype_ok(const st_cl_ctx *c, st_dtype dt, const char *what);
+
+/* ---- accepts helpers (the tables' entries, ops/kernel.h) ---- */
+
+/* Refuses a node with a float64 operand on a device without cl_khr_fp64. */
+bool st_cl_accepts_fp64(const st_knode *n, char *why, size_t len);
+/* Refuses a node with an operand outside f32, f16 and bf16. */
+bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len);
 
 /* The resolver of rule 2 for OpenCL (see opencl.c): a cl_mem (a storage's,
  * or a sub-buffer made by someone else over one) and a byte offset. */

@@ -3,33 +3,15 @@
  * binary, and Where.  One work-item per output element; inputs
  * come with strides in the output's shape (0 on broadcast dims).
  *
- * The op codes are st_unary / st_binary of ops/elementwise.h (the host
- * asserts the numbering, k_elementwise.c).  Float data computes in f32
+ * The op codes are st_unary / st_binary, from ops/codes.h (embedded first
+ * in the program).  Float data computes in f32
  * (CLS_F32), f64 in double, integers in 64-bit two's complement with the
  * CPU kernels' conventions (wrapping arithmetic, truncating division,
  * x / 0 = 0).
  */
 
-#define B_ADD 0
-#define B_SUB 1
-#define B_MUL 2
-#define B_DIV 3
-#define B_POW 4
-#define B_MOD 5
-#define B_MAX 6
-#define B_MIN 7
-#define B_MEAN 8
-#define B_EQUAL 9
-#define B_LESS 10
-#define B_GREATER 11
-#define B_LESS_EQUAL 12
-#define B_GREATER_EQUAL 13
-#define B_AND 14
-#define B_OR 15
-#define B_XOR 16
-#define B_SHIFT_LEFT 17
-#define B_SHIFT_RIGHT 18
-#define B_PRELU 19
+#define B_ENUM_(name) B_##name,
+enum st_binary_code { ST_BINARY_CODES(B_ENUM_) };
 
 #ifdef ST_FP64
 inline double unary_d(int code, double x, double a, double b, double g, double lo, double hi, int flags)

@@ -35,18 +35,25 @@ _Static_assert(sizeof(st_cl_win_p) == 62 * 8 + 8, "st_cl_win_p has no padding");
 
 static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
-static st_status dtypes_ok(const st_kctx *k, const char *op)
+/* The windowed ops' accepts: f32, f16 and bf16 (MaxPool also int8 and
+ * uint8, and int64 Indices), and no per-channel affine epilogue (those
+ * fields are set only for backends that declare ST_CAP_CONV_AFFINE). */
+static bool win_accepts(const st_knode *n, char *why, size_t len)
 {
-    for (int i = 0; i < k->n_in + k->n_out; i++) {
-        const st_view *v = &k->views[i];
-        if (!v->storage) continue;
-        bool ok = f32_family(v->dtype) || (i == k->n_in + 1 && v->dtype == ST_I64) /* MaxPool's Indices */ ||
-                  (strcmp(op, "MaxPool") == 0 && (v->dtype == ST_I8 || v->dtype == ST_U8));
+    const st_conv_state *s = n->state;
+    bool maxpool = strcmp(n->op->name, "MaxPool") == 0;
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        const st_view *v = &n->views[i];
+        if (v->rank < 0) continue;
+        bool ok = f32_family(v->dtype) || (i == n->n_in + 1 && v->dtype == ST_I64) /* MaxPool's Indices */ ||
+                  (maxpool && (v->dtype == ST_I8 || v->dtype == ST_U8));
         if (!ok)
-            return st_error(ST_ERR_UNSUPPORTED, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)", op,
-                            st_dtype_name(v->dtype));
+            return st_kernel_refuse(why, len, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)",
+                                    n->op->name, st_dtype_name(v->dtype));
     }
-    return ST_OK;
+    if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
+        return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    return true;
 }
 
 /* An N, C, spatial... operand's element offset and strides, the spatial
@@ -102,7 +109,6 @@ static bool packed(const st_view *v)
 
 st_status st_cl_conv(const st_kctx *k)
 {
-    ST_TRY(dtypes_ok(k, "Conv"));
     const st_conv_state *s = k->state;
     const st_view *x = &k->views[0], *w = &k->views[1], *y = &k->views[k->n_in];
     const st_view *b = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
@@ -147,7 +153,6 @@ st_status st_cl_conv(const st_kctx *k)
 
 st_status st_cl_conv_transpose(const st_kctx *k)
 {
-    ST_TRY(dtypes_ok(k, "ConvTranspose"));
     const st_conv_state *s = k->state;
     const st_view *x = &k->views[0], *w = &k->views[1], *y = &k->views[k->n_in];
     const st_view *b = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
@@ -178,7 +183,6 @@ st_status st_cl_conv_transpose(const st_kctx *k)
 st_status st_cl_pool(const st_kctx *k)
 {
     const st_conv_state *s = k->state;
-    ST_TRY(dtypes_ok(k, s->is_max ? "MaxPool" : "AveragePool"));
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
     const st_view *ix = k->n_out > 1 && k->out[1].data ? &k->views[k->n_in + 1] : NULL;
     st_cl_win_p p;
@@ -213,3 +217,16 @@ st_status st_cl_pool(const st_kctx *k)
     ST_TRY(st_cl_set_args(kern, ST_CLK_pool, 4, args));
     return st_cl_run(c, kern, ST_CLK_pool, 1, &global, NULL, true);
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+#define WIN(name, fn, types) {name, "", types, fn, win_accepts, NULL, NULL}
+const st_kernel st_cl_k_conv[] = {
+    WIN("Conv", st_cl_conv, ST_DT_FLOATS),
+    WIN("ConvTranspose", st_cl_conv_transpose, ST_DT_FLOATS),
+    WIN("MaxPool", st_cl_pool, ST_DT_FLOATS | ST_DT(ST_I8) | ST_DT(ST_U8)),
+    WIN("AveragePool", st_cl_pool, ST_DT_FLOATS),
+    WIN("GlobalAveragePool", st_cl_pool, ST_DT_FLOATS),
+    WIN("GlobalMaxPool", st_cl_pool, ST_DT_FLOATS),
+    {NULL}
+};

@@ -15,11 +15,6 @@
 #include "core/status.h"
 #include "ops/elementwise.h"
 
-/* elementwise.cl numbers the codes itself */
-_Static_assert(ST_U_RELU == 0 && ST_U_HARD_SIGMOID == 26 && ST_U_GELU_TANH == 36 && ST_U_CLIP == 40 && ST_U_SILU == 41,
-               "elementwise.cl's U_ codes follow st_unary");
-_Static_assert(ST_B_ADD == 0 && ST_B_MEAN == 8 && ST_B_AND == 14 && ST_B_PRELU == 19, "elementwise.cl's B_ codes follow st_binary");
-
 enum { CLS_F32 = 0, CLS_F64 = 1, CLS_I64 = 2 };
 
 static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
@@ -34,10 +29,11 @@ static int compute_class(st_dtype a, st_dtype b)
     return CLS_I64;
 }
 
+/* accepts refused float64 on a device without it (st_cl_accepts_fp64) */
 static st_status class_ok(const st_cl_ctx *c, int cls, const char *what)
 {
     if (cls == CLS_F64 && !c->dev->fp64)
-        return st_error(ST_ERR_UNSUPPORTED, "%s: float64 needs cl_khr_fp64, which '%s' lacks", what, c->dev->name);
+        return st_error(ST_ERR_INTERNAL, "%s: float64 reached a device without cl_khr_fp64 ('%s')", what, c->dev->name);
     return ST_OK;
 }
 
@@ -219,3 +215,19 @@ st_status st_cl_where(const st_kctx *k)
     ST_TRY(st_cl_set_args(kern, ST_CLK_where, 8, args));
     return st_cl_run(c, kern, ST_CLK_where, 2, global, NULL, true);
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+#define UNARY_K(name, code, types, a, b, g) {#name, "", ST_DT_ALL, st_cl_unary, st_cl_accepts_fp64, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) {#name, "", ST_DT_ALL, st_cl_binary, st_cl_accepts_fp64, NULL, NULL},
+#define VARIADIC_K(name, code, types) {#name, "", ST_DT_ALL, st_cl_variadic, st_cl_accepts_fp64, NULL, NULL},
+const st_kernel st_cl_k_elementwise[] = {
+    ST_UNARY_OPS(UNARY_K)
+    ST_BINARY_OPS(BINARY_K)
+    ST_VARIADIC_OPS(VARIADIC_K)
+    {"Where", "", ST_DT_ALL, st_cl_where, st_cl_accepts_fp64, NULL, NULL},
+    {"Clip", "", ST_DT_ALL, st_cl_clip, st_cl_accepts_fp64, NULL, NULL},
+    {"Cast", "", ST_DT_ALL, st_cl_cast, st_cl_accepts_fp64, NULL, NULL},
+    {"CastLike", "", ST_DT_ALL, st_cl_cast, st_cl_accepts_fp64, NULL, NULL},
+    {NULL}
+};

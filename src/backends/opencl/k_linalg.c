@@ -30,7 +30,6 @@ typedef struct st_cl_gemm_p {
 } st_cl_gemm_p;
 _Static_assert(sizeof(st_cl_gemm_p) == 48 * 8 + 16, "st_cl_gemm_p has no padding");
 
-static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
 static int64_t elem_off(const st_view *v) { return v->offset / (int64_t)st_dtype_size(v->dtype); }
 
@@ -46,18 +45,8 @@ static st_status launch(st_cl_ctx *c, const st_cl_gemm_p *p, cl_mem y, cl_mem a,
     return st_cl_run(c, kern, ST_CLK_gemm, 3, global, local, true);
 }
 
-static st_status check_dtypes(const st_kctx *k, const char *op)
-{
-    for (int i = 0; i < k->n_in + k->n_out; i++)
-        if (k->views[i].storage && !f32_family(k->views[i].dtype))
-            return st_error(ST_ERR_UNSUPPORTED, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)", op,
-                            st_dtype_name(k->views[i].dtype));
-    return ST_OK;
-}
-
 st_status st_cl_matmul(const st_kctx *k)
 {
-    ST_TRY(check_dtypes(k, "MatMul"));
     const st_view *a = &k->views[0], *b = &k->views[1], *y = &k->views[2];
     bool a_vec = a->rank == 1, b_vec = b->rank == 1;
     st_cl_gemm_p p;
@@ -75,7 +64,7 @@ st_status st_cl_matmul(const st_kctx *k)
     p.y_rs = a_vec ? 0 : y->strides[b_vec ? y->rank - 1 : y->rank - 2];
     p.y_cs = b_vec ? 0 : y->strides[y->rank - 1];
     int nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-    if (nb > 6) return st_error(ST_ERR_UNSUPPORTED, "MatMul with %d batch dims (6 at most on OpenCL)", nb);
+    if (nb > 6) return st_error(ST_ERR_INTERNAL, "MatMul with %d batch dims reached the kernel (accepts allows 6)", nb);
     int abr = a->rank - (a_vec ? 1 : 2), bbr = b->rank - (b_vec ? 1 : 2);
     int64_t batches = 1;
     for (int d = 0; d < nb; d++) {
@@ -100,7 +89,6 @@ st_status st_cl_matmul(const st_kctx *k)
 
 st_status st_cl_gemm(const st_kctx *k)
 {
-    ST_TRY(check_dtypes(k, "Gemm"));
     const st_matmul_state *s = k->state;
     const st_view *a = &k->views[0], *b = &k->views[1], *y = &k->views[k->n_in];
     const st_view *cv = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
@@ -138,3 +126,20 @@ st_status st_cl_gemm(const st_kctx *k)
     p.beta = s->beta;
     return launch(k->dev, &p, st_cl_mem(y), st_cl_mem(a), st_cl_mem(b), p.has_c ? st_cl_mem(cv) : NULL, 1);
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+static bool matmul_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (!st_cl_accepts_f32_family(n, why, len)) return false;
+    const st_view *a = &n->views[0], *b = &n->views[1], *y = &n->views[n->n_in];
+    int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
+    if (nb > 6) return st_kernel_refuse(why, len, "MatMul with %d batch dims (6 at most on OpenCL)", nb);
+    return true;
+}
+
+const st_kernel st_cl_k_linalg[] = {
+    {"MatMul", "", ST_DT_FLOATS, st_cl_matmul, matmul_accepts, NULL, NULL},
+    {"Gemm", "", ST_DT_FLOATS, st_cl_gemm, st_cl_accepts_f32_family, NULL, NULL},
+    {NULL}
+};

@@ -57,10 +57,6 @@ st_status st_cl_resize(const st_kctx *k)
     size_t global = (size_t)st_view_numel(y);
     if (!global) return ST_OK;
     if (s->rank == 0) return st_cl_copy_view(c, y, x, NULL, true);
-    if (!s->nearest) ST_TRY(st_cl_dtype_ok(c, x->dtype, "Resize"));
-    if (!s->nearest && !st_dtype_is_float(x->dtype))
-        return st_error(ST_ERR_UNSUPPORTED, "Resize: interpolating %s data", st_dtype_name(x->dtype));
-    if (s->rank > 8) return st_error(ST_ERR_UNSUPPORTED, "Resize of rank %d", s->rank);
     if (!c->slot->data) ST_TRY(upload_taps(c, s));
     st_cl_resize_p p;
     memset(&p, 0, sizeof p);
@@ -71,7 +67,6 @@ st_status st_cl_resize(const st_kctx *k)
         p.first[a] = s->first[a];
     }
     unsigned char ext[16] = {0};
-    if (st_dtype_size(y->dtype) > 8) return st_error(ST_ERR_UNSUPPORTED, "Resize of %s data", st_dtype_name(y->dtype));
     st_store_f64(y->dtype, ext, s->extrapolation);
     memcpy(&p.ext_bits, ext, 8);
     p.ext_f = (float)s->extrapolation;
@@ -86,3 +81,22 @@ st_status st_cl_resize(const st_kctx *k)
     size_t grid[2] = {(size_t)y->sizes[s->rank - 1], global / (size_t)y->sizes[s->rank - 1]};
     return st_cl_run(c, kern, ST_CLK_resize, 2, grid, NULL, true);
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+static bool resize_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_resize_state *s = n->state;
+    const st_view *x = &n->views[0];
+    if (!s->nearest && !st_dtype_is_float(x->dtype))
+        return st_kernel_refuse(why, len, "Resize: interpolating %s data", st_dtype_name(x->dtype));
+    if (s->rank > 8) return st_kernel_refuse(why, len, "Resize of rank %d", s->rank);
+    if (st_dtype_size(x->dtype) > 8) return st_kernel_refuse(why, len, "Resize of %s data", st_dtype_name(x->dtype));
+    return st_cl_accepts_fp64(n, why, len);
+}
+
+const st_kernel st_cl_k_resize[] = {
+    {"Resize", "", ST_DT_ALL, st_cl_resize, resize_accepts, NULL, NULL},
+    {"Upsample", "", ST_DT_ALL, st_cl_resize, resize_accepts, NULL, NULL},
+    {NULL}
+};

@@ -78,9 +78,6 @@ static st_status launch_rows(st_cl_ctx *c, st_clk id, const st_cl_rows_p *p, cl_
 static st_status softmax(const st_kctx *k, const st_norm_state *s)
 {
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (!f32_family(x->dtype) || !f32_family(y->dtype))
-        return st_error(ST_ERR_UNSUPPORTED, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)",
-                        k->node->op_type, st_dtype_name(x->dtype));
     st_cl_rows_p p;
     uint32_t mask = s->mask & (uint32_t)((1u << x->rank) - 1);
     rows_params(x, y, y->strides, mask, &p);
@@ -115,17 +112,21 @@ static st_status bn_param(const st_view *v, cl_long *off, cl_long *stride)
         *stride = 1;
         return ST_OK;
     }
-    return st_error(ST_ERR_UNSUPPORTED, "BatchNormalization: a strided %lld-element multi-dim parameter", (long long)n);
+    return st_error(ST_ERR_INTERNAL, "BatchNormalization: a strided %lld-element multi-dim parameter reached the kernel",
+                    (long long)n);
+}
+
+/* What bn_param takes: at most one dim of more than one element, or packed. */
+static bool bn_param_ok(const st_view *v)
+{
+    int live = 0;
+    for (int d = 0; d < v->rank; d++) live += v->sizes[d] != 1;
+    return live <= 1 || st_view_is_contiguous(v);
 }
 
 static st_status batchnorm(const st_kctx *k, const st_norm_state *s)
 {
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    for (int i = 0; i < 5; i++)
-        if (!f32_family(k->views[i].dtype))
-            return st_error(ST_ERR_UNSUPPORTED, "BatchNormalization of %s data is not implemented on OpenCL",
-                            st_dtype_name(k->views[i].dtype));
-    if (!f32_family(y->dtype)) return st_error(ST_ERR_UNSUPPORTED, "BatchNormalization to %s", st_dtype_name(y->dtype));
     st_cl_bn_p p;
     memset(&p, 0, sizeof p);
     p.count = s->spatial ? x->sizes[1] : st_numel(x->rank - 1, x->sizes + 1);
@@ -160,7 +161,7 @@ st_status st_cl_norm(const st_kctx *k)
     case ST_N_SOFTMAX:
     case ST_N_LOG_SOFTMAX: return softmax(k, s);
     case ST_N_BATCH_NORM: return batchnorm(k, s);
-    default: return st_error(ST_ERR_UNSUPPORTED, "%s is not implemented on OpenCL", k->node->op_type);
+    default: return st_error(ST_ERR_INTERNAL, "%s reached the OpenCL norm kernel", k->node->op_type);
     }
 }
 
@@ -173,7 +174,8 @@ st_status st_cl_reduce(const st_kctx *k)
     if (!st_dtype_is_float(x->dtype) && s->kind != ST_R_L2 && s->kind != ST_R_LOG_SUM && s->kind != ST_R_LOG_SUM_EXP)
         cls = CLS_I64;
     if (cls == CLS_F64 && !c->dev->fp64)
-        return st_error(ST_ERR_UNSUPPORTED, "%s of %s data needs cl_khr_fp64", k->node->op_type, st_dtype_name(x->dtype));
+        return st_error(ST_ERR_INTERNAL, "%s of %s data reached a device without cl_khr_fp64", k->node->op_type,
+                        st_dtype_name(x->dtype));
     /* y's strides over x's shape: 0 on the reduced axes */
     uint32_t mask = s->mask & (uint32_t)((1u << x->rank) - 1);
     int64_t ys[ST_MAX_RANK];
@@ -193,3 +195,30 @@ st_status st_cl_reduce(const st_kctx *k)
     if (p.n_outer == 0) return ST_OK;
     return launch_rows(c, ST_CLK_reduce, &p, st_cl_mem(y), st_cl_mem(x), (size_t)p.n_outer, NULL);
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+static bool batchnorm_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->n_in < 5) return st_kernel_refuse(why, len, "BatchNormalization with %d inputs", n->n_in);
+    for (int i = 0; i < 5; i++) {
+        st_dtype t = n->views[i].dtype;
+        if (!f32_family(t))
+            return st_kernel_refuse(why, len, "BatchNormalization of %s data is not implemented on OpenCL", st_dtype_name(t));
+        if (i > 0 && !bn_param_ok(&n->views[i]))
+            return st_kernel_refuse(why, len, "BatchNormalization: a strided multi-dim parameter");
+    }
+    if (!f32_family(n->views[n->n_in].dtype))
+        return st_kernel_refuse(why, len, "BatchNormalization to %s", st_dtype_name(n->views[n->n_in].dtype));
+    return true;
+}
+
+#define REDUCE(name) {name, "", ST_DT_NUMERIC, st_cl_reduce, st_cl_accepts_fp64, NULL, NULL}
+const st_kernel st_cl_k_rows[] = {
+    {"Softmax", "", ST_DT_FLOATS, st_cl_norm, st_cl_accepts_f32_family, NULL, NULL},
+    {"LogSoftmax", "", ST_DT_FLOATS, st_cl_norm, st_cl_accepts_f32_family, NULL, NULL},
+    {"BatchNormalization", "", ST_DT_FLOATS, st_cl_norm, batchnorm_accepts, NULL, NULL},
+    REDUCE("ReduceSum"), REDUCE("ReduceMean"), REDUCE("ReduceMax"), REDUCE("ReduceMin"), REDUCE("ReduceProd"),
+    REDUCE("ReduceL1"), REDUCE("ReduceL2"), REDUCE("ReduceLogSum"), REDUCE("ReduceLogSumExp"), REDUCE("ReduceSumSquare"),
+    {NULL}
+};

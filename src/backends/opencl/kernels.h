@@ -1,17 +1,17 @@
 /*
- * kernels.h — the OpenCL kernels the op table rows name (`.opencl =
- * ST_OPENCL(st_cl_xxx)`).  Only declarations, no OpenCL types: the op
- * families include it whether or not the backend is built in (the
- * ST_OPENCL macro leaves the slot NULL when it is not).
+ * kernels.h — the OpenCL kernels and the kernel table they make up.
  *
  * Each is `st_status st_cl_<op>(const st_kctx *k)`: k->views are the
  * operands (a view's storage->dev is its cl_mem, view.offset its byte
  * offset: rule 1, no sub-buffers), k->dev the command's st_cl_ctx
- * (opencl/cl_ctx.h).  A kernel only enqueues work; it never waits.
+ * (opencl/cl_internal.h).  A kernel only enqueues work; it never waits.
+ * Each family file k_<family>.c ends with its table entries
+ * (st_cl_k_<family>[], ops/kernel.h); table.c lists the families.
  */
 #ifndef ST_CL_KERNELS_H
 #define ST_CL_KERNELS_H
 
+#include "ops/kernel.h"
 #include "ops/op.h"
 
 st_status st_cl_unary(const st_kctx *k);
@@ -30,5 +30,11 @@ st_status st_cl_conv_transpose(const st_kctx *k);
 st_status st_cl_resize(const st_kctx *k);
 st_status st_cl_norm(const st_kctx *k);
 st_status st_cl_reduce(const st_kctx *k);
+/* A mixed plan's transfer between a cl_mem and host memory (cl_exec.c). */
+st_status st_cl_transfer(const st_kctx *k);
+
+extern const st_kernel st_cl_k_elementwise[], st_cl_k_shape[], st_cl_k_linalg[], st_cl_k_conv[], st_cl_k_resize[],
+    st_cl_k_rows[];
+extern const st_kernel_table st_cl_kernel_table;
 
 #endif

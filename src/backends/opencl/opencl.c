@@ -247,8 +247,6 @@ static st_status cl_fill(st_backend *b, st_storage *s, uint64_t off, int byte, u
     return st_cl_check(err, "clEnqueueFillBuffer");
 }
 
-static bool cl_supports(const st_op_def *op) { return op->opencl != NULL; }
-
 /* ---- devices ---- */
 
 typedef struct cand {
@@ -383,7 +381,8 @@ static st_status device_init(st_cl_device *d, const cand *c)
     d->base.read = cl_read;
     d->base.fill = cl_fill;
     d->base.exec_create = st_cl_exec_create;
-    d->base.supports = cl_supports;
+    d->base.kernels = &st_cl_kernel_table;
+    d->base.transfer = st_cl_transfer;
     return ST_OK;
 }
 

@@ -274,16 +274,23 @@ st_status st_specialize(st_plan *p)
 st_status st_fold_node(st_plan *p, int node)
 {
     const st_node *n = &p->model->g->nodes[node];
-    st_operand in[n->n_in > 0 ? n->n_in : 1], out[n->n_out > 0 ? n->n_out : 1];
-    memset(in, 0, sizeof in);
-    memset(out, 0, sizeof out);
+    int nio = n->n_in + n->n_out;
+    st_operand ops[nio > 0 ? nio : 1];
+    st_view views[nio > 0 ? nio : 1];
+    const void *data[n->n_in > 0 ? n->n_in : 1];
+    memset(ops, 0, sizeof ops);
+    for (int k = 0; k < nio; k++) {
+        memset(&views[k], 0, sizeof views[k]);
+        views[k].rank = -1;
+    }
     for (int k = 0; k < n->n_in; k++) {
+        data[k] = NULL;
         if (n->in[k] < 0) continue;
         const st_pvalue *pv = &p->values[n->in[k]];
-        st_view v;
-        st_view_init(&v, pv->t.dtype, pv->t.rank, pv->t.dims);
+        st_view_init(&views[k], pv->t.dtype, pv->t.rank, pv->t.dims);
         /* shape-only ops see a shape without data */
-        in[k] = st_operand_of(&v, pv->kind == ST_PV_CONST ? (void *)pv->t.data : NULL);
+        data[k] = pv->kind == ST_PV_CONST ? pv->t.data : NULL;
+        ops[k] = st_operand_of(&views[k], (void *)data[k]);
     }
     for (int k = 0; k < n->n_out; k++) {
         if (n->out[k] < 0) continue;
@@ -296,10 +303,18 @@ st_status st_fold_node(st_plan *p, int node)
         void *d = st_plan_alloc(p, bytes);
         if (!d) return st_error(ST_ERR_NOMEM, "out of memory (%llu bytes)", (unsigned long long)bytes);
         pv->t.data = d;
-        st_view v;
-        st_view_init(&v, pv->t.dtype, pv->t.rank, pv->t.dims);
-        out[k] = st_operand_of(&v, d);
+        st_view_init(&views[n->n_in + k], pv->t.dtype, pv->t.rank, pv->t.dims);
+        ops[n->n_in + k] = st_operand_of(&views[n->n_in + k], d);
     }
-    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, in, out, NULL, NULL, NULL, NULL};
-    return n->op->cpu(&k);
+    /* folding runs the CPU's kernel, whatever the session's backend */
+    st_knode kn = {n, n->op, p->nodes[node].state, n->n_in, n->n_out, views, data, NULL, p->target.host_device};
+    char why[256];
+    const st_kernel *kern = st_kernel_find(p->target.host, &kn, why, sizeof why);
+    if (!kern) return st_error(ST_ERR_UNSUPPORTED, "%s", why);
+    void *priv = NULL;
+    if (kern->prepare) ST_TRY(kern->prepare(&kn, &priv));
+    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, ops, ops + n->n_in, NULL, NULL, NULL, NULL, priv};
+    st_status r = kern->run(&k);
+    if (kern->release) kern->release(priv);
+    return r;
 }

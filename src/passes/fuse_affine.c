@@ -1,6 +1,7 @@
 /*
- * fuse_cpu.c — on CPU plans, the per-channel affine ops around a Conv's
- * activation folded into its epilogue.
+ * fuse_affine.c — for a backend whose Conv kernels take per-channel affine
+ * maps around their activation (ST_CAP_CONV_AFFINE: the CPU's), the affine
+ * ops around a Conv's activation folded into its epilogue.
  *
  * Owns: st_conv_state's ch_scale, ch_shift, post_scale and post_shift (and
  * epi.act when the activation comes after an affine), nodes[].out0, the
@@ -23,14 +24,9 @@
  * where "constant" is a scalar or varies along the channel dim only.  The
  * BatchNormalization fold is the f32 one the CPU kernel uses, and
  * the rest is arithmetic in f32 on the constants, so results move by
- * rounding only.  Only the CPU kernels read these fields, so only CPU
- * plans get them (plan/plan.c).
- *
- * It also packs each Conv's constant weights once, as f32 in the layout
- * the AVX-512 GEMM streams (st_conv_state.packed_w), instead of on every
- * run; a 3x3 stride-1 conv with enough channels gets its Winograd
- * transform instead (wino_u).  Depthwise convs read their weights as they
- * are and get neither.
+ * rounding only.  Only plans whose main backend declares the capability
+ * get them (plan/plan.c); a kernel table that does not take the fields
+ * refuses such a node in its accepts.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -236,110 +232,7 @@ static void fuse_conv(st_plan *p, int *count, int i)
     free(fused);
 }
 
-/* Which Winograd tile node i (a Conv with weights of dims wd) runs with on
- * the CPU, 0 for none: 3x3, stride 1, dilation 1, 2-D, and enough input
- * channels per group that the GEMMs (whose depth is the channel count)
- * outweigh the transforms (measured: bench/RESULTS.md).  F(4x4, 3x3)
- * where the output has room for 4x4 tiles, else F(2x2, 3x3). */
-#define ST_WINO4_MIN_CHANNELS 32
-#define ST_WINO2_MIN_CHANNELS 64
-
-static int wino_tile(const st_plan *p, int i, const int64_t *wd)
-{
-    const st_conv_state *cs = p->nodes[i].state;
-    const st_node *n = &p->model->g->nodes[i];
-    int y = st_plan_out(p, n, i, 0);
-    if (cs->nsp != 2 || wd[2] != 3 || wd[3] != 3 || y < 0) return 0;
-    for (int d = 0; d < 2; d++)
-        if (cs->s[d] != 1 || cs->d[d] != 1) return 0;
-    const st_tinfo *yt = &p->values[y].t;
-    if (wd[0] / cs->group < 8 || yt->rank != 4) return 0;
-    if (wd[1] >= ST_WINO4_MIN_CHANNELS && yt->dims[2] >= 8 && yt->dims[3] >= 8) return 4;
-    if (wd[1] >= ST_WINO2_MIN_CHANNELS && yt->dims[2] >= 2 && yt->dims[3] >= 2) return 2;
-    return 0;
-}
-
-/* U = G g G^T for every (output, input) channel pair, stored as (n + 2)^2
- * matrices xi = (n + 2) a + b, each in the packed layout below (per group,
- * blocks of 8 output channels).  F(2x2, 3x3): G = [1 0 0; 1/2 1/2 1/2;
- * 1/2 -1/2 1/2; 0 0 1].  F(4x4, 3x3): G = [1/4 0 0; -1/6 -1/6 -1/6;
- * -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1], computed in double. */
-static void pack_wino(st_plan *p, st_conv_state *cs, const st_pvalue *w, int64_t mg, int64_t blocks, int n)
-{
-    static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-    static const double G4[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                    {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-    int al = n + 2;
-    int64_t cg = w->t.dims[1], groups = cs->group;
-    float *dst = st_plan_alloc(p, (uint64_t)(al * al * groups * blocks * 8 * cg) * sizeof(float));
-    if (!dst) return;
-    size_t es = st_dtype_size(w->t.dtype);
-    const char *src = w->t.data;
-    for (int64_t gi = 0; gi < groups; gi++)
-        for (int64_t b = 0; b < blocks; b++)
-            for (int64_t r = 0; r < 8; r++) {
-                int64_t m = gi * mg + (b * 8 + r < mg ? b * 8 + r : mg - 1);
-                for (int64_t c = 0; c < cg; c++) {
-                    double g[3][3], h[6][3];
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++)
-                            g[ky][kx] = st_load_f32(w->t.dtype, src + (((m * cg + c) * 3 + ky) * 3 + kx) * (int64_t)es);
-                    for (int a = 0; a < al; a++) /* G g */
-                        for (int kx = 0; kx < 3; kx++) {
-                            h[a][kx] = 0;
-                            for (int ky = 0; ky < 3; ky++) h[a][kx] += (n == 4 ? G4[a][ky] : G2[a][ky]) * g[ky][kx];
-                        }
-                    for (int a = 0; a < al; a++) /* (G g) G^T */
-                        for (int bb = 0; bb < al; bb++) {
-                            double u = 0;
-                            for (int kx = 0; kx < 3; kx++) u += h[a][kx] * (n == 4 ? G4[bb][kx] : G2[bb][kx]);
-                            dst[((((int64_t)(a * al + bb) * groups + gi) * blocks + b) * cg + c) * 8 + r] = (float)u;
-                        }
-                }
-            }
-    cs->wino_u = dst;
-    cs->wino_n = n;
-}
-
-/* The GEMM's packed layout (backends/cpu/gemm.h, st_gemm_pack_a): per
- * group, blocks of 8 output channels, element (r, k) of a block at
- * [k * 8 + r]; rows past the group's last repeat it. */
-static void pack_weights(st_plan *p, int i)
-{
-    const st_graph *g = p->model->g;
-    const st_node *n = &g->nodes[i];
-    st_conv_state *cs = p->nodes[i].state;
-    int n_in;
-    const int *in = st_plan_in(p, n, i, &n_in);
-    if (!cs || n_in < 2 || in[1] < 0) return;
-    const st_pvalue *w = &p->values[in[1]];
-    if (w->kind != ST_PV_CONST || !w->t.data || !st_dtype_is_float(w->t.dtype) || w->t.dtype == ST_F64 ||
-        w->t.rank < 3 || cs->group < 1 || w->t.dims[0] % cs->group)
-        return;
-    int64_t m = w->t.dims[0], k = st_numel(w->t.rank - 1, w->t.dims + 1), mg = m / cs->group;
-    if (w->t.dims[1] == 1 && mg == 1) return; /* depthwise: read as it is */
-    int64_t blocks = (mg + 7) / 8;
-    int wn = wino_tile(p, i, w->t.dims);
-    if (wn) {
-        pack_wino(p, cs, w, mg, blocks, wn);
-        if (cs->wino_u) return;
-    }
-    float *dst = st_plan_alloc(p, (uint64_t)(cs->group * blocks * 8 * k) * sizeof(float));
-    if (!dst) return;
-    size_t es = st_dtype_size(w->t.dtype);
-    const char *src = w->t.data;
-    for (int64_t gi = 0; gi < cs->group; gi++)
-        for (int64_t b = 0; b < blocks; b++) {
-            float *blk = dst + (gi * blocks + b) * 8 * k;
-            for (int64_t r = 0; r < 8; r++) {
-                int64_t row = gi * mg + (b * 8 + r < mg ? b * 8 + r : mg - 1);
-                for (int64_t q = 0; q < k; q++) blk[q * 8 + r] = st_load_f32(w->t.dtype, src + (row * k + q) * (int64_t)es);
-            }
-        }
-    cs->packed_w = dst;
-}
-
-void st_pass_fuse_cpu(st_plan *p)
+void st_pass_fuse_affine(st_plan *p)
 {
     const st_graph *g = p->model->g;
     int *count = count_users(p);
@@ -348,7 +241,6 @@ void st_pass_fuse_cpu(st_plan *p)
         const st_node *n = &g->nodes[i];
         if (!is_exec(p, i) || strcmp(st_plan_op(p, n, i)->name, "Conv") != 0 || n->domain[0]) continue;
         fuse_conv(p, count, i);
-        pack_weights(p, i);
     }
     free(count);
 }

@@ -156,3 +156,15 @@ extern "C" st_status st_cuda_gather(const st_kctx *k)
     gather_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(p, ctx->dev_error, ctx->cmd);
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+/* element copies of any dtype of 1, 2, 4 or 8 bytes */
+#define VIEW_COPY(name) {name, "", ST_DT_ALL, st_cuda_view_copy, NULL, NULL, NULL}
+extern "C" const st_kernel st_cuda_k_shape[] = {
+    VIEW_COPY("Reshape"), VIEW_COPY("Flatten"), VIEW_COPY("Squeeze"), VIEW_COPY("Unsqueeze"),
+    VIEW_COPY("Identity"), VIEW_COPY("Transpose"), VIEW_COPY("Slice"), VIEW_COPY("Split"),
+    {"Gather", "", ST_DT_ALL, st_cuda_gather, NULL, NULL, NULL},
+    {"Concat", "", ST_DT_ALL, st_cuda_concat, NULL, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

@@ -1,5 +1,5 @@
 /*
- * k_copy.c — host side of the layout copies on OpenCL: a view op that
+ * k_shape.c — host side of the shape family on OpenCL (the layout copies): a view op that
  * runs as a copy (its layout cannot be a view, or it is an output the
  * planner wants materialised) and Concat's inputs not already in place.
  * Both are st_copy launches (copy.cl) on views of the operands' own
@@ -49,3 +49,13 @@ st_status st_cl_concat(const st_kctx *k)
     }
     return ST_OK;
 }
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+#define VIEW_COPY(name) {name, "", ST_DT_ALL, st_cl_view_copy, st_cl_accepts_fp64, NULL, NULL}
+const st_kernel st_cl_k_shape[] = {
+    VIEW_COPY("Reshape"), VIEW_COPY("Flatten"), VIEW_COPY("Squeeze"), VIEW_COPY("Unsqueeze"),
+    VIEW_COPY("Identity"), VIEW_COPY("Transpose"), VIEW_COPY("Slice"), VIEW_COPY("Split"),
+    {"Concat", "", ST_DT_ALL, st_cl_concat, st_cl_accepts_fp64, NULL, NULL},
+    {NULL}
+};

@@ -1,0 +1,28 @@
+/*
+ * table.c — the CUDA backend's kernel table: one entry list per family
+ * file.  The module hands it over through its one entry point
+ * (st_cuda_module, backends/backend.h), so a kernel is bound by the
+ * compiler, never by a name looked up at run time.  An op with no entry
+ * here runs on the CPU in a mixed plan (plan/place.c).
+ */
+#include "backends/cuda/cuda_ctx.h"
+
+static const st_kernel *const FAMILIES[] = {
+    st_cuda_k_elementwise, st_cuda_k_shape, st_cuda_k_linalg, st_cuda_k_conv,
+    st_cuda_k_norm,        st_cuda_k_reduce, st_cuda_k_resize,
+};
+
+const st_kernel_table st_cuda_kernel_table = {
+    "cuda",
+    0,
+    (int)(sizeof FAMILIES / sizeof *FAMILIES),
+    FAMILIES,
+};
+
+bool st_cuda_accepts_no_f64(const st_knode *n, char *why, size_t len)
+{
+    for (int i = 0; i < n->n_in + n->n_out; i++)
+        if (n->views[i].rank >= 0 && n->views[i].dtype == ST_F64)
+            return st_kernel_refuse(why, len, "%s: float64 has no CUDA kernel", n->op->name);
+    return true;
+}

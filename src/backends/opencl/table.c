@@ -1,0 +1,17 @@
+/*
+ * table.c — the OpenCL backend's kernel table: one entry list per family
+ * file.  An op with no entry here runs on the CPU in a mixed plan
+ * (plan/place.c), or is refused with --no-fallback.
+ */
+#include "backends/opencl/kernels.h"
+
+static const st_kernel *const FAMILIES[] = {
+    st_cl_k_elementwise, st_cl_k_shape, st_cl_k_linalg, st_cl_k_conv, st_cl_k_rows, st_cl_k_resize,
+};
+
+const st_kernel_table st_cl_kernel_table = {
+    "opencl",
+    0,
+    (int)(sizeof FAMILIES / sizeof *FAMILIES),
+    FAMILIES,
+};

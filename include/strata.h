@@ -72,7 +72,7 @@ typedef enum st_backend_kind {
 
 /* How the hazard tracker decides that two commands conflict.  Only RANGES
  * is correct and fast; the others exist to reproduce and measure the bug
- * classes of the seed report (see DESIGN.md rules 3 and 7). */
+ * classes of the seed report (rules 3 and 7 of docs/architecture.md). */
 typedef enum st_hazard_mode {
     ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage */
     ST_HAZARD_STORAGE = 1,      /* any two uses of one storage: correct, coarse */

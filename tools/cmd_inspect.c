@@ -3,7 +3,9 @@
  * histogram and parameter count; with --plan, the plan for the given (or
  * random) inputs: every value's storage, offset, sizes and strides, which
  * nodes run and which are pure views, which concats were placed, and the
- * peak arena beside the sum of every intermediate.
+ * peak arena beside the sum of every intermediate, and in a mixed plan
+ * each node's device and every transfer.  With --ops, no model: the op x
+ * backend x dtype matrix (ops_matrix.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +300,18 @@ static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p,
 
 int st_cmd_inspect(int argc, char **argv)
 {
+    /* --ops takes no model: the matrix of the kernel tables */
+    bool ops = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        ops |= !strcmp(argv[i], "--ops");
+        json |= !strcmp(argv[i], "--json");
+    }
+    if (ops) {
+        for (int i = 1; i < argc; i++)
+            if (strcmp(argv[i], "--ops") && strcmp(argv[i], "--json"))
+                return tool_fail("inspect --ops takes only --json, not '%s'", argv[i]);
+        return tool_ops_matrix(json);
+    }
     tool_opts o;
     if (tool_parse(argc, argv, &o)) return 1;
     st_model *m;

@@ -11,7 +11,7 @@
  * the copy saw stale data:
  *   (a) the write goes through a sub-buffer over the tail;
  *   (b) the write goes through the parent at an element offset (how
- *       strata binds every view, DESIGN.md rule 1);
+ *       strata binds every view, rule 1 of docs/architecture.md);
  * each on an in-order queue (where OpenCL orders the two kernels) and on
  * an out-of-order queue with no events between them (where nothing does:
  * the hazard strata's DAG and event wait lists exist for).  A last row

@@ -77,6 +77,9 @@ int st_cmd_detect(int argc, char **argv);
 int st_cmd_ocr(int argc, char **argv);
 int st_cmd_probe(int argc, char **argv);
 
+/* strata inspect --ops: the op x backend x dtype matrix (ops_matrix.c). */
+int tool_ops_matrix(bool json);
+
 /* Reads a whole output, converted to f32 (or its own dtype for ints). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);
 

@@ -3,6 +3,7 @@
 # (cuDNN there comes with PyTorch's wheels, not with the toolkit).
 D=${D:-.device}
 mkdir -p /tmp/st && tar -xJf "$D/lib.tar.xz" -C /tmp/st
+[ -f "$D/node.tar.xz" ] && [ ! -d "$D/node" ] && tar -xJf "$D/node.tar.xz" -C "$D"
 dirs=/tmp/st/lib
 for name in libcudnn.so.9 libcublasLt.so.13 libcudart.so.13; do
   f=$(find /usr/local /opt /usr/lib -name "$name" 2>/dev/null | head -n 1)

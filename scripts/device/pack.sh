@@ -11,15 +11,20 @@ rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib" "$D/models/yolo" "$D/models/ppocr"
 cp "$B/strata" "$B/libstrata_cuda.so" "$D/bin/"
 [ -x "$B/tests/conformance" ] && cp "$B/tests/conformance" "$D/bin/"
+[ -x "$B/tests/test_hazard" ] && cp "$B/tests/test_hazard" "$D/bin/"
 for lib in $(ldd "$B/strata" | awk '/=> \/(usr\/)?lib\/x86_64/ {print $3}'); do
   case "$(basename "$lib")" in libc.so*|libm.so*|libgcc_s*|libstdc++*|libdl*|libpthread*|librt*) ;; *) cp -L "$lib" "$D/lib/" ;; esac
 done
 # OpenBLAS alone is 36 MB and the tool carries 64 MB in all: travel compressed
 tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
 cp -r "$B/models/seed" "$D/models/"
+[ -d "$B/models/mixed" ] && cp -r "$B/models/mixed" "$D/models/"
 # YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
 for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
-if [ -n "${NODE_TESTS:-}" ]; then
+if [ "${NODE_TESTS:-}" = all ]; then
+  # every node test (27 MB), compressed for the trip
+  tar -C /usr/share/libonnx-testdata/data -cJf "$D/node.tar.xz" node
+elif [ -n "${NODE_TESTS:-}" ]; then
   # the node tests on the given must-pass lists, for the conformance runner
   mkdir -p "$D/node"
   cat $NODE_TESTS | sed 's/#.*//' | awk 'NF {print $1}' | while read -r c; do

@@ -2,7 +2,7 @@
  * storage.h — one allocation on one device, and the index that resolves
  * any address inside an allocation back to it.
  *
- * Rule 1 of DESIGN.md: each allocation is exactly one st_storage, and a
+ * Rule 1 (docs/architecture.md): each allocation is exactly one st_storage, and a
  * tensor is a view {storage, byte offset, dtype, sizes, strides}.  No
  * second handle is ever made over the same memory.  Rule 2: code that
  * holds a raw address resolves it to (storage, offset) through an index of

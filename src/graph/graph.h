@@ -8,7 +8,7 @@
  *
  * The graph is immutable once built: sessions on many threads read it and
  * never write it.  Each session keeps its own specialized copy of shapes
- * and layouts (graph/specialize.h, plan/plan.h).
+ * and layouts (passes/specialize.c, plan/plan.h).
  */
 #ifndef ST_GRAPH_H
 #define ST_GRAPH_H

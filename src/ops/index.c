@@ -671,27 +671,28 @@ static st_status infer_einsum(st_infer *c)
 
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
-#define INDEX_OP(name, min, rule) {name, "", min, 0, rule, NULL, NULL}
+/* types: the ONNX type constraint of the type operand (op.h) */
+#define INDEX_OP(name, min, rule, t) {name, "", min, 0, rule, NULL, NULL, .types = t}
 const st_op_def st_ops_index[] = {
-    INDEX_OP("Expand", 8, infer_expand),
-    INDEX_OP("Tile", 6, infer_tile),
-    INDEX_OP("Pad", 2, infer_pad),
-    INDEX_OP("Range", 11, infer_range),
-    INDEX_OP("ConstantOfShape", 9, infer_constant_of_shape),
-    INDEX_OP("EyeLike", 9, infer_eye_like),
-    INDEX_OP("Trilu", 14, infer_trilu),
-    INDEX_OP("OneHot", 9, infer_one_hot),
-    INDEX_OP("GatherElements", 11, infer_gather_elements),
-    INDEX_OP("GatherND", 11, infer_gather_nd),
-    INDEX_OP("ScatterND", 11, infer_scatter_nd),
-    INDEX_OP("ScatterElements", 11, infer_scatter_elements),
-    INDEX_OP("Scatter", 9, infer_scatter_elements),
-    INDEX_OP("Compress", 9, infer_compress),
-    INDEX_OP("NonZero", 9, infer_nonzero),
-    INDEX_OP("Unique", 11, infer_unique),
-    INDEX_OP("DepthToSpace", 1, infer_depth_space),
-    INDEX_OP("SpaceToDepth", 1, infer_depth_space),
-    INDEX_OP("NonMaxSuppression", 10, infer_nms),
-    INDEX_OP("Einsum", 12, infer_einsum),
+    INDEX_OP("Expand", 8, infer_expand, ST_DT_ALL),
+    INDEX_OP("Tile", 6, infer_tile, ST_DT_ALL),
+    INDEX_OP("Pad", 2, infer_pad, ST_DT_ALL),
+    INDEX_OP("Range", 11, infer_range, ST_DT_NUMERIC),
+    {"ConstantOfShape", "", 9, 0, infer_constant_of_shape, NULL, NULL, .types = ST_DT_ALL, .t_operand = -1},
+    INDEX_OP("EyeLike", 9, infer_eye_like, ST_DT_ALL),
+    INDEX_OP("Trilu", 14, infer_trilu, ST_DT_ALL),
+    INDEX_OP("OneHot", 9, infer_one_hot, ST_DT_NUMERIC),
+    INDEX_OP("GatherElements", 11, infer_gather_elements, ST_DT_ALL),
+    INDEX_OP("GatherND", 11, infer_gather_nd, ST_DT_ALL),
+    INDEX_OP("ScatterND", 11, infer_scatter_nd, ST_DT_ALL),
+    INDEX_OP("ScatterElements", 11, infer_scatter_elements, ST_DT_ALL),
+    INDEX_OP("Scatter", 9, infer_scatter_elements, ST_DT_ALL),
+    INDEX_OP("Compress", 9, infer_compress, ST_DT_ALL),
+    INDEX_OP("NonZero", 9, infer_nonzero, ST_DT_ALL),
+    INDEX_OP("Unique", 11, infer_unique, ST_DT_NUMERIC),
+    INDEX_OP("DepthToSpace", 1, infer_depth_space, ST_DT_ALL),
+    INDEX_OP("SpaceToDepth", 1, infer_depth_space, ST_DT_ALL),
+    INDEX_OP("NonMaxSuppression", 10, infer_nms, ST_DT_ALL_FLOATS),
+    INDEX_OP("Einsum", 12, infer_einsum, ST_DT_NUMERIC),
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

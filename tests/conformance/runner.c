@@ -14,11 +14,13 @@
  * does not implement), and FAIL otherwise.  On a GPU backend a passing
  * case counts as passing natively, or with CPU fallback when its plan ran
  * some node on the CPU (plan/place.c); --no-fallback makes such a case
- * UNSUPPORTED instead.  A kernel that refuses at run time a node its
+ * UNSUPPORTED instead, and a case on the --native list that runs must pass
+ * without fallback (the backend's own kernels must not regress).  A kernel that refuses at run time a node its
  * table's accepts took fails (ST_ERR_INTERNAL), whatever the backend.
  *
  * usage: conformance [--data DIR] [--must-pass FILE|DIR] [--filter TEXT]
  *                    [--list FILE] [--backend cpu|opencl|cuda] [--sanitize] [--no-fallback]
+ *                    [--native FILE|DIR]
  *                    [--precision-note] [-v]
  * Exit status: 1 when a case on the must-pass list does not pass.
  */
@@ -50,7 +52,7 @@ static const char *RNAME[] = {"PASS", "FAIL", "UNSUPPORTED", "PASS"};
 const st_plan *st_session_plan(const st_session *s);
 
 typedef struct opts {
-    const char *data, *must_pass, *filter, *list;
+    const char *data, *must_pass, *filter, *list, *native;
     st_session_options so;
     bool verbose;
 } opts;
@@ -257,6 +259,51 @@ typedef struct op_stat {
     int n[3];
 } op_stat;
 
+/* Case names from a file, or from every *.txt file of a directory (one per
+ * line, # comments).  Returns nonzero after printing the error. */
+static int load_names(const char *path, char ***out, int *count)
+{
+    char **must = NULL;
+    int nm = 0, capm = 0;
+    char *files[256];
+    int nf = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d)) && nf < 256) {
+            size_t l = strlen(e->d_name);
+            if (l > 4 && !strcmp(e->d_name + l - 4, ".txt")) {
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+                files[nf++] = strdup(p);
+            }
+        }
+        if (d) closedir(d);
+    } else {
+        files[nf++] = strdup(path);
+    }
+    for (int fi = 0; fi < nf; fi++) {
+        FILE *f = fopen(files[fi], "r");
+        if (!f) {
+            fprintf(stderr, "conformance: cannot open '%s': %s\n", files[fi], strerror(errno));
+            return 2;
+        }
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, " \t\r\n#")] = 0;
+            if (!line[0]) continue;
+            if (nm == capm) must = realloc(must, (size_t)(capm = capm ? capm * 2 : 256) * sizeof *must);
+            must[nm++] = strdup(line);
+        }
+        fclose(f);
+        free(files[fi]);
+    }
+    *out = must;
+    *count = nm;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts o = {0};
@@ -271,6 +318,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--list") && v) o.list = argv[++i];
         else if (!strcmp(a, "--sanitize")) o.so.sanitize = 1;
         else if (!strcmp(a, "--no-fallback")) o.so.no_fallback = 1;
+        else if (!strcmp(a, "--native") && v) o.native = argv[++i];
         else if (!strcmp(a, "--backend") && v) {
             i++;
             o.so.backend = !strcmp(v, "cuda") ? ST_BACKEND_CUDA : !strcmp(v, "opencl") ? ST_BACKEND_OPENCL : ST_BACKEND_CPU;
@@ -313,49 +361,15 @@ int main(int argc, char **argv)
     }
     qsort(names, (size_t)n, sizeof *names, cmp_str);
 
-    /* the must-pass list: a file, or a directory of *.txt files */
-    char **must = NULL;
-    int nm = 0, capm = 0;
-    if (o.must_pass) {
-        char *files[256];
-        int nf = 0;
-        struct stat sb;
-        if (stat(o.must_pass, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            DIR *d = opendir(o.must_pass);
-            struct dirent *e;
-            while (d && (e = readdir(d)) && nf < 256) {
-                size_t l = strlen(e->d_name);
-                if (l > 4 && !strcmp(e->d_name + l - 4, ".txt")) {
-                    char p[4096];
-                    snprintf(p, sizeof p, "%s/%s", o.must_pass, e->d_name);
-                    files[nf++] = strdup(p);
-                }
-            }
-            if (d) closedir(d);
-        } else {
-            files[nf++] = strdup(o.must_pass);
-        }
-        for (int fi = 0; fi < nf; fi++) {
-            FILE *f = fopen(files[fi], "r");
-            if (!f) {
-                fprintf(stderr, "conformance: cannot open '%s': %s\n", files[fi], strerror(errno));
-                return 2;
-            }
-            char line[512];
-            while (fgets(line, sizeof line, f)) {
-                line[strcspn(line, " \t\r\n#")] = 0;
-                if (!line[0]) continue;
-                if (nm == capm) must = realloc(must, (size_t)(capm = capm ? capm * 2 : 256) * sizeof *must);
-                must[nm++] = strdup(line);
-            }
-            fclose(f);
-            free(files[fi]);
-        }
-    }
+    char **must = NULL, **native = NULL;
+    int nm = 0, nn = 0;
+    if (o.must_pass && load_names(o.must_pass, &must, &nm)) return 2;
+    if (o.native && load_names(o.native, &native, &nn)) return 2;
 
     op_stat *ops = calloc((size_t)n + 1, sizeof *ops);
     int nops = 0, total[4] = {0}, must_failed = 0;
     int *res = calloc((size_t)n + 1, sizeof *res);
+    bool *fell_back = calloc((size_t)n + 1, sizeof *fell_back);
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < n; i++) {
         if (o.filter && !strstr(names[i], o.filter)) {
@@ -392,6 +406,7 @@ int main(int argc, char **argv)
         bool fallback = r == R_PASS_FALLBACK;
         if (fallback) r = R_PASS;
         res[i] = r;
+        fell_back[i] = fallback;
         int k = 0;
         while (k < nops && strcmp(ops[k].op, op)) k++;
         if (k == nops) snprintf(ops[nops++].op, sizeof ops[k].op, "%s", op);
@@ -412,17 +427,31 @@ int main(int argc, char **argv)
             must_failed++;
         }
     }
+    int native_failed = 0;
+    for (int j = 0; j < nn; j++) {
+        int i = 0;
+        while (i < n && strcmp(names[i], native[j])) i++;
+        if (i < n && res[i] != -1 && (res[i] != R_PASS || fell_back[i])) {
+            printf("NATIVE      %s: %s\n", native[j], res[i] == R_PASS ? "passed only with CPU fallback" : RNAME[res[i]]);
+            native_failed++;
+        }
+    }
+    must_failed += native_failed;
     int ran = total[0] + total[1] + total[2] + total[3];
     printf("\nconformance: %d passed, %d failed, %d unsupported of %d cases", total[R_PASS] + total[R_PASS_FALLBACK],
            total[R_FAIL], total[R_UNSUPPORTED], ran);
     if (o.so.backend != ST_BACKEND_CPU)
         printf(" (%d passed natively, %d with CPU fallback)", total[R_PASS], total[R_PASS_FALLBACK]);
-    if (nm) printf("; must-pass list: %d of %d pass", nm - must_failed, nm);
+    if (nm) printf("; must-pass list: %d of %d pass", nm - (must_failed - native_failed), nm);
+    if (nn) printf("; native list: %d not native", native_failed);
     printf("\n");
     for (int i = 0; i < n; i++) free(names[i]);
     for (int j = 0; j < nm; j++) free(must[j]);
+    for (int j = 0; j < nn; j++) free(native[j]);
     free(names);
     free(must);
+    free(native);
+    free(fell_back);
     free(ops);
     free(res);
     return must_failed ? 1 : 0;

@@ -55,7 +55,7 @@ def reshape_shape_product_overflows():
 
 @case("run")
 def squeeze_without_inputs():
-    # src/graph/specialize.c: a node with fewer inputs than its rule reads
+    # src/passes/specialize.c: a node with fewer inputs than its rule reads
     # (Squeeze with none) got the previous node's leftover input shapes, or
     # read past the array; now the slots are zeroed and the missing input
     # is named (found with STRATA_FUZZ_STRICT=1: it was an ST_ERR_INTERNAL)
@@ -65,7 +65,7 @@ def squeeze_without_inputs():
 
 @case("run")
 def mul_with_two_outputs():
-    # src/graph/specialize.c: a node listing more outputs than its op has
+    # src/passes/specialize.c: a node listing more outputs than its op has
     # (Mul with two) was reported as ST_ERR_INTERNAL, a bug in strata
     from onnx import helper
     return model_bytes([helper.make_node("Mul", ["x", "x"], ["y", "z"])], [("x", [2, 3])], [])

@@ -52,7 +52,10 @@ typedef struct st_cuda_ctx {
     int cmd;
 } st_cuda_ctx;
 
-/* accepts: refuses a node with a float64 operand (cuda.c). */
+/* What CUDA kernels take: everything but float64. */
+#define ST_CUDA_DT (ST_DT_ALL & ~ST_DT(ST_F64))
+
+/* accepts: refuses a node with a float64 operand (table.c). */
 bool st_cuda_accepts_no_f64(const st_knode *n, char *why, size_t len);
 
 /* The families' table entries (cuda/table.c lists them). */

@@ -296,16 +296,16 @@ extern "C" st_status st_cuda_cast(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
-#define UNARY_K(name, code, types, a, b, g) {#name, "", ST_DT_ALL, st_cuda_unary, st_cuda_accepts_no_f64, NULL, NULL},
-#define BINARY_K(name, code, types, to_bool) {#name, "", ST_DT_ALL, st_cuda_binary, st_cuda_accepts_no_f64, NULL, NULL},
-#define VARIADIC_K(name, code, types) {#name, "", ST_DT_ALL, st_cuda_variadic, st_cuda_accepts_no_f64, NULL, NULL},
+#define UNARY_K(name, code, types, a, b, g) {#name, "", ST_CUDA_DT, st_cuda_unary, st_cuda_accepts_no_f64, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) {#name, "", ST_CUDA_DT, st_cuda_binary, st_cuda_accepts_no_f64, NULL, NULL},
+#define VARIADIC_K(name, code, types) {#name, "", ST_CUDA_DT, st_cuda_variadic, st_cuda_accepts_no_f64, NULL, NULL},
 extern "C" const st_kernel st_cuda_k_elementwise[] = {
     ST_UNARY_OPS(UNARY_K)
     ST_BINARY_OPS(BINARY_K)
     ST_VARIADIC_OPS(VARIADIC_K)
-    {"Where", "", ST_DT_ALL, st_cuda_where, st_cuda_accepts_no_f64, NULL, NULL},
-    {"Clip", "", ST_DT_ALL, st_cuda_clip, st_cuda_accepts_no_f64, NULL, NULL},
-    {"Cast", "", ST_DT_ALL, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
-    {"CastLike", "", ST_DT_ALL, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Where", "", ST_CUDA_DT, st_cuda_where, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Clip", "", ST_CUDA_DT, st_cuda_clip, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Cast", "", ST_CUDA_DT, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
+    {"CastLike", "", ST_CUDA_DT, st_cuda_cast, st_cuda_accepts_no_f64, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL}
 };

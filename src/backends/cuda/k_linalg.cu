@@ -584,7 +584,7 @@ extern "C" st_status st_cuda_gemm(const st_kctx *k)
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
 extern "C" const st_kernel st_cuda_k_linalg[] = {
-    {"MatMul", "", ST_DT_ALL & ~ST_DT(ST_F64), st_cuda_matmul, st_cuda_accepts_no_f64, NULL, NULL},
-    {"Gemm", "", ST_DT_ALL & ~ST_DT(ST_F64), st_cuda_gemm, st_cuda_accepts_no_f64, NULL, NULL},
+    {"MatMul", "", ST_CUDA_DT, st_cuda_matmul, st_cuda_accepts_no_f64, NULL, NULL},
+    {"Gemm", "", ST_CUDA_DT, st_cuda_gemm, st_cuda_accepts_no_f64, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL}
 };

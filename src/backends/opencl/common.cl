@@ -2,7 +2,7 @@
  * common.cl — what every strata OpenCL kernel shares: dtype codes, the
  * strided operand descriptor, and loads/stores of any dtype.
  *
- * An operand is a buffer (the storage's one cl_mem, DESIGN.md rule 1)
+ * An operand is a buffer (the storage's one cl_mem, rule 1 of docs/architecture.md)
  * plus an st_td: the element offset of element [0, ..., 0] from the
  * buffer's base, the dtype, and sizes/strides in elements (strides may be
  * 0 or negative).  Kernels index by element and load through ld_f /

@@ -351,7 +351,7 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
         } else if (random_input(o, &info, &rng, &x)) {
             return 1;
         }
-        st_status r = st_session_set_input(s, info.name, x.dtype, x.rank, x.dims, x.data);
+        st_status r = st_session_set_input_checked(s, info.name, x.dtype, x.rank, x.dims, x.data, x.bytes);
         st_npy_free(&x);
         if (r != ST_OK) return path ? tool_fail("%s: %s", path, st_last_error()) : tool_fail_st("");
     }
@@ -390,12 +390,12 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
 }
 
 int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
-                   st_npy *out)
+                   size_t bytes, st_npy *out)
 {
     st_value_info in, res;
     memset(out, 0, sizeof *out);
     if (st_model_input_info(m, 0, &in) != ST_OK || st_model_output_info(m, 0, &res) != ST_OK) return tool_fail_st(what);
-    if (st_session_set_input(s, in.name, ST_F32, rank, dims, data) != ST_OK || st_session_run(s) != ST_OK ||
+    if (st_session_set_input_checked(s, in.name, ST_F32, rank, dims, data, bytes) != ST_OK || st_session_run(s) != ST_OK ||
         st_session_wait(s) != ST_OK)
         return tool_fail_st(what);
     st_tensor *t;

@@ -81,9 +81,10 @@ int st_cmd_probe(int argc, char **argv);
 int tool_read_output(st_session *s, const char *name, st_npy *out);
 
 /* One inference of a single-input model: binds the float data (packed,
- * dims[0..rank)) to input 0, runs, and reads output 0 as f32 into out
- * (malloc'd; its rank and dims too).  `what` names the model in errors. */
+ * dims[0..rank), bytes long) to input 0, runs, and reads output 0 as f32
+ * into out (malloc'd; its rank and dims too).  `what` names the model in
+ * errors. */
 int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
-                   st_npy *out);
+                   size_t bytes, st_npy *out);
 
 #endif

@@ -84,9 +84,11 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_VALUE() \
     do { \
-        if (!v) return tool_fail("option %s needs a value", a); \
+        if (!v) return tool_fail("%s: option %s needs a value", argv[0], a); \
         i++; \
     } while (0)
+        /* only the options the table (options.c) gives this command */
+        if (a[0] == '-' && a[1] && tool_option_check(argv[0], a)) return 1;
         if (!strcmp(a, "-i") || !strcmp(a, "--input")) {
             NEED_VALUE();
             if (o->n_inputs == TOOL_MAX_IO) return tool_fail("too many -i options");
@@ -203,14 +205,15 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = true;
         } else if (a[0] == '-' && a[1]) {
-            return tool_fail("unknown option '%s'", a);
+            /* tool_option_check let it through: the table and this parser disagree */
+            return tool_fail("%s: option '%s' is in the option table but not parsed (a bug in strata)", argv[0], a);
         } else if (o->n_args < max_args) {
             o->args[o->n_args++] = a;
             if (!o->model) o->model = a;
         } else if (!vision) {
             return tool_fail("unexpected argument '%s' (the model is '%s')", a, o->model);
         } else {
-            return tool_fail("unexpected argument '%s' (try strata --help)", a);
+            return tool_fail("%s: unexpected argument '%s' (strata help %s shows the usage)", argv[0], a, argv[0]);
         }
 #undef NEED_VALUE
     }
@@ -221,17 +224,15 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
 int tool_parse(int argc, char **argv, tool_opts *o)
 {
     if (parse_opts(argc, argv, o, 1, false)) return 1;
-    if (!o->model) return tool_fail("no model given (try strata --help)");
+    if (!o->model) return tool_fail("%s: no model given (strata help %s shows the usage)", argv[0], argv[0]);
     return 0;
 }
 
 int tool_parse_vision(int argc, char **argv, tool_opts *o, int max_args)
 {
     if (max_args > (int)(sizeof o->args / sizeof o->args[0])) max_args = (int)(sizeof o->args / sizeof o->args[0]);
-    if (parse_opts(argc, argv, o, max_args, true)) return 1;
-    /* the input is the image: tensor files and references have no place here */
-    if (o->n_inputs || o->n_refs || o->ref_dir) return tool_fail("%s reads an image; -i, -r and --ref-dir do not apply", argv[0]);
-    return 0;
+    /* the input is the image: options.c gives these commands no -i, -r or --ref-dir */
+    return parse_opts(argc, argv, o, max_args, true);
 }
 
 void tool_sanitize_name(const char *name, char *out, size_t cap)

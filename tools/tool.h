@@ -48,6 +48,23 @@ typedef struct tool_opts {
     bool no_cls;              /* --no-cls */
 } tool_opts;
 
+/* A subcommand: its name, its arguments and what it does (for help), and
+ * the function that runs it on argv[0..argc) (argv[0] is the name). */
+typedef struct tool_command {
+    const char *name;
+    const char *args;
+    const char *about;
+    int (*run)(int argc, char **argv);
+} tool_command;
+
+/* 0 when command cmd takes option arg; else prints the one-line error
+ * (naming cmd and the nearest option it takes) and returns 1. */
+int tool_option_check(const char *cmd, const char *arg);
+/* The word of words[0..n) nearest to word, or NULL when none is close. */
+const char *tool_nearest_word(const char *word, const char *const *words, int n);
+/* `strata help CMD`: usage, what it does, every option with its default. */
+void tool_help(FILE *f, const char *cmd, const char *args, const char *about);
+
 /* Prints "strata: <fmt>" to stderr; returns 1 for `return tool_fail(...)`. */
 int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, with st_last_error() appended. */

@@ -11,6 +11,7 @@
 int tool_fail(const char *fmt, ...)
 {
     va_list ap;
+    tool_progress_clear();
     fputs("strata: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

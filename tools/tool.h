@@ -65,6 +65,24 @@ const char *tool_nearest_word(const char *word, const char *const *words, int n)
 /* `strata help CMD`: usage, what it does, every option with its default. */
 void tool_help(FILE *f, const char *cmd, const char *args, const char *about);
 
+/* Progress of long work on stderr, drawn only when stderr is a terminal:
+ * "<what> <done>/<total>" on one line, redrawn at most ten times a second
+ * and erased at the end, so output that is kept (a pipe, a file) gets
+ * nothing. */
+typedef struct tool_progress {
+    bool on;
+    const char *what;
+    int total;
+    double last_ms;
+} tool_progress;
+void tool_progress_start(tool_progress *p, const char *what, int total);
+/* done of total finished; detail (may be NULL) follows on the line. */
+void tool_progress_step(tool_progress *p, int done, const char *detail);
+void tool_progress_end(tool_progress *p);
+/* Blanks a progress line on the screen, if one is there (tool_fail does,
+ * so an error starts on a clean line). */
+void tool_progress_clear(void);
+
 /* Prints "strata: <fmt>" to stderr; returns 1 for `return tool_fail(...)`. */
 int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, with st_last_error() appended. */

@@ -14,10 +14,14 @@ tools/progress.c).
   - errors are one line, "strata: ...", exit 1, nothing on stdout: an
     unknown option names the command and the nearest option, another
     command's option says whose it is, an unknown command the nearest
-    command.
+    command;
+  - bench and check --runs draw progress on stderr when it is a terminal
+    (a pty here) and print nothing there when it is a pipe.
 """
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
 
@@ -135,6 +139,53 @@ def test_errors(strata, seed):
     one_line_error([strata, "bench", model, "--runs"], "bench: option --runs needs a value")
 
 
+def with_stderr_on_pty(args):
+    """Runs args with stderr on a pseudo-terminal: (exit, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, text=False)
+    os.close(slave)
+    got = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 60)
+        if not r:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the last holder of the slave side closed it
+            break
+        if not chunk:
+            break
+        got += chunk
+    out = p.stdout.read()
+    p.wait(timeout=60)
+    os.close(master)
+    return p.returncode, out.decode(), got.decode(errors="replace")
+
+
+def test_progress(strata, seed):
+    model = os.path.join(seed, "c2f.onnx")
+    bench = [strata, "bench", model, "--runs", "30", "--warmup", "2"]
+    rc, out, term = with_stderr_on_pty(bench)
+    check(rc == 0 and "30 runs, median" in out, "bench on a terminal: exit %d, stdout %r" % (rc, out))
+    check("bench: warmup 2/2" in term and "bench: run 0/30" in term and "bench: run 30/30, last " in term,
+          "bench on a terminal drew no progress: %r" % term[-300:])
+    # the progress line is blanked at the end: the terminal's last line is empty
+    check(term.rstrip(" ").endswith("\r"), "bench's progress line was not erased: %r" % term[-80:])
+    rc, out, err = run(bench)
+    check(rc == 0 and err == "", "bench with stderr on a pipe: exit %d, stderr %r" % (rc, err))
+    chk = [strata, "check", model, "-i", os.path.join(seed, "c2f_input_0.npy"), "--ref-dir", os.path.join(seed, "c2f_ref"),
+           "--runs", "5"]
+    rc, out, term = with_stderr_on_pty(chk)
+    check(rc == 0 and "outputs bit-identical  PASS" in out, "check --runs on a terminal: exit %d, %r" % (rc, out))
+    check("check: run 5/5, 0 outputs differed" in term, "check --runs on a terminal drew no progress: %r" % term[-300:])
+    rc, out, err = run(chk)
+    check(rc == 0 and err == "", "check --runs with stderr on a pipe: exit %d, stderr %r" % (rc, err))
+    # one run, no progress even on a terminal
+    rc, out, term = with_stderr_on_pty(chk[:-2])
+    check(rc == 0 and "check:" not in term, "check without --runs drew progress: %r" % term)
+    print("progress: drawn and erased on a terminal, nothing on a pipe")
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
@@ -143,6 +194,7 @@ def main():
     test_version(strata, header)
     test_help(strata)
     test_errors(strata, seed)
+    test_progress(strata, seed)
     print("FAIL: %d checks" % len(failures) if failures else "PASS")
     sys.exit(1 if failures else 0)
 

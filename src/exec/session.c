@@ -229,14 +229,16 @@ st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype
     char shape[ST_MAX_RANK * 22 + 3];
     int len = snprintf(shape, sizeof shape, "[");
     uint64_t need = st_dtype_size(dtype);
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (int d = 0; d < rank; d++) {
         if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
         if (dims[d] && need > UINT64_MAX / (uint64_t)dims[d]) overflow = true;
         else need *= (uint64_t)dims[d];
+        empty |= dims[d] == 0;
         len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%lld", d ? ", " : "", (long long)dims[d]);
     }
     snprintf(shape + len, sizeof shape - (size_t)len, "]");
+    if (empty) need = 0, overflow = false; /* a zero dim: no bytes, however big the others */
     if (overflow)
         return st_error(ST_ERR_SHAPE, "input '%s': dims %s of %s need more than 2^64 bytes, but the buffer has %zu", name,
                         shape, st_dtype_name(dtype), bytes);

@@ -142,6 +142,9 @@ static void test_buffer_size(const st_model *m)
     CHECK(strstr(st_last_error(), "need 512 bytes, but the buffer has 516") != NULL);
     CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, huge, x, bytes) == ST_ERR_SHAPE);
     CHECK(strstr(st_last_error(), "more than 2^64 bytes") != NULL);
+    int64_t huge_empty[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0}; /* no bytes at all */
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 3, huge_empty, x, bytes) == ST_ERR_SHAPE);
+    CHECK(strstr(st_last_error(), "need 0 bytes, but the buffer has 512") != NULL);
     /* a float buffer of another float dtype is counted in its own dtype */
     CHECK(st_session_set_input_checked(s, "x", ST_F16, 2, two, x, bytes) == ST_ERR_SHAPE);
     CHECK(strstr(st_last_error(), "of float16 need 256 bytes") != NULL);

@@ -5,6 +5,8 @@ The numbers themselves are checked against PyTorch in test_seed.py and
 test_yolo.py; here runs are compared with each other, bit for bit."""
 import os
 import re
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -23,6 +25,21 @@ def test_versions(root):
     header = ".".join(re.search(r"#define ST_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
     assert strata.__version__ == header == strata.library_version
     assert os.path.basename(strata.library_path) == "libstrata.so." + header
+
+
+def test_library_lookup(tmp_path):
+    def load(where):
+        env = dict(os.environ, STRATA_LIBRARY=where)
+        return subprocess.run([sys.executable, "-c", "import strata; print(strata.library_path)"], env=env,
+                              capture_output=True, text=True, cwd=str(tmp_path))
+    r = load(os.path.dirname(strata.library_path))        # the directory holding libstrata.so.0
+    assert r.returncode == 0 and r.stdout.strip() == strata.library_path, r.stderr
+    missing = str(tmp_path / "libstrata.so.0")
+    r = load(missing)                                      # named, but not there: no looking elsewhere
+    assert r.returncode != 0 and "ImportError: strata: STRATA_LIBRARY=%s: no such file" % missing in r.stderr
+    (tmp_path / "libstrata.so.0").write_text("not a library")
+    r = load(missing)
+    assert r.returncode != 0 and "STRATA_LIBRARY=%s does not load" % missing in r.stderr
 
 
 def test_metadata(mlp):

@@ -17,6 +17,27 @@
  * keeps its storage alive, so freeing the session before the tensor is
  * legal.  A run is submitted asynchronously; st_tensor_read waits for
  * exactly the pending commands that write the bytes it reads.
+ *
+ * Versions and compatibility.  strata is versioned MAJOR.MINOR.PATCH
+ * (ST_VERSION_* below; the build takes its project version from them) and
+ * the shared library's SONAME is libstrata.so.MAJOR:
+ *   - PATCH releases fix bugs; the API and ABI do not change.
+ *   - MINOR releases only add: new functions, new enum values after the
+ *     existing ones.  Every declaration already here keeps its signature
+ *     and meaning, so a program built against MAJOR.m runs unchanged with
+ *     the library of any later MAJOR.n (n >= m).  A function that a better
+ *     one supersedes stays, documented as superseded, until the next MAJOR.
+ *   - The size and layout of the public structs (st_session_options,
+ *     st_value_info) and the values of existing enum constants never change
+ *     within a MAJOR, since callers allocate the structs; a new setting
+ *     arrives as a new function.
+ *   - A MAJOR release may change anything; its new SONAME lets programs
+ *     built against the old one keep loading the old library.
+ * This holds from 0.2.0, the first release that installs a shared library.
+ * A program can compare ST_VERSION_NUMBER (what it was compiled against)
+ * with st_version_number() (the library it runs with).  Only what this
+ * header declares is API: libstrata.so also exports other st_ symbols for
+ * its CUDA module and the bundled tools, which may change in any release.
  */
 #ifndef STRATA_H
 #define STRATA_H
@@ -27,6 +48,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* One line each: CMakeLists.txt reads the project version from them. */
+#define ST_VERSION_MAJOR 0
+#define ST_VERSION_MINOR 2
+#define ST_VERSION_PATCH 0
+#define ST_VERSION_NUMBER (ST_VERSION_MAJOR * 10000 + ST_VERSION_MINOR * 100 + ST_VERSION_PATCH)
 
 #define ST_MAX_RANK 8
 
@@ -114,6 +141,12 @@ typedef struct st_value_info {
     const char *dim_names[ST_MAX_RANK];
 } st_value_info;
 
+/* ---- version ---- */
+/* The running library's version, "MAJOR.MINOR.PATCH", and the same as
+ * MAJOR * 10000 + MINOR * 100 + PATCH (compare with ST_VERSION_NUMBER). */
+const char *st_version(void);
+int st_version_number(void);
+
 /* ---- errors ---- */
 const char *st_last_error(void);
 const char *st_status_name(st_status s);
@@ -138,7 +171,16 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
 void st_session_free(st_session *s);
 
 /* Copies data (packed, row-major, of the given dtype and dims) into the
- * session.  A float input of another float dtype is converted. */
+ * session.  A float input of another float dtype is converted.  bytes is
+ * the size of the caller's buffer: it must equal the product of dims times
+ * st_dtype_size(dtype), else the call fails with ST_ERR_SHAPE and reads
+ * nothing, so wrong dims cannot make strata read past the buffer.  (Since
+ * 0.2.0.) */
+st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, size_t bytes);
+/* Superseded by st_session_set_input_checked: the same without the buffer
+ * size, so it trusts dims to describe the buffer.  Kept until 1.0 (see
+ * the compatibility rules above). */
 st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank,
                                const int64_t *dims, const void *data);
 /* Submits the run and returns; reading an output waits for what it needs. */

@@ -19,6 +19,7 @@ PKGS=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
   libopenblas-dev
   python3 python3-torch python3-onnx python3-numpy python3-pil
+  python3-pip python3-setuptools python3-wheel python3-venv python3-pytest
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind

@@ -31,13 +31,23 @@ int st_cmd_bench(int argc, char **argv)
     int rc = tool_bind_inputs(&o, m, s);
     double *t = calloc((size_t)o.runs, sizeof *t);
     if (!rc && !t) rc = tool_fail("out of memory");
-    for (int i = 0; i < o.warmup && !rc; i++)
+    tool_progress bar;
+    tool_progress_start(&bar, "bench: warmup", rc ? 0 : o.warmup);
+    for (int i = 0; i < o.warmup && !rc; i++) {
         if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) rc = tool_fail_st(o.model);
+        tool_progress_step(&bar, i + 1, NULL);
+    }
+    tool_progress_end(&bar);
+    tool_progress_start(&bar, "bench: run", rc ? 0 : o.runs);
     for (int i = 0; i < o.runs && !rc; i++) {
         double t0 = now_ms();
         if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) rc = tool_fail_st(o.model);
         t[i] = now_ms() - t0;
+        char last[48];
+        snprintf(last, sizeof last, "last %.3f ms", t[i]);
+        tool_progress_step(&bar, i + 1, last);
     }
+    tool_progress_end(&bar);
     if (!rc) {
         qsort(t, (size_t)o.runs, sizeof *t, cmp_double);
         double med = o.runs % 2 ? t[o.runs / 2] : (t[o.runs / 2 - 1] + t[o.runs / 2]) / 2;

@@ -126,8 +126,13 @@ int st_cmd_check(int argc, char **argv)
             rc = tool_read_output(s, info.name, &first[i]);
         }
         int differ = 0;
+        tool_progress bar;
+        /* the first of the N runs is the one compared above */
+        tool_progress_start(&bar, "check: run", first ? o.runs : 0);
+        tool_progress_step(&bar, 1, NULL);
         for (int r = 1; r < o.runs && !rc && first; r++) {
             if (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK) {
+                tool_progress_end(&bar);
                 rc = tool_fail_st(o.model);
                 break;
             }
@@ -139,7 +144,11 @@ int st_cmd_check(int argc, char **argv)
                 if (!rc && (again.bytes != first[i].bytes || memcmp(again.data, first[i].data, again.bytes))) differ++;
                 st_npy_free(&again);
             }
+            char seen[48];
+            snprintf(seen, sizeof seen, "%d output%s differed", differ, differ == 1 ? "" : "s");
+            tool_progress_step(&bar, r + 1, seen);
         }
+        tool_progress_end(&bar);
         if (!rc) printf("repeat: %d runs, %s\n", o.runs, differ ? "outputs DIFFER between runs  FAIL" : "outputs bit-identical  PASS");
         if (differ) failed++;
         for (int i = 0; i < n && first; i++) st_npy_free(&first[i]);

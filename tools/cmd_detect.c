@@ -135,7 +135,7 @@ int st_cmd_detect(int argc, char **argv)
         goto done;
     }
     int64_t dims[4] = {1, 3, in_h, in_w};
-    if ((rc = tool_infer_f32(m, s, o.model, 4, dims, chw, &out))) goto done;
+    if ((rc = tool_infer_f32(m, s, o.model, 4, dims, chw, (size_t)3 * in_h * in_w * sizeof *chw, &out))) goto done;
 
     st_yolo_format f;
     if (st_yolo_format_of(out.rank, out.dims, in_h, in_w, &f) != ST_OK) {

@@ -122,7 +122,7 @@ static int detect(ocr_model *det, const st_image *im, st_quad **boxes, int *n)
     st_image_free(&small);
     int64_t dims[4] = {1, 3, rh, rw};
     st_npy out;
-    int rc = tool_infer_f32(det->m, det->s, det->path, 4, dims, chw, &out);
+    int rc = tool_infer_f32(det->m, det->s, det->path, 4, dims, chw, (size_t)3 * rw * rh * sizeof *chw, &out);
     free(chw);
     if (rc) return rc;
     if (out.rank != 4 || out.dims[0] != 1 || out.dims[1] != 1 || out.dims[2] != rh || out.dims[3] != rw) {
@@ -162,7 +162,7 @@ static int orient(ocr_model *cls, st_image *strip)
     int rc = strip_tensor(strip, OCR_CLS_W, chw);
     st_npy out = {0};
     int64_t dims[4] = {1, 3, OCR_REC_H, OCR_CLS_W};
-    if (!rc) rc = tool_infer_f32(cls->m, cls->s, cls->path, 4, dims, chw, &out);
+    if (!rc) rc = tool_infer_f32(cls->m, cls->s, cls->path, 4, dims, chw, (size_t)3 * OCR_REC_H * OCR_CLS_W * sizeof *chw, &out);
     free(chw);
     if (rc) return rc;
     if (out.rank != 2 || out.dims[0] != 1 || out.dims[1] != 2) {
@@ -188,7 +188,7 @@ static int recognise(ocr_model *rec, const st_charset *cs, const st_image *strip
     int rc = strip_tensor(strip, tw, chw);
     st_npy out = {0};
     int64_t dims[4] = {1, 3, OCR_REC_H, tw};
-    if (!rc) rc = tool_infer_f32(rec->m, rec->s, rec->path, 4, dims, chw, &out);
+    if (!rc) rc = tool_infer_f32(rec->m, rec->s, rec->path, 4, dims, chw, (size_t)3 * OCR_REC_H * tw * sizeof *chw, &out);
     free(chw);
     if (rc) return rc;
     if (out.rank != 3 || out.dims[0] != 1 || out.dims[1] < 1 || out.dims[2] < 2) {

@@ -11,6 +11,7 @@
 int tool_fail(const char *fmt, ...)
 {
     va_list ap;
+    tool_progress_clear();
     fputs("strata: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -84,9 +85,11 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_VALUE() \
     do { \
-        if (!v) return tool_fail("option %s needs a value", a); \
+        if (!v) return tool_fail("%s: option %s needs a value", argv[0], a); \
         i++; \
     } while (0)
+        /* only the options the table (options.c) gives this command */
+        if (a[0] == '-' && a[1] && tool_option_check(argv[0], a)) return 1;
         if (!strcmp(a, "-i") || !strcmp(a, "--input")) {
             NEED_VALUE();
             if (o->n_inputs == TOOL_MAX_IO) return tool_fail("too many -i options");
@@ -205,14 +208,15 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = true;
         } else if (a[0] == '-' && a[1]) {
-            return tool_fail("unknown option '%s'", a);
+            /* tool_option_check let it through: the table and this parser disagree */
+            return tool_fail("%s: option '%s' is in the option table but not parsed (a bug in strata)", argv[0], a);
         } else if (o->n_args < max_args) {
             o->args[o->n_args++] = a;
             if (!o->model) o->model = a;
         } else if (!vision) {
             return tool_fail("unexpected argument '%s' (the model is '%s')", a, o->model);
         } else {
-            return tool_fail("unexpected argument '%s' (try strata --help)", a);
+            return tool_fail("%s: unexpected argument '%s' (strata help %s shows the usage)", argv[0], a, argv[0]);
         }
 #undef NEED_VALUE
     }
@@ -223,17 +227,15 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
 int tool_parse(int argc, char **argv, tool_opts *o)
 {
     if (parse_opts(argc, argv, o, 1, false)) return 1;
-    if (!o->model) return tool_fail("no model given (try strata --help)");
+    if (!o->model) return tool_fail("%s: no model given (strata help %s shows the usage)", argv[0], argv[0]);
     return 0;
 }
 
 int tool_parse_vision(int argc, char **argv, tool_opts *o, int max_args)
 {
     if (max_args > (int)(sizeof o->args / sizeof o->args[0])) max_args = (int)(sizeof o->args / sizeof o->args[0]);
-    if (parse_opts(argc, argv, o, max_args, true)) return 1;
-    /* the input is the image: tensor files and references have no place here */
-    if (o->n_inputs || o->n_refs || o->ref_dir) return tool_fail("%s reads an image; -i, -r and --ref-dir do not apply", argv[0]);
-    return 0;
+    /* the input is the image: options.c gives these commands no -i, -r or --ref-dir */
+    return parse_opts(argc, argv, o, max_args, true);
 }
 
 void tool_sanitize_name(const char *name, char *out, size_t cap)
@@ -353,7 +355,7 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
         } else if (random_input(o, &info, &rng, &x)) {
             return 1;
         }
-        st_status r = st_session_set_input(s, info.name, x.dtype, x.rank, x.dims, x.data);
+        st_status r = st_session_set_input_checked(s, info.name, x.dtype, x.rank, x.dims, x.data, x.bytes);
         st_npy_free(&x);
         if (r != ST_OK) return path ? tool_fail("%s: %s", path, st_last_error()) : tool_fail_st("");
     }
@@ -392,12 +394,12 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
 }
 
 int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
-                   st_npy *out)
+                   size_t bytes, st_npy *out)
 {
     st_value_info in, res;
     memset(out, 0, sizeof *out);
     if (st_model_input_info(m, 0, &in) != ST_OK || st_model_output_info(m, 0, &res) != ST_OK) return tool_fail_st(what);
-    if (st_session_set_input(s, in.name, ST_F32, rank, dims, data) != ST_OK || st_session_run(s) != ST_OK ||
+    if (st_session_set_input_checked(s, in.name, ST_F32, rank, dims, data, bytes) != ST_OK || st_session_run(s) != ST_OK ||
         st_session_wait(s) != ST_OK)
         return tool_fail_st(what);
     st_tensor *t;

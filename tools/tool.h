@@ -48,6 +48,41 @@ typedef struct tool_opts {
     bool no_cls;              /* --no-cls */
 } tool_opts;
 
+/* A subcommand: its name, its arguments and what it does (for help), and
+ * the function that runs it on argv[0..argc) (argv[0] is the name). */
+typedef struct tool_command {
+    const char *name;
+    const char *args;
+    const char *about;
+    int (*run)(int argc, char **argv);
+} tool_command;
+
+/* 0 when command cmd takes option arg; else prints the one-line error
+ * (naming cmd and the nearest option it takes) and returns 1. */
+int tool_option_check(const char *cmd, const char *arg);
+/* The word of words[0..n) nearest to word, or NULL when none is close. */
+const char *tool_nearest_word(const char *word, const char *const *words, int n);
+/* `strata help CMD`: usage, what it does, every option with its default. */
+void tool_help(FILE *f, const char *cmd, const char *args, const char *about);
+
+/* Progress of long work on stderr, drawn only when stderr is a terminal:
+ * "<what> <done>/<total>" on one line, redrawn at most ten times a second
+ * and erased at the end, so output that is kept (a pipe, a file) gets
+ * nothing. */
+typedef struct tool_progress {
+    bool on;
+    const char *what;
+    int total;
+    double last_ms;
+} tool_progress;
+void tool_progress_start(tool_progress *p, const char *what, int total);
+/* done of total finished; detail (may be NULL) follows on the line. */
+void tool_progress_step(tool_progress *p, int done, const char *detail);
+void tool_progress_end(tool_progress *p);
+/* Blanks a progress line on the screen, if one is there (tool_fail does,
+ * so an error starts on a clean line). */
+void tool_progress_clear(void);
+
 /* Prints "strata: <fmt>" to stderr; returns 1 for `return tool_fail(...)`. */
 int tool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, with st_last_error() appended. */
@@ -84,9 +119,10 @@ int tool_ops_matrix(bool json);
 int tool_read_output(st_session *s, const char *name, st_npy *out);
 
 /* One inference of a single-input model: binds the float data (packed,
- * dims[0..rank)) to input 0, runs, and reads output 0 as f32 into out
- * (malloc'd; its rank and dims too).  `what` names the model in errors. */
+ * dims[0..rank), bytes long) to input 0, runs, and reads output 0 as f32
+ * into out (malloc'd; its rank and dims too).  `what` names the model in
+ * errors. */
 int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
-                   st_npy *out);
+                   size_t bytes, st_npy *out);
 
 #endif

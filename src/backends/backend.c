@@ -3,14 +3,20 @@
  * CUDA backend is a module (libstrata_cuda.so) loaded on first request, so
  * a program that never asks for CUDA never maps the CUDA libraries (they
  * cost a CPU-only process ~170 MB of resident memory just by loading).
- * The module is looked for beside the running executable, then on the
- * library path; STRATA_CUDA_MODULE names it explicitly.
+ * The module is looked for beside the library (libstrata.so's directory,
+ * found with dladdr, or the program's own when it links strata
+ * statically), then in the installed library directory relative to the
+ * program (bin/../lib, where cmake --install puts it), then on the library
+ * path; STRATA_CUDA_MODULE names it explicitly.  The module links
+ * libstrata.so, so it calls back into the library that loaded it, or into
+ * a static program's copy when the program exports it (-rdynamic).
  */
 #include "backends/backend.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,24 +34,44 @@ static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
 static const st_backend_module *cuda_module;
 static char cuda_error[512];
 
+#ifndef ST_BIN_TO_LIBDIR
+#define ST_BIN_TO_LIBDIR "../lib"
+#endif
+
+/* dlopens libstrata_cuda.so in file's directory joined with rel.  A module
+ * that is there but does not load (a CUDA library missing) ends the search
+ * with that reason, the one the user needs. */
+static void *load_beside(const char *file, const char *rel, bool *found)
+{
+    char path[PATH_MAX + 64];
+    const char *slash = strrchr(file, '/');
+    if (*found || !slash) return NULL;
+    snprintf(path, sizeof path, "%.*s/%slibstrata_cuda.so", (int)(slash - file), file, rel);
+    if (access(path, F_OK) != 0) return NULL;
+    *found = true;
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
 static void load_cuda(void)
 {
-    char path[PATH_MAX + 32];
+    char exe[PATH_MAX];
     const char *env = getenv("STRATA_CUDA_MODULE");
     void *h = NULL;
     if (env && *env) {
         h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
     } else {
-        ssize_t n = readlink("/proc/self/exe", path, PATH_MAX);
+        bool found = false;
+        Dl_info lib;
+        /* any object of the library names the file it was loaded from */
+        if (dladdr(&module_lock, &lib) && lib.dli_fname) h = load_beside(lib.dli_fname, "", &found);
+        /* a program is named by its argv[0], which may lack a directory */
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         if (n > 0) {
-            path[n] = 0;
-            char *slash = strrchr(path, '/');
-            if (slash) {
-                strcpy(slash + 1, "libstrata_cuda.so");
-                h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            }
+            exe[n] = 0;
+            if (!h) h = load_beside(exe, "", &found);
+            if (!h) h = load_beside(exe, ST_BIN_TO_LIBDIR "/", &found);
         }
-        if (!h) h = dlopen("libstrata_cuda.so", RTLD_NOW | RTLD_LOCAL);
+        if (!h && !found) h = dlopen("libstrata_cuda.so", RTLD_NOW | RTLD_LOCAL);
     }
     if (!h) {
         const char *e = dlerror();

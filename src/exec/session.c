@@ -244,6 +244,39 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     return ST_OK;
 }
 
+/* The buffer-size-checked form (strata.h): wrong dims would make the copy
+ * below read past the caller's buffer, so they are refused against the
+ * byte count before a byte is read. */
+st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                                       const void *data, size_t bytes)
+{
+    if (!s || !name || (rank > 0 && !dims))
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_checked: NULL argument");
+    if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
+    if (rank < 0 || rank > ST_MAX_RANK)
+        return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
+    char shape[ST_MAX_RANK * 22 + 3];
+    int len = snprintf(shape, sizeof shape, "[");
+    uint64_t need = st_dtype_size(dtype);
+    bool overflow = false, empty = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
+        if (dims[d] && need > UINT64_MAX / (uint64_t)dims[d]) overflow = true;
+        else need *= (uint64_t)dims[d];
+        empty |= dims[d] == 0;
+        len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    }
+    snprintf(shape + len, sizeof shape - (size_t)len, "]");
+    if (empty) need = 0, overflow = false; /* a zero dim: no bytes, however big the others */
+    if (overflow)
+        return st_error(ST_ERR_SHAPE, "input '%s': dims %s of %s need more than 2^64 bytes, but the buffer has %zu", name,
+                        shape, st_dtype_name(dtype), bytes);
+    if (need != bytes)
+        return st_error(ST_ERR_SHAPE, "input '%s': dims %s of %s need %llu bytes, but the buffer has %zu", name, shape,
+                        st_dtype_name(dtype), (unsigned long long)need, bytes);
+    return st_session_set_input(s, name, dtype, rank, dims, data);
+}
+
 /* Points a cached plan's views at the current arenas (storages 0 and 1). */
 static void rebind_arena(st_session *s, st_cached *c)
 {

@@ -9,8 +9,9 @@
  * symbolic dims; bind, run, read (outputs poisoned first; tolerance 1e-5
  * absolute + 1e-5 relative against PyTorch); re-planning for a new batch
  * size and back; the errors a caller can provoke (wrong rank, dim, dtype,
- * name, buffer size, unset input); reading a tensor after its session is
- * freed; and two sessions of one model running on two threads at once,
+ * name, buffer size, unset input); st_session_set_input_checked refusing
+ * dims that do not describe the caller's buffer, without reading past it;
+ * reading a tensor after its session is freed; and two sessions of one model running on two threads at once,
  * each checking every result bit for bit against a single-threaded run.
  */
 #include <math.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/file.h"
 #include "io/npy.h"
@@ -93,15 +96,16 @@ static void test_errors(const st_model *m)
     int64_t xi[3 * 64] = {0};
     CHECK(st_session_run(s) == ST_ERR_INVALID_ARG); /* nothing bound */
     CHECK(strstr(st_last_error(), "'x'") != NULL);
-    CHECK(st_session_set_input(s, "x", ST_F32, 1, d1, x) == ST_ERR_SHAPE);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 1, d1, x, 64 * sizeof(float)) == ST_ERR_SHAPE);
     CHECK(strstr(st_last_error(), "rank") != NULL);
-    CHECK(st_session_set_input(s, "x", ST_F32, 2, d2, x) == ST_ERR_SHAPE);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, d2, x, 3 * 63 * sizeof(float)) == ST_ERR_SHAPE);
     CHECK(strstr(st_last_error(), "dim 1 must be 64") != NULL);
-    CHECK(st_session_set_input(s, "x", ST_I64, 2, d3, xi) == ST_ERR_DTYPE);
-    CHECK(st_session_set_input(s, "nope", ST_F32, 2, d3, x) == ST_ERR_INVALID_ARG);
+    CHECK(st_session_set_input_checked(s, "x", ST_I64, 2, d3, xi, sizeof xi) == ST_ERR_DTYPE);
+    CHECK(st_session_set_input_checked(s, "nope", ST_F32, 2, d3, x, sizeof x) == ST_ERR_INVALID_ARG);
     CHECK(strstr(st_last_error(), "'nope'") != NULL);
     st_tensor *t;
     CHECK(st_session_output(s, "y0", &t) == ST_ERR_INVALID_ARG); /* no run yet */
+    /* the unchecked form stays (strata.h's compatibility rules) */
     CHECK(st_session_set_input(s, "x", ST_F32, 2, d3, x) == ST_OK);
     CHECK(st_session_run(s) == ST_OK);
     CHECK(st_session_output(s, "nope", &t) == ST_ERR_INVALID_ARG);
@@ -114,6 +118,43 @@ static void test_errors(const st_model *m)
     st_session_options_init(&o);
     o.precision = ST_I32;
     CHECK(st_session_create(m, &o, &s) == ST_ERR_INVALID_ARG);
+}
+
+/* st_session_set_input_checked refuses dims that do not describe the
+ * caller's buffer, and reads none of it: the buffer ends at a page that
+ * cannot be read, so a read past its end would crash the test. */
+static void test_buffer_size(const st_model *m)
+{
+    st_session *s;
+    CHECK(st_session_create(m, NULL, &s) == ST_OK);
+    long page = sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED);
+    if (map == MAP_FAILED) return;
+    CHECK(mprotect(map + page, (size_t)page, PROT_NONE) == 0);
+    size_t bytes = 2 * 64 * sizeof(float); /* two rows, at the very end of the readable page */
+    float *x = (float *)(map + page - bytes);
+    for (int i = 0; i < 2 * 64; i++) x[i] = (float)(i % 7) - 3.0f;
+    int64_t two[2] = {2, 64}, three[2] = {3, 64}, huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, three, x, bytes) == ST_ERR_SHAPE);
+    CHECK(strstr(st_last_error(), "input 'x': dims [3, 64] of float32 need 768 bytes, but the buffer has 512") != NULL);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, two, x, bytes + 4) == ST_ERR_SHAPE); /* too big is wrong too */
+    CHECK(strstr(st_last_error(), "need 512 bytes, but the buffer has 516") != NULL);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, huge, x, bytes) == ST_ERR_SHAPE);
+    CHECK(strstr(st_last_error(), "more than 2^64 bytes") != NULL);
+    int64_t huge_empty[3] = {(int64_t)1 << 40, (int64_t)1 << 40, 0}; /* no bytes at all */
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 3, huge_empty, x, bytes) == ST_ERR_SHAPE);
+    CHECK(strstr(st_last_error(), "need 0 bytes, but the buffer has 512") != NULL);
+    /* a float buffer of another float dtype is counted in its own dtype */
+    CHECK(st_session_set_input_checked(s, "x", ST_F16, 2, two, x, bytes) == ST_ERR_SHAPE);
+    CHECK(strstr(st_last_error(), "of float16 need 256 bytes") != NULL);
+    CHECK(st_session_run(s) == ST_ERR_INVALID_ARG); /* nothing was bound by the refused calls */
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, two, x, bytes) == ST_OK);
+    CHECK(st_session_run(s) == ST_OK);
+    CHECK(st_session_wait(s) == ST_OK);
+    st_session_free(s);
+    munmap(map, (size_t)page * 2);
+    printf("buffer size: wrong dims refused without reading past the buffer\n");
 }
 
 typedef struct worker {
@@ -136,7 +177,9 @@ static void *worker_main(void *arg)
     int64_t dims[2] = {w->rows, 64};
     for (int it = 0; it < w->iters; it++) {
         int k = it % w->n_inputs;
-        if ((w->err = st_session_set_input(s, "x", ST_F32, 2, dims, w->xs + (size_t)k * w->rows * 64)) != ST_OK) break;
+        if ((w->err = st_session_set_input_checked(s, "x", ST_F32, 2, dims, w->xs + (size_t)k * w->rows * 64,
+                                                  (size_t)w->rows * 64 * sizeof(float))) != ST_OK)
+            break;
         if ((w->err = st_session_run(s)) != ST_OK) break;
         float *y = read_output(s, "y0", w->rows, 16);
         if (!y) {
@@ -166,7 +209,7 @@ static void test_threads(const st_model *m)
     CHECK(st_session_create(m, &o, &s) == ST_OK);
     int64_t dims[2] = {ROWS, 64};
     for (int k = 0; k < N; k++) {
-        CHECK(st_session_set_input(s, "x", ST_F32, 2, dims, xs + k * ROWS * 64) == ST_OK);
+        CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, dims, xs + k * ROWS * 64, ROWS * 64 * sizeof(float)) == ST_OK);
         CHECK(st_session_run(s) == ST_OK);
         float *y = read_output(s, "y0", ROWS, 16);
         if (y) memcpy(refs + k * ROWS * 16, y, ROWS * 16 * sizeof *y);
@@ -221,7 +264,7 @@ int main(int argc, char **argv)
     o.sanitize = 1;
     st_session *s;
     CHECK(st_session_create(mm, &o, &s) == ST_OK);
-    CHECK(st_session_set_input(s, "x", ST_F32, 2, x.dims, x.data) == ST_OK);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, x.dims, x.data, x.bytes) == ST_OK);
     CHECK(st_session_run(s) == ST_OK);
     /* y1 is a view at an offset into the light branch's output; reading it
      * right after submitting waits for exactly its writer */
@@ -234,14 +277,14 @@ int main(int argc, char **argv)
     free(g1);
     /* a smaller batch re-plans; the first rows must match */
     int64_t d3[2] = {3, 64};
-    CHECK(st_session_set_input(s, "x", ST_F32, 2, d3, x.data) == ST_OK);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, d3, x.data, 3 * 64 * sizeof(float)) == ST_OK);
     CHECK(st_session_run(s) == ST_OK);
     g0 = read_output(s, "y0", 3, 16);
     if (g0) compare(g0, y0.data, 3 * 16, "y0 (batch 3)");
     free(g0);
     /* back to 5: the cached plan, nothing planned again */
     CHECK(st_session_plans_built(s) == 2);
-    CHECK(st_session_set_input(s, "x", ST_F32, 2, x.dims, x.data) == ST_OK);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, x.dims, x.data, x.bytes) == ST_OK);
     CHECK(st_session_run(s) == ST_OK);
     CHECK(st_session_plans_built(s) == 2);
     printf("plans built for batch 5, 3, 5: %llu\n", (unsigned long long)st_session_plans_built(s));
@@ -255,6 +298,7 @@ int main(int argc, char **argv)
     st_tensor_free(t);
 
     test_errors(m);
+    test_buffer_size(m);
     test_threads(m);
     st_model_free(mm);
     st_model_free(m);

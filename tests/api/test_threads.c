@@ -80,7 +80,7 @@ static void make_refs(void)
     for (int k = 0; k < N_X; k++)
         for (int rows = 1; rows <= MAX_ROWS; rows++) {
             int64_t dims[2] = {rows, IN};
-            CHECK(st_session_set_input(s, "x", ST_F32, 2, dims, xs[k]) == ST_OK);
+            CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, dims, xs[k], (size_t)rows * IN * sizeof(float)) == ST_OK);
             CHECK(st_session_run(s) == ST_OK);
             for (int o = 0; o < 2; o++) {
                 int64_t r;
@@ -113,7 +113,8 @@ static void *own_main(void *arg)
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         int k = (int)((r >> 33) % N_X), rows = 1 + (int)((r >> 40) % 10);
         int64_t dims[2] = {rows, IN};
-        if ((w->err = st_session_set_input(s, "x", ST_F32, 2, dims, xs[k])) != ST_OK) break;
+        if ((w->err = st_session_set_input_checked(s, "x", ST_F32, 2, dims, xs[k], (size_t)rows * IN * sizeof(float))) != ST_OK)
+            break;
         if ((w->err = st_session_run(s)) != ST_OK) break;
         for (int oi = 0; oi < 2; oi++) {
             int64_t got_rows;
@@ -214,7 +215,7 @@ static void iterate(shared_worker *w)
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         int k = (int)((r >> 33) % N_X), rows = 1 + (int)((r >> 40) % MAX_ROWS);
         int64_t dims[2] = {rows, IN};
-        if (!note(w, st_session_set_input(w->s, "x", ST_F32, 2, dims, xs[k]))) continue;
+        if (!note(w, st_session_set_input_checked(w->s, "x", ST_F32, 2, dims, xs[k], (size_t)rows * IN * sizeof(float)))) continue;
         if (!note(w, st_session_run(w->s))) continue;
         bool ok = true;
         for (int o = 0; o < 2 && ok; o++) {

@@ -137,7 +137,8 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
             st_model_input_info(m, k, &info);
             /* NumPy has no bfloat16: the test data stores its bits as uint16 */
             if (info.dtype == ST_BF16 && ins[k]->dtype == ST_U16) ins[k]->dtype = ST_BF16;
-            s = st_session_set_input(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data);
+            s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
+                                             ins[k]->bytes);
             if (s != ST_OK) {
                 snprintf(msg, cap, "%s", st_last_error());
                 result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;

@@ -73,7 +73,7 @@ static bool bind_inputs(const st_model *m, st_session *s, uint64_t *rng)
             else if (info.dtype == ST_BOOL) st_store_i64(info.dtype, p, (int64_t)(r & 1));
             else st_store_i64(info.dtype, p, (int64_t)(r % 10));
         }
-        st_status r = st_session_set_input(s, info.name, info.dtype, rank, dims, buf);
+        st_status r = st_session_set_input_checked(s, info.name, info.dtype, rank, dims, buf, numel * es);
         free(buf);
         check(r);
         if (r != ST_OK) return false;

@@ -121,7 +121,7 @@ static void test_model(const char *path, int sample)
             n *= (size_t)dims[d];
         }
         void *data = calloc(n + 1, st_dtype_size(info.dtype));
-        CHECK(st_session_set_input(s, info.name, info.dtype, info.rank, dims, data) == ST_OK);
+        CHECK(st_session_set_input_checked(s, info.name, info.dtype, info.rank, dims, data, n * st_dtype_size(info.dtype)) == ST_OK);
         free(data);
     }
     CHECK(st_session_run(s) == ST_OK && st_session_wait(s) == ST_OK);

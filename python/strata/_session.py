@@ -1,0 +1,211 @@
+"""Models, sessions and their metadata over strata's C API."""
+import ctypes
+import os
+from collections import namedtuple
+
+import numpy as np
+
+from . import _lib
+from ._lib import check, lib
+
+# st_dtype <-> numpy.  bfloat16 has no numpy type: a bfloat16 output is
+# read as float32, and float32 (or any float) data feeds a bfloat16 input,
+# strata converting it.
+ST_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+             9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64, 16: np.float32}
+ST_OF_NUMPY = {np.dtype(t): k for k, t in ST_DTYPES.items() if k != 16}
+ST_F32, ST_BF16 = 1, 16
+
+BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
+PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
+SCHEDULES = {"default": 0, "random": 1}
+HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}
+
+
+class ValueInfo(namedtuple("ValueInfo", "name dtype shape")):
+    """A model input or output.  dtype is strata's name for the element
+    type ("float32", "bfloat16", ...); shape is a tuple whose entries are
+    ints, or a dim's symbolic name (str), or None for an unnamed unknown
+    dim; shape is None when even the rank is unknown."""
+
+    @property
+    def numpy_dtype(self):
+        """The numpy dtype a run returns for it (float32 for bfloat16)."""
+        for k, t in ST_DTYPES.items():
+            if lib.st_dtype_name(k).decode() == self.dtype:
+                return np.dtype(t)
+        return None
+
+
+def _value_info(info):
+    if info.rank < 0:
+        shape = None
+    else:
+        shape = tuple(int(info.dims[d]) if info.dims[d] >= 0 else
+                      (info.dim_names[d].decode() if info.dim_names[d] else None) for d in range(info.rank))
+    return ValueInfo(info.name.decode(), lib.st_dtype_name(info.dtype).decode(), shape)
+
+
+class Model:
+    """A loaded ONNX model: immutable, shared by any number of sessions on
+    any threads.  source is a path, or the model's bytes (then base_dir,
+    if given, is where external data files are; without it a model with
+    external data is refused)."""
+
+    def __init__(self, source, base_dir=None):
+        self._m = ctypes.c_void_p()
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            check(lib.st_model_load_memory(data, len(data), os.fsencode(base_dir) if base_dir else None,
+                                           ctypes.byref(self._m)))
+        else:
+            check(lib.st_model_load(os.fsencode(source), ctypes.byref(self._m)))
+        self.inputs = self._infos(lib.st_model_input_count, lib.st_model_input_info)
+        self.outputs = self._infos(lib.st_model_output_count, lib.st_model_output_info)
+
+    def _infos(self, count, get):
+        out = []
+        for i in range(count(self._m)):
+            info = _lib._ValueInfo()
+            check(get(self._m, i, ctypes.byref(info)))
+            out.append(_value_info(info))
+        return out
+
+    def __del__(self):
+        if getattr(self, "_m", None):
+            lib.st_model_free(self._m)
+            self._m = None
+
+
+def _choice(what, value, table):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError("%s must be one of %s, got %r" % (what, ", ".join(sorted(table)), value)) from None
+
+
+def as_input(value):
+    """value as an array strata can read in place: the array itself when it
+    is already C-contiguous, aligned and in native byte order (no copy),
+    else a packed copy."""
+    a = np.asarray(value)
+    if a.dtype not in ST_OF_NUMPY:
+        if not a.dtype.isnative and a.dtype.newbyteorder("=") in ST_OF_NUMPY:
+            a = a.astype(a.dtype.newbyteorder("="))
+        else:
+            raise TypeError("strata takes %s arrays, not %s" %
+                            (", ".join(sorted(str(d) for d in ST_OF_NUMPY)), a.dtype))
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = np.ascontiguousarray(a)
+    return a
+
+
+class Session:
+    """A model ready to run, with its own memory.
+
+        Session(model, backend="cpu", precision="f32", threads=0,
+                sanitize=False, schedule="default", seed=0,
+                hazard_mode="ranges", device=0, memory_limit=0,
+                inter_op=True)
+
+    model is a Model, a path or the model's bytes.  backend: "cpu", "cuda"
+    or "opencl"; precision: "f32", "f16" or "bf16" (what weights and
+    activations are stored in; arithmetic accumulates in f32); threads: CPU
+    threads, 0 for one per core; sanitize: prove every conflicting pair of
+    commands ordered and poison fresh memory; schedule "random" runs ready
+    commands in an order seeded by seed; hazard_mode: "ranges" (correct),
+    "storage" (coarse) or "base-pointer" (the seed report's bug, to
+    reproduce it); device: the GPU's ordinal; memory_limit: bytes the
+    session may allocate, 0 for the machine's memory; inter_op: run
+    independent commands at the same time.
+
+    Profiling has no option here: strata's C API has no profiling yet, and
+    the option arrives with it.
+
+    A session is driven by one thread at a time (another thread's call
+    raises Error with status ST_ERR_BUSY); use one session per thread, all
+    sharing one Model.
+    """
+
+    def __init__(self, model, backend="cpu", precision="f32", threads=0, sanitize=False, schedule="default", seed=0,
+                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True):
+        self._s = ctypes.c_void_p()
+        self.model = model if isinstance(model, Model) else Model(model)
+        o = _lib._Options()
+        lib.st_session_options_init(ctypes.byref(o))
+        o.backend = _choice("backend", backend, BACKENDS)
+        o.precision = _choice("precision", precision, PRECISIONS)
+        o.schedule = _choice("schedule", schedule, SCHEDULES)
+        o.hazard_mode = _choice("hazard_mode", hazard_mode, HAZARD_MODES)
+        for name, v, lo in (("threads", threads, 0), ("seed", seed, 0), ("device", device, 0),
+                            ("memory_limit", memory_limit, 0)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+                raise ValueError("%s must be a non-negative integer, got %r" % (name, v))
+        o.threads, o.seed, o.device, o.memory_limit = int(threads), int(seed), int(device), int(memory_limit)
+        o.sanitize = 1 if sanitize else 0
+        o.serial = 0 if inter_op else 1
+        check(lib.st_session_create(self.model._m, ctypes.byref(o), ctypes.byref(self._s)))
+
+    @property
+    def inputs(self):
+        """The model's inputs: [ValueInfo(name, dtype, shape)]."""
+        return self.model.inputs
+
+    @property
+    def outputs(self):
+        """The model's outputs: [ValueInfo(name, dtype, shape)]."""
+        return self.model.outputs
+
+    def run(self, output_names, feeds):
+        """Binds feeds ({input name: array}), runs, and returns the outputs
+        named by output_names (None: all of them, in the model's order) as
+        a list of new numpy arrays.
+
+        An input array that is C-contiguous and in native byte order is read
+        where it is, without a copy on the Python side; strata copies it
+        into the session (converting one float dtype to another where the
+        model's differs).  Each output is read straight into the array that
+        is returned.  An input bound in an earlier run keeps its value until
+        it is fed again."""
+        if self._s is None:
+            raise ValueError("the session is closed")
+        if not hasattr(feeds, "items"):
+            raise TypeError("feeds must map input names to arrays, got %s" % type(feeds).__name__)
+        for name, value in feeds.items():
+            a = as_input(value)
+            dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            check(lib.st_session_set_input_checked(self._s, name.encode(), ST_OF_NUMPY[a.dtype], a.ndim, dims,
+                                                   a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
+        check(lib.st_session_run(self._s))
+        check(lib.st_session_wait(self._s))
+        names = [o.name for o in self.outputs] if output_names is None else list(output_names)
+        return [self._read(n) for n in names]
+
+    def _read(self, name):
+        t = ctypes.c_void_p()
+        check(lib.st_session_output(self._s, name.encode(), ctypes.byref(t)))
+        try:
+            st = lib.st_tensor_dtype(t)
+            st = ST_F32 if st == ST_BF16 else st
+            shape = tuple(lib.st_tensor_dim(t, d) for d in range(lib.st_tensor_rank(t)))
+            out = np.empty(shape, dtype=ST_DTYPES[st])
+            check(lib.st_tensor_read(t, st, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
+        finally:
+            lib.st_tensor_free(t)
+        return out
+
+    def close(self):
+        """Frees the session's memory now rather than when it is collected."""
+        if self._s:
+            lib.st_session_free(self._s)
+        self._s = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_s", None):
+            self.close()

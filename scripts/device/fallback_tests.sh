@@ -3,10 +3,10 @@
 # machine, from the repository root with .device/ carried
 # (NODE_TESTS=all scripts/device/pack.sh):
 #   - every ONNX node test on CUDA and on the machine's OpenCL, CPU fallback
-#     allowed: the cases the CPU must pass (tests/conformance/must_pass)
-#     must pass, and the ones listed in must_pass_cuda/ (OpenCL:
-#     must_pass_opencl/) must pass natively; prints natively/with-fallback
-#     counts per backend;
+#     allowed, in 8 parallel runners: counts passed natively and with
+#     fallback; every case the CPU must pass (tests/conformance/must_pass)
+#     must pass, and the ones in must_pass_cuda/ (OpenCL: must_pass_opencl/)
+#     natively; writes the native passes to $OUT/native_<backend>.txt;
 #   - the mixed model (scripts/models/mixed.py) on both: against PyTorch
 #     under --sanitize, 50 random schedules bit-identical, --no-fallback's
 #     error, the mutation test, compute-sanitizer memcheck and racecheck.
@@ -17,25 +17,26 @@ D=.device
 OUT=${OUT:-/tmp/out}
 S=$D/bin/strata
 C=$D/bin/conformance
-MP=tests/conformance/must_pass
+ls $D/node | grep '^test_' > /tmp/all_cases.txt
+split -n l/8 -d /tmp/all_cases.txt /tmp/chunk_
 for b in cuda opencl; do
-  native=tests/conformance/must_pass_$b
-  echo "== node tests on $b (one runner per family file, in parallel)"
-  for f in $MP/*.txt; do
-    fam=$(basename "$f" .txt)
-    nat=()
-    [ -d "$native" ] && nat=(--native "$native")
-    $C --data $D/node --backend $b --list "$f" --must-pass "$f" "${nat[@]}" > "$OUT/conf_${b}_$fam.log" 2>&1 &
+  for f in /tmp/chunk_*; do
+    $C --data $D/node --backend $b --list "$f" -v > "$OUT/conf_${b}_$(basename "$f").log" 2>&1 &
   done
   wait
-  for f in $MP/*.txt; do
-    fam=$(basename "$f" .txt)
-    echo "$fam: $(tail -n 1 "$OUT/conf_${b}_$fam.log")"
-  done
-  # the whole set, for the counts (cases no list names included)
-  $C --data $D/node --backend $b -v > "$OUT/conf_${b}_all.log" 2>&1
-  echo "all: $(tail -n 1 "$OUT/conf_${b}_all.log")"
-  grep "^PASS" "$OUT/conf_${b}_all.log" | grep -v "ran on the CPU" | awk '{print $2}' > "$OUT/native_$b.txt"
+  cat "$OUT"/conf_${b}_chunk_*.log | grep -E "^(PASS|FAIL|UNSUPPORTED) " > "$OUT/conf_$b.txt"
+  pass=$(grep -c "^PASS " "$OUT/conf_$b.txt")
+  grep "^PASS " "$OUT/conf_$b.txt" | grep -v "ran on the CPU" | awk '{print $2}' | sort > "$OUT/native_$b.txt"
+  grep "^PASS " "$OUT/conf_$b.txt" | awk '{print $2}' | sort > /tmp/pass_$b.txt
+  echo "== node tests on $b: $pass passed ($(wc -l < "$OUT/native_$b.txt") natively, $(grep -c 'ran on the CPU' "$OUT/conf_$b.txt") with CPU fallback), $(grep -c '^FAIL ' "$OUT/conf_$b.txt") failed, $(grep -c '^UNSUPPORTED ' "$OUT/conf_$b.txt") unsupported"
+  cat tests/conformance/must_pass/*.txt | sed 's/#.*//' | awk 'NF {print $1}' | sort > /tmp/must.txt
+  echo "   CPU must-pass cases not passing on $b: $(comm -23 /tmp/must.txt /tmp/pass_$b.txt | wc -l)"
+  comm -23 /tmp/must.txt /tmp/pass_$b.txt | head -20 | while read -r c; do grep " $c " "$OUT/conf_$b.txt"; done
+  if [ -d tests/conformance/must_pass_$b ]; then
+    cat tests/conformance/must_pass_$b/*.txt | sed 's/#.*//' | awk 'NF {print $1}' | sort > /tmp/native_must.txt
+    echo "   native must-pass cases not native on $b: $(comm -23 /tmp/native_must.txt "$OUT/native_$b.txt" | wc -l)"
+  fi
+  grep "^FAIL " "$OUT/conf_$b.txt" | head -12
 done
 M=$D/models/mixed
 for b in cuda opencl; do

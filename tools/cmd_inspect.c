@@ -164,9 +164,9 @@ static int64_t transfer_bytes(const st_transfer *t)
     return hi - lo;
 }
 
-static int plan_summary(const tool_opts *o, const st_model *m, const st_plan *p, const st_dag *dag)
+static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
 {
-    const st_graph *g = m->g;
+    const st_graph *g = p->g;
     FILE *f = stdout;
     int n_exec = 0, n_view = 0, n_fold = 0, n_placed_concat = 0;
     for (int i = 0; i < p->n_nodes; i++) {
@@ -328,7 +328,7 @@ int st_cmd_inspect(int argc, char **argv)
         o.quiet = true;
         rc = tool_bind_inputs(&o, m, s);
         if (!rc && (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK)) rc = tool_fail_st(o.model);
-        if (!rc) rc = plan_summary(&o, m, st_session_plan(s), st_session_dag(s));
+        if (!rc) rc = plan_summary(&o, st_session_plan(s), st_session_dag(s));
         st_session_free(s);
     }
     st_model_free(m);

@@ -226,7 +226,7 @@ static void add_footprints(const st_plan *p, st_dag *d, st_cmd *cmd, int c, st_f
 
 static st_status make_commands(const st_plan *p, st_dag *d)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int n_views = 2 * p->n_transfers;
     for (int i = 0; i < g->n_nodes; i++)
         if (p->nodes[i].kind == ST_PN_EXEC) {
@@ -467,7 +467,7 @@ st_status st_dag_build(st_plan *p, st_hazard_mode mode, st_dag **out)
     }
     for (int c = 0; c < d->n_cmds; c++)
         if (d->cmds[c].node >= 0) p->nodes[d->cmds[c].node].cmd = c;
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     d->host = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *d->host);
     if (!d->host) {
         st_dag_free(d);

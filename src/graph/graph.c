@@ -1,5 +1,6 @@
 /* graph.c — freeing the IR and reading node attributes. */
 #include "graph/graph.h"
+#include "graph/derive.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static void attr_free(st_attr *a)
     if (a->tensors)
         for (int i = 0; i < a->n; i++) free(a->tensors[i].data);
     free(a->tensors);
+    st_graph_free(a->g);
 }
 
 void st_node_clear(st_node *n)
@@ -33,6 +35,7 @@ void st_node_clear(st_node *n)
     free(n->domain);
     free(n->in);
     free(n->out);
+    free(n->implicit);
     for (int a = 0; a < n->n_attrs; a++) attr_free(&n->attrs[a]);
     free(n->attrs);
     memset(n, 0, sizeof *n);
@@ -41,6 +44,10 @@ void st_node_clear(st_node *n)
 void st_graph_free(st_graph *g)
 {
     if (!g) return;
+    if (g->derived) {
+        st_graph_free_derived(g);
+        return;
+    }
     for (int i = 0; i < g->n_values; i++) {
         st_value *v = &g->values[i];
         free(v->name);
@@ -54,8 +61,16 @@ void st_graph_free(st_graph *g)
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    free(g->outer);
+    free(g->outer_src);
     free(g->producer_name);
     free(g);
+}
+
+const st_graph *st_attr_graph(const st_node *n, const char *name)
+{
+    const st_attr *a = st_node_attr(n, name);
+    return a && a->type == ST_ATTR_GRAPH ? a->g : NULL;
 }
 
 const st_attr *st_node_attr(const st_node *n, const char *name)

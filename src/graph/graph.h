@@ -6,6 +6,10 @@
  * topologically when the graph is built, so iterating nodes in order is a
  * valid execution order; every value has at most one producer.
  *
+ * Control-flow nodes (If, Loop, Scan) hold their bodies as subgraph
+ * attributes: graphs of their own whose outer-scope references are listed
+ * (st_graph.outer) and appear on the node as implicit inputs.
+ *
  * The graph is immutable once built: sessions on many threads read it and
  * never write it.  Each session keeps its own specialized copy of shapes
  * and layouts (passes/specialize.c, plan/plan.h).
@@ -19,6 +23,7 @@
 #include "core/dtype.h"
 
 struct st_op_def;
+struct st_graph;
 
 /* Host tensor data: an initializer, a Constant node's value, an attribute
  * tensor.  data is packed row-major in dtype. */
@@ -60,6 +65,7 @@ typedef struct st_attr {
     int64_t *ints;
     char **strings;
     st_const *tensors;
+    struct st_graph *g;  /* ST_ATTR_GRAPH: a subgraph (If's branches, Loop's and Scan's body) */
 } st_attr;
 
 typedef struct st_value {
@@ -85,6 +91,15 @@ typedef struct st_node {
     int n_attrs;
     st_attr *attrs;
     const struct st_op_def *op;
+    /* Values of this graph that the node's subgraphs read by name (their
+     * outer-scope references, nested ones included): dependencies of the
+     * node like its inputs, for ordering and liveness. */
+    int n_implicit;
+    int *implicit;
+    /* In a derived graph, a node copied from a subgraph: its implicit
+     * inputs' ids in that subgraph (the ids its own subgraphs' outer_src
+     * name); NULL when they are the ids of this graph. */
+    int *implicit_src;
 } st_node;
 
 typedef struct st_opset {
@@ -105,7 +120,27 @@ typedef struct st_graph {
     int n_opsets;
     int64_t ir_version;
     char *producer_name;
+    /* A subgraph: the values it reads from enclosing scopes, each standing
+     * for the enclosing graph's value of the same name (outer_src[i] there;
+     * the enclosing node lists them as its implicit inputs). */
+    int n_outer;
+    int *outer;
+    int *outer_src;
+    int depth;                       /* 0 for the model's graph */
+    /* A derived graph (graph/derive.c): a plan's private copy that
+     * control-flow expansion rewrites.  Its arrays and the nodes' id lists
+     * are its own; names, attributes and constants are borrowed from the
+     * model's graphs, except what it made (owned). */
+    bool derived;
+    void **owned;
+    int n_owned, cap_owned;
+    int cap_values, cap_nodes;
 } st_graph;
+
+/* How deep subgraphs may nest (an If in a Loop in an If ...): a hostile
+ * file nesting them thousands deep gets a clear error, not a stack
+ * overflow in the recursive passes. */
+#define ST_MAX_GRAPH_DEPTH 64
 
 void st_graph_free(st_graph *g);
 /* Frees what a node owns (names, lists, attributes) and zeroes it. */
@@ -119,6 +154,8 @@ const char *st_attr_string(const st_node *n, const char *name, const char *dflt)
 /* The list attribute's elements, or NULL (and *count = 0) when absent. */
 const int64_t *st_attr_ints(const st_node *n, const char *name, int *count);
 const float *st_attr_floats(const st_node *n, const char *name, int *count);
+/* A subgraph attribute, or NULL. */
+const struct st_graph *st_attr_graph(const st_node *n, const char *name);
 
 int64_t st_const_numel(const st_const *c);
 

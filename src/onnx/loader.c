@@ -324,8 +324,9 @@ static st_status attr_from_proto(Onnx__AttributeProto *p, const char *node, cons
         }
         break;
     default:
-        /* Graphs, sparse tensors and type protos are kept only as a type:
-         * ops that need them (If, Loop) are not supported. */
+        /* A graph is built by the caller once every name of the enclosing
+         * graph exists (build_graph); sparse tensors and type protos are
+         * kept only as a type. */
         break;
     }
     return ST_OK;
@@ -378,6 +379,8 @@ typedef struct builder {
     st_strmap names;
     int cap_values;
     const char *base_dir;
+    struct builder *parent;          /* the enclosing graph's, for a subgraph */
+    const st_graph *top;             /* the model's graph: its opsets */
 } builder;
 
 static int add_value(builder *b, const char *name)
@@ -404,6 +407,38 @@ static int add_value(builder *b, const char *name)
     return b->g->n_values++;
 }
 
+/* The value named name in b's graph or, for a subgraph, in an enclosing
+ * one: then a local value stands for it (an outer-scope reference, listed
+ * in g->outer with its source in the enclosing graph).  -1 when no scope
+ * has it, -2 when out of memory. */
+static int resolve(builder *b, const char *name)
+{
+    int v = st_strmap_get(&b->names, name);
+    if (v >= 0 || !b->parent) return v;
+    int src = resolve(b->parent, name);
+    if (src < 0) return src;
+    const st_value *sv = &b->parent->g->values[src];
+    st_dtype dt = sv->dtype;
+    int rank = sv->rank;
+    int64_t dims[ST_MAX_RANK];
+    memcpy(dims, sv->dims, sizeof dims);
+    st_graph *g = b->g;
+    int *o = realloc(g->outer, ((size_t)g->n_outer + 1) * sizeof *o);
+    if (!o) return -2;
+    g->outer = o;
+    int *os = realloc(g->outer_src, ((size_t)g->n_outer + 1) * sizeof *os);
+    if (!os) return -2;
+    g->outer_src = os;
+    v = add_value(b, name);
+    if (v < 0) return -2;
+    g->values[v].dtype = dt;
+    g->values[v].rank = rank;
+    memcpy(g->values[v].dims, dims, sizeof dims);
+    g->outer[g->n_outer] = v;
+    g->outer_src[g->n_outer++] = src;
+    return v;
+}
+
 static int opset_of(const st_graph *g, const char *domain)
 {
     const char *d = domain && *domain ? domain : "";
@@ -428,10 +463,13 @@ static st_status toposort(st_graph *g)
         free(indeg); free(order); free(cons_count);
         return oom("the graph");
     }
-    /* consumers of each value, as a CSR list */
-    for (int i = 0; i < n; i++)
+    /* consumers of each value, as a CSR list (a node's subgraphs' outer
+     * references are its inputs too) */
+    for (int i = 0; i < n; i++) {
         for (int k = 0; k < g->nodes[i].n_in; k++)
             if (g->nodes[i].in[k] >= 0) cons_count[g->nodes[i].in[k]]++;
+        for (int k = 0; k < g->nodes[i].n_implicit; k++) cons_count[g->nodes[i].implicit[k]]++;
+    }
     int *start = malloc(((size_t)g->n_values + 1) * sizeof *start);
     int total = 0;
     for (int v = 0; v < g->n_values; v++) total += cons_count[v];
@@ -443,13 +481,15 @@ static st_status toposort(st_graph *g)
     start[0] = 0;
     for (int v = 0; v < g->n_values; v++) start[v + 1] = start[v] + cons_count[v];
     memset(cons_count, 0, (size_t)g->n_values * sizeof *cons_count);
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < g->nodes[i].n_in; k++) {
-            int v = g->nodes[i].in[k];
+    for (int i = 0; i < n; i++) {
+        const st_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_in + nd->n_implicit; k++) {
+            int v = k < nd->n_in ? nd->in[k] : nd->implicit[k - nd->n_in];
             if (v < 0) continue;
             list[start[v] + cons_count[v]++] = i;
             if (g->values[v].producer >= 0) indeg[i]++;
         }
+    }
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++)
         if (indeg[i] == 0) order[tail++] = i;
@@ -528,34 +568,56 @@ static st_status constant_value(const st_node *n, st_const **out)
     return ST_OK;
 }
 
-static st_status build(builder *b, Onnx__ModelProto *mp)
+static st_status build_graph(builder *b, Onnx__GraphProto *gp);
+
+/* A subgraph attribute (If's branches, Loop's and Scan's body): a graph of
+ * its own, whose names resolve in it first and then outward. */
+static st_status build_subgraph(builder *parent, const st_node *n, Onnx__AttributeProto *ap, st_graph **out)
+{
+    if (!ap->g) return st_error(ST_ERR_MODEL, "node '%s': graph attribute '%s' has no graph", n->name, ap->name);
+    if (parent->g->depth + 1 > ST_MAX_GRAPH_DEPTH)
+        return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): subgraphs are nested more than %d deep", n->name, n->op_type,
+                        ST_MAX_GRAPH_DEPTH);
+    builder b = {0};
+    b.base_dir = parent->base_dir;
+    b.parent = parent;
+    b.top = parent->top;
+    b.g = calloc(1, sizeof *b.g);
+    if (!b.g) return oom("a subgraph");
+    b.g->depth = parent->g->depth + 1;
+    st_status s = build_graph(&b, ap->g);
+    st_strmap_free(&b.names);
+    if (s != ST_OK) {
+        st_graph_free(b.g);
+        return st_error_prefix(s, "node '%s' (%s), subgraph '%s': ", n->name, n->op_type, ap->name);
+    }
+    *out = b.g;
+    return ST_OK;
+}
+
+/* The node's implicit inputs: every outer-scope reference of its subgraphs. */
+static st_status implicit_inputs(st_node *n)
+{
+    int cap = 0;
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].g) cap += n->attrs[a].g->n_outer;
+    if (!cap) return ST_OK;
+    n->implicit = malloc((size_t)cap * sizeof *n->implicit);
+    if (!n->implicit) return oom("a node");
+    for (int a = 0; a < n->n_attrs; a++) {
+        const st_graph *sg = n->attrs[a].g;
+        for (int k = 0; sg && k < sg->n_outer; k++) {
+            bool seen = false;
+            for (int q = 0; q < n->n_implicit && !seen; q++) seen = n->implicit[q] == sg->outer_src[k];
+            if (!seen) n->implicit[n->n_implicit++] = sg->outer_src[k];
+        }
+    }
+    return ST_OK;
+}
+
+static st_status build_graph(builder *b, Onnx__GraphProto *gp)
 {
     st_graph *g = b->g;
-    Onnx__GraphProto *gp = mp->graph;
-    g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
-    g->producer_name = dup_str(mp->producer_name);
-
-    if (mp->n_opset_import == 0 && g->ir_version >= 3)
-        return st_error(ST_ERR_MODEL, "model declares no opset_import");
-    g->opsets = calloc(mp->n_opset_import + 1, sizeof *g->opsets);
-    if (!g->opsets) return oom("opsets");
-    for (size_t i = 0; i < mp->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
-        g->opsets[i].domain = dup_str(o->domain);
-        g->opsets[i].version = o->has_version ? o->version : 1;
-        g->n_opsets++;
-        if (!g->opsets[i].domain) return oom("opsets");
-    }
-    if (mp->n_opset_import == 0) { /* ir_version < 3 implies opset 1 */
-        g->opsets[0].domain = dup_str("");
-        g->opsets[0].version = 1;
-        g->n_opsets = 1;
-    }
-    int onnx_opset = opset_of(g, "");
-    if (onnx_opset > ST_MAX_OPSET)
-        return st_error(ST_ERR_UNSUPPORTED, "model uses ai.onnx opset %d; strata supports opsets up to %d",
-                        onnx_opset, ST_MAX_OPSET);
-
     size_t expect = gp->n_input + gp->n_initializer + gp->n_node * 2 + 16;
     if (!st_strmap_init(&b->names, expect)) return oom("the graph");
 
@@ -582,13 +644,14 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi->name || !*vi->name) return st_error(ST_ERR_MODEL, "graph input #%zu has no name", i);
         int v = st_strmap_get(&b->names, vi->name);
-        if (v >= 0 && g->values[v].init) continue; /* an initializer with a default: stays constant */
+        if (v >= 0 && g->values[v].init && !b->parent) continue; /* an initializer with a default: stays constant */
         if (v >= 0) return st_error(ST_ERR_MODEL, "duplicate graph input name '%s'", vi->name);
         v = add_value(b, vi->name);
         if (v < 0) return oom("the graph");
         g->values[v].is_input = true;
         ST_TRY(apply_type(&g->values[v], vi));
-        if (g->values[v].dtype == ST_UNDEFINED)
+        /* a subgraph's inputs may leave their type to the node's rule */
+        if (g->values[v].dtype == ST_UNDEFINED && !b->parent)
             return st_error(ST_ERR_MODEL, "graph input '%s' has no element type", vi->name);
         g->inputs[g->n_inputs++] = v;
     }
@@ -608,7 +671,7 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
             n->name = dup_str(buf);
         }
         if (!n->op_type || !n->domain || !n->name) return oom("a node");
-        n->opset = opset_of(g, n->domain);
+        n->opset = opset_of(b->top, n->domain);
         if (n->opset < 0)
             return st_error(ST_ERR_MODEL, "node '%s' (%s): its domain '%s' is not in the model's opset_import",
                             n->name, n->op_type, n->domain);
@@ -644,7 +707,8 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
             n->out[k] = v;
         }
     }
-    /* inputs resolve after all outputs exist, so order in the file does not matter */
+    /* inputs resolve after all outputs exist, so order in the file does not
+     * matter; a subgraph's may resolve in an enclosing graph */
     for (int i = 0; i < g->n_nodes; i++) {
         Onnx__NodeProto *np = gp->node[i];
         st_node *n = &g->nodes[i];
@@ -654,12 +718,26 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
                 n->in[k] = -1;
                 continue;
             }
-            int v = st_strmap_get(&b->names, nm);
+            int v = resolve(b, nm);
+            if (v == -2) return oom("the graph");
             if (v < 0)
-                return st_error(ST_ERR_MODEL, "node '%s' (%s): input '%s' is not produced by any node, initializer or graph input",
-                                n->name, n->op_type, nm);
+                return st_error(ST_ERR_MODEL, "node '%s' (%s): input '%s' is not produced by any node, initializer or graph input%s",
+                                n->name, n->op_type, nm, b->parent ? " (nor in an enclosing graph)" : "");
             n->in[k] = v;
         }
+    }
+    /* subgraphs, once every name of this graph exists */
+    for (int i = 0; i < g->n_nodes; i++) {
+        Onnx__NodeProto *np = gp->node[i];
+        st_node *n = &g->nodes[i];
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            Onnx__AttributeProto *ap = np->attribute[a];
+            if (n->attrs[a].type == ST_ATTR_GRAPHS)
+                return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): graph-list attribute '%s' is not supported", n->name,
+                                n->op_type, ap->name);
+            if (n->attrs[a].type == ST_ATTR_GRAPH) ST_TRY(build_subgraph(b, n, ap, &n->attrs[a].g));
+        }
+        ST_TRY(implicit_inputs(n));
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         int v = gp->value_info[i]->name ? st_strmap_get(&b->names, gp->value_info[i]->name) : -1;
@@ -670,11 +748,12 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
     if (gp->n_output == 0) return st_error(ST_ERR_MODEL, "graph has no outputs");
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *nm = gp->output[i]->name;
-        int v = nm ? st_strmap_get(&b->names, nm) : -1;
+        int v = nm ? resolve(b, nm) : -1;
+        if (v == -2) return oom("the graph");
         if (v < 0)
             return st_error(ST_ERR_MODEL, "graph output '%s' is not produced by any node, initializer or input",
                             nm ? nm : "");
-        if (g->values[v].is_output)
+        if (g->values[v].is_output && !b->parent)
             return st_error(ST_ERR_MODEL, "graph output '%s' is listed twice", nm);
         if (!g->values[v].init) ST_TRY(apply_type(&g->values[v], gp->output[i]));
         g->values[v].is_output = true;
@@ -710,6 +789,36 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
         for (int k = 0; k < g->nodes[i].n_out; k++)
             if (g->nodes[i].out[k] >= 0) g->values[g->nodes[i].out[k]].producer = i;
     return ST_OK;
+}
+
+static st_status build(builder *b, Onnx__ModelProto *mp)
+{
+    st_graph *g = b->g;
+    g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    g->producer_name = dup_str(mp->producer_name);
+
+    if (mp->n_opset_import == 0 && g->ir_version >= 3)
+        return st_error(ST_ERR_MODEL, "model declares no opset_import");
+    g->opsets = calloc(mp->n_opset_import + 1, sizeof *g->opsets);
+    if (!g->opsets) return oom("opsets");
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        g->opsets[i].domain = dup_str(o->domain);
+        g->opsets[i].version = o->has_version ? o->version : 1;
+        g->n_opsets++;
+        if (!g->opsets[i].domain) return oom("opsets");
+    }
+    if (mp->n_opset_import == 0) { /* ir_version < 3 implies opset 1 */
+        g->opsets[0].domain = dup_str("");
+        g->opsets[0].version = 1;
+        g->n_opsets = 1;
+    }
+    int onnx_opset = opset_of(g, "");
+    if (onnx_opset > ST_MAX_OPSET)
+        return st_error(ST_ERR_UNSUPPORTED, "model uses ai.onnx opset %d; strata supports opsets up to %d",
+                        onnx_opset, ST_MAX_OPSET);
+    b->top = g;
+    return build_graph(b, mp->graph);
 }
 
 /* What bytes that are not a ModelProto hold, when they are another ONNX

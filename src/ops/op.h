@@ -81,7 +81,8 @@ typedef struct st_footprint {
 enum {
     ST_OP_SHAPE_ONLY = 1 << 0,     /* reads only its input's shape (Shape, Size): always foldable */
     ST_OP_NO_FOLD = 1 << 1,        /* never evaluate at plan time (random ops) */
-    ST_OP_CONCAT = 1 << 2          /* candidates for in-place placement of inputs */
+    ST_OP_CONCAT = 1 << 2,         /* candidates for in-place placement of inputs */
+    ST_OP_CONTROL = 1 << 3         /* If, Loop, Scan: expanded into their bodies (passes/control.c) */
 };
 
 typedef struct st_op_def {

@@ -21,6 +21,7 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_index,
     st_ops_resize,
     st_ops_misc,
+    st_ops_control,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

@@ -58,7 +58,7 @@ static bool placeable(const st_plan *p, int x, int c, st_dtype dtype)
     if (x < 0) return false;
     const st_pvalue *pv = &p->values[x];
     if (pv->kind != ST_PV_ROOT || pv->producer < 0 || pv->concat >= 0 || pv->t.dtype != dtype) return false;
-    const st_node *prod = &p->model->g->nodes[pv->producer];
+    const st_node *prod = &p->g->nodes[pv->producer];
     /* a producer on another device cannot write into the Concat's bytes */
     if (p->nodes[pv->producer].device != p->nodes[c].device) return false;
     return p->nodes[pv->producer].kind == ST_PN_EXEC && !prod->op->view;
@@ -69,7 +69,7 @@ static bool placeable(const st_plan *p, int x, int c, st_dtype dtype)
  * applies the op's own view rule to a packed view of R. */
 static int slice_of(const st_plan *p, int x, int axis, int64_t *start)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int prod = g->values[x].producer;
     if (prod < 0 || p->nodes[prod].kind != ST_PN_EXEC) return -1;
     const st_node *n = &g->nodes[prod];
@@ -96,7 +96,7 @@ static int slice_of(const st_plan *p, int x, int axis, int64_t *start)
  * x as R's own bytes in order (a reshape), returns R; else -1. */
 static int reshape_of(const st_plan *p, int x)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int prod = g->values[x].producer;
     if (prod < 0 || p->nodes[prod].kind != ST_PN_EXEC) return -1;
     const st_node *n = &g->nodes[prod];
@@ -119,13 +119,13 @@ static int reshape_of(const st_plan *p, int x)
 static bool reshape_fits(const st_plan *p, int x, int r, int y, int axis, int64_t start)
 {
     const st_pvalue *py = &p->values[y], *pr = &p->values[r], *px = &p->values[x];
-    const st_node *n = &p->model->g->nodes[p->model->g->values[x].producer];
+    const st_node *n = &p->g->nodes[p->g->values[x].producer];
     st_view slot, rv, xv;
     st_view_init(&slot, py->t.dtype, py->t.rank, py->t.dims);
     st_view_slice(&slot, axis, start, 1, px->t.dims[axis]);
     rv = slot;
     if (!st_view_reshape(&rv, pr->t.rank, pr->t.dims)) return false;
-    if (!n->op->view(p->nodes[p->model->g->values[x].producer].state, 0, &rv, &xv)) return false;
+    if (!n->op->view(p->nodes[p->g->values[x].producer].state, 0, &rv, &xv)) return false;
     if (xv.offset != slot.offset || xv.rank != slot.rank) return false;
     for (int d = 0; d < slot.rank; d++)
         if (xv.sizes[d] != slot.sizes[d] || (slot.sizes[d] > 1 && xv.strides[d] != slot.strides[d])) return false;
@@ -156,7 +156,7 @@ static bool slot_shaped(const st_plan *p, int v, int y, int axis)
  * value placed through a reshape (its slot must stay contiguous). */
 static bool holds_reshaped(const st_plan *p, int c)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int y = g->nodes[c].out[0];
     int axis = ((const st_concat_state *)p->nodes[c].state)->axis;
     for (int v = 0; v < p->n_values; v++) {
@@ -174,7 +174,7 @@ static bool holds_reshaped(const st_plan *p, int c)
 static bool nest_ok(const st_plan *p, int v, int y, int axis)
 {
     int prod = p->values[v].producer;
-    if (prod < 0 || !(p->model->g->nodes[prod].op->flags & ST_OP_CONCAT)) return true;
+    if (prod < 0 || !(p->g->nodes[prod].op->flags & ST_OP_CONCAT)) return true;
     return lead_one(p, y, axis) || !holds_reshaped(p, prod);
 }
 
@@ -203,7 +203,7 @@ typedef struct overlap_ctx {
 static bool readers_first(const overlap_ctx *o, int v, int64_t lo, int64_t hi, int depth)
 {
     const st_plan *p = o->p;
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     if (depth > 16) return false;
     int first_w = g->n_nodes;
     for (int64_t a = lo; a < hi && a < o->s0; a++)
@@ -243,12 +243,12 @@ static bool readers_first(const overlap_ctx *o, int v, int64_t lo, int64_t hi, i
  * overlap_ctx). */
 static bool overlap_safe(const st_plan *p, int c, int axis, int r, int64_t s0, int k0, int k1, const int64_t *start)
 {
-    const st_node *n = &p->model->g->nodes[c];
+    const st_node *n = &p->g->nodes[c];
     int64_t base = start[k0] - s0;
     if (base < 0) return false;
     int *writer = malloc((size_t)s0 * sizeof *writer);
     if (!writer) return false;
-    int first_w = p->model->g->n_nodes;
+    int first_w = p->g->n_nodes;
     bool ok = true;
     for (int q = 0; q < k0 && ok; q++) {
         int x = n->in[q];
@@ -271,7 +271,7 @@ static bool overlap_safe(const st_plan *p, int c, int axis, int r, int64_t s0, i
 
 void st_pass_place_concats(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     for (int i = 0; i < g->n_nodes; i++) {
         const st_node *n = &g->nodes[i];
         st_pnode *pn = &p->nodes[i];

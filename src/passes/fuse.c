@@ -38,7 +38,7 @@ static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[n
  * count is st_plan_count_readers's. */
 int st_plan_sole_reader(const st_plan *p, const int *count, int v)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     if (count[v] != 1 || g->values[v].is_output) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_exec(p, i)) continue;
@@ -123,7 +123,7 @@ static bool same_shape(const st_plan *p, int a, int b)
 /* count[v]: how many input slots of running nodes read value v. */
 void st_plan_count_readers(const st_plan *p, int *count)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     memset(count, 0, (size_t)p->n_values * sizeof *count);
     for (int i = 0; i < g->n_nodes; i++) {
         if (!is_exec(p, i)) continue;
@@ -184,7 +184,7 @@ static void rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int
 
 void st_pass_fuse(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     users u = {calloc((size_t)p->n_values + 1, sizeof(int))};
     if (!u.count) return; /* fusion is an optimisation */
     st_plan_count_readers(p, u.count);

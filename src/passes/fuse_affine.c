@@ -79,7 +79,7 @@ static bool channel_const(const st_plan *p, int c, const st_tinfo *x, float *v)
 /* The epilogue activation for node a reading x, or false. */
 static bool act_of(const st_plan *p, int a, int x, st_epilogue *e)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[a];
     const char *op = st_plan_op(p, n, a)->name;
     static const char *FUSABLE[] = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip"};
@@ -108,7 +108,7 @@ static bool act_of(const st_plan *p, int a, int x, st_epilogue *e)
 /* BatchNormalization a reading x as a per-channel (scale, shift), or false. */
 static bool batchnorm_of(const st_plan *p, int a, int x, const st_tinfo *xt, float *sc, float *sh, float *tmp)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[a];
     if (strcmp(st_plan_op(p, n, a)->name, "BatchNormalization") != 0 || n->domain[0]) return false;
     const st_norm_state *s = p->nodes[a].state;
@@ -138,7 +138,7 @@ static bool batchnorm_of(const st_plan *p, int a, int x, const st_tinfo *xt, flo
  * x -> x * S + T becomes the op of it.  False when node a is not one. */
 static bool affine_of(const st_plan *p, int a, int x, const st_tinfo *xt, float *S, float *T, float *v)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[a];
     const char *op = st_plan_op(p, n, a)->name;
     int code = !strcmp(op, "Mul") ? 0 : !strcmp(op, "Add") ? 1 : !strcmp(op, "Sub") ? 2 : !strcmp(op, "Div") ? 3 : -1;
@@ -161,7 +161,7 @@ static bool affine_of(const st_plan *p, int a, int x, const st_tinfo *xt, float 
 
 static void fuse_conv(st_plan *p, int *count, int i)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[i];
     st_conv_state *cs = p->nodes[i].state;
     int x0 = st_plan_out(p, n, i, 0);
@@ -234,7 +234,7 @@ static void fuse_conv(st_plan *p, int *count, int i)
 
 void st_pass_fuse_affine(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int *count = count_users(p);
     if (!count) return;
     for (int i = 0; i < g->n_nodes; i++) {

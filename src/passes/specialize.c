@@ -43,6 +43,7 @@ static void liveness(st_plan *p, const st_graph *g, bool *live_node)
         if (!live_node[i]) continue;
         for (int k = 0; k < n->n_in; k++)
             if (n->in[k] >= 0) live_val[n->in[k]] = true;
+        for (int k = 0; k < n->n_implicit; k++) live_val[n->implicit[k]] = true;
     }
     (void)p;
     free(live_val);
@@ -165,11 +166,13 @@ static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
         }
         if (gv->producer < 0) continue;
         const st_node *n = &g->nodes[gv->producer];
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0 && !seen[n->in[k]]) {
-                seen[n->in[k]] = true;
-                stack[top++] = n->in[k];
+        for (int k = 0; k < n->n_in + n->n_implicit; k++) {
+            int u = k < n->n_in ? n->in[k] : n->implicit[k - n->n_in];
+            if (u >= 0 && !seen[u]) {
+                seen[u] = true;
+                stack[top++] = u;
             }
+        }
     }
     free(stack);
     free(seen);
@@ -178,7 +181,7 @@ static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
 
 st_status st_specialize(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     bool *live = calloc((size_t)g->n_nodes + 1, sizeof *live);
     st_tinfo *tin = NULL, *tout = NULL;
     if (!live) return st_error(ST_ERR_NOMEM, "out of memory planning");
@@ -210,6 +213,23 @@ st_status st_specialize(st_plan *p)
         if (!n->op) {
             s = st_error(ST_ERR_UNSUPPORTED, "node '%s': unsupported op '%s' (domain '%s', opset %d)", n->name,
                          n->op_type, n->domain[0] ? n->domain : "ai.onnx", n->opset);
+            break;
+        }
+        if (n->op->flags & ST_OP_CONTROL) {
+            /* its condition or trip count may come from a small graph
+             * input: plan again with that input's value known */
+            int decide = !strcmp(n->op_type, "Scan") ? -1 : 0;
+            for (int k = 0; decide >= 0 && k <= (!strcmp(n->op_type, "Loop") ? 1 : 0) && k < n->n_in; k++) {
+                int v = n->in[k];
+                if (v >= 0 && p->values[v].kind != ST_PV_CONST && (p->needs_values = mark_value_inputs(p, g, v))) {
+                    s = st_error(ST_ERR_SHAPE, "replan with input values");
+                    break;
+                }
+            }
+            if (s != ST_OK) break;
+            /* the graph is rewritten: the caller plans it again */
+            s = st_control_expand(p, i);
+            if (s == ST_OK) p->expanded = true;
             break;
         }
         memset(tin, 0, (size_t)max_io * sizeof *tin);
@@ -273,7 +293,7 @@ st_status st_specialize(st_plan *p)
 
 st_status st_fold_node(st_plan *p, int node)
 {
-    const st_node *n = &p->model->g->nodes[node];
+    const st_node *n = &p->g->nodes[node];
     int nio = n->n_in + n->n_out;
     st_operand ops[nio > 0 ? nio : 1];
     st_view views[nio > 0 ? nio : 1];

@@ -33,7 +33,7 @@ static st_status resolve(st_plan *p, int v);
 static st_status resolve_placed(st_plan *p, int v)
 {
     st_pvalue *pv = &p->values[v];
-    const st_node *c = &p->model->g->nodes[pv->concat];
+    const st_node *c = &p->g->nodes[pv->concat];
     int y = c->out[0];
     ST_TRY(resolve(p, y));
     const st_concat_state *cs = p->nodes[pv->concat].state;
@@ -82,7 +82,7 @@ static st_status resolve(st_plan *p, int v)
 /* Tries to make node i a pure view of its first input. */
 static st_status lower_view(st_plan *p, int i)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[i];
     int x = n->in[0];
     ST_TRY(resolve(p, x));
@@ -111,7 +111,7 @@ static st_status lower_view(st_plan *p, int i)
 
 st_status st_pass_layout(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     for (int v = 0; v < p->n_values; v++)
         if (p->values[v].kind == ST_PV_CONST || p->values[v].kind == ST_PV_INPUT) ST_TRY(resolve(p, v));
     for (int i = 0; i < g->n_nodes; i++) {

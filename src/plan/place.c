@@ -37,7 +37,7 @@ static bool placed_node(const st_plan *p, int i)
 
 void st_plan_knode(const st_plan *p, int i, int device, st_view *views, const void **data, st_knode *out)
 {
-    const st_node *n = &p->model->g->nodes[i];
+    const st_node *n = &p->g->nodes[i];
     int n_in;
     const int *in = st_plan_in(p, n, i, &n_in);
     for (int k = 0; k < n_in + n->n_out; k++) {
@@ -80,7 +80,7 @@ int st_plan_value_device(const st_plan *p, int v)
 /* The kernel for node i on device d, or NULL with why filled. */
 static const st_kernel *ask(const st_plan *p, int i, int d, char *why, size_t len)
 {
-    const st_node *n = &p->model->g->nodes[i];
+    const st_node *n = &p->g->nodes[i];
     int n_in;
     st_plan_in(p, n, i, &n_in);
     int nio = n_in + n->n_out;
@@ -94,7 +94,7 @@ static const st_kernel *ask(const st_plan *p, int i, int d, char *why, size_t le
 /* Places node i: main if its table takes it, else the host. */
 static st_status place_node(st_plan *p, int i, bool main_ok)
 {
-    const st_node *n = &p->model->g->nodes[i];
+    const st_node *n = &p->g->nodes[i];
     st_pnode *pn = &p->nodes[i];
     char why[320] = "", why_host[320] = "";
     if (main_ok) {
@@ -158,8 +158,8 @@ st_status st_plan_place(st_plan *p)
         if (!p->target.mixed || p->target.strict || p->nodes[bad].device == ST_DEV_HOST) {
             char why[320];
             ask(p, bad, p->nodes[bad].device, why, sizeof why);
-            s = st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): %s", p->model->g->nodes[bad].name,
-                         st_plan_op(p, &p->model->g->nodes[bad], bad)->name, why);
+            s = st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): %s", p->g->nodes[bad].name,
+                         st_plan_op(p, &p->g->nodes[bad], bad)->name, why);
             break;
         }
         forced[bad] = true;
@@ -174,7 +174,7 @@ st_status st_plan_prepare(st_plan *p)
     for (int i = 0; i < p->n_nodes; i++) {
         st_pnode *pn = &p->nodes[i];
         if (pn->kind != ST_PN_EXEC || !pn->kernel || !pn->kernel->prepare) continue;
-        const st_node *n = &p->model->g->nodes[i];
+        const st_node *n = &p->g->nodes[i];
         int n_in;
         st_plan_in(p, n, i, &n_in);
         int nio = n_in + n->n_out;

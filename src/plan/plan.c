@@ -59,7 +59,7 @@ static int by_offset(const void *a, const void *b)
 
 st_status st_plan_buffers(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     int *buf_of_root = malloc(((size_t)p->n_values + 1) * sizeof *buf_of_root);
     p->buffers = calloc((size_t)p->n_values + (size_t)p->n_transfers + 1, sizeof *p->buffers);
     if (!buf_of_root || !p->buffers) {
@@ -156,7 +156,7 @@ st_status st_plan_buffers(st_plan *p)
 
 static st_status init_values(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
         const st_value *gv = &g->values[v];
@@ -210,6 +210,26 @@ static void release_nodes(st_plan *p)
     }
 }
 
+/* After an expansion the graph has more values and nodes. */
+static st_status plan_fit(st_plan *p)
+{
+    if (p->g->n_values > p->n_values) {
+        st_pvalue *v = realloc(p->values, ((size_t)p->g->n_values + 1) * sizeof *v);
+        if (!v) return st_error(ST_ERR_NOMEM, "out of memory planning");
+        p->values = v;
+    }
+    if (p->g->n_nodes > p->n_nodes) {
+        st_pnode *n = realloc(p->nodes, ((size_t)p->g->n_nodes + 1) * sizeof *n);
+        if (!n) return st_error(ST_ERR_NOMEM, "out of memory planning");
+        p->nodes = n;
+    }
+    p->n_values = p->g->n_values;
+    p->n_nodes = p->g->n_nodes;
+    memset(p->values, 0, (size_t)p->n_values * sizeof *p->values);
+    memset(p->nodes, 0, (size_t)p->n_nodes * sizeof *p->nodes);
+    return ST_OK;
+}
+
 static void plan_reset(st_plan *p)
 {
     release_nodes(p);
@@ -231,6 +251,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     st_plan *p = calloc(1, sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory planning");
     p->model = m;
+    p->g = m->g;
     p->target = *t;
     p->precision = o->precision ? o->precision : ST_F32;
     p->sanitize = o->sanitize != 0;
@@ -255,13 +276,19 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     }
     p->in_data = in_data;
     st_status s;
-    /* each retry makes at least one more input a known value, so this ends */
+    /* each retry makes at least one more input a known value, or expands
+     * one more control-flow node into its body (the graph's size is
+     * bounded, passes/control.c), so this ends */
     for (;;) {
         p->needs_values = 0;
+        p->expanded = false;
         s = init_values(p);
         if (s == ST_OK) s = st_specialize(p);
-        if (s == ST_OK || !p->needs_values) break;
+        if (s == ST_OK && !p->expanded) break;
+        if (s != ST_OK && !p->needs_values) break;
         plan_reset(p);
+        s = plan_fit(p);
+        if (s != ST_OK) break;
     }
     p->in_data = NULL;
     if (s == ST_OK) st_pass_fuse(p);
@@ -282,7 +309,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
                      const void *const *in_data)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     for (int i = 0; i < p->n_inputs; i++) {
         if (p->in_rank[i] != in_rank[i]) return false;
         for (int d = 0; d < in_rank[i]; d++)
@@ -298,7 +325,7 @@ bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_di
 /* Wraps each constant that host commands read where it lies (no copy). */
 static st_status wrap_consts(st_plan *p, st_backend *host, const bool *read, bool main_view)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
         if (pv->kind != ST_PV_CONST || !read[v]) continue;
@@ -322,7 +349,7 @@ static st_status wrap_consts(st_plan *p, st_backend *host, const bool *read, boo
 
 st_status st_plan_bind(st_plan *p, st_backend *b, st_backend *host, st_storage *arena, st_storage *host_arena)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     /* storages[0] and [1] are the arenas; then one per constant a command
      * reads (a device holds them all in one) */
     int n_const = 0;
@@ -401,5 +428,6 @@ void st_plan_free(st_plan *p)
     free(p->in_dims);
     free(p->value_inputs);
     free(p->value_data);
+    st_graph_free(p->own_g);
     free(p);
 }

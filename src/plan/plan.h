@@ -126,6 +126,12 @@ typedef struct st_transfer {
 
 typedef struct st_plan {
     const struct st_model *model;
+    /* The graph planned: the model's, or the plan's own copy once control
+     * flow was expanded into it (passes/control.c).  Value ids of the
+     * model's graph keep their meaning in it; node ids may not. */
+    const st_graph *g;
+    st_graph *own_g;
+    bool expanded;               /* set by specialize: the graph changed, plan again */
     uint64_t serial;             /* unique within its session (never reused, unlike addresses) */
     st_dtype precision;
     /* the input shapes this plan was built for */
@@ -220,6 +226,11 @@ const st_transfer *st_plan_transfer_of(const st_plan *p, int v, int d);
 
 /* Plan-owned memory for a constant. */
 void *st_plan_alloc(st_plan *p, uint64_t bytes);
+
+/* Whether node n is If, Loop or Scan; expands control node i into its
+ * body in the plan's own graph (passes/control.c). */
+bool st_control_op(const st_node *n);
+st_status st_control_expand(st_plan *p, int i);
 
 /* Evaluates a node on the host (folding), outputs into plan memory. */
 st_status st_fold_node(st_plan *p, int node);

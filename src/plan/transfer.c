@@ -42,7 +42,7 @@ const st_transfer *st_plan_transfer_of(const st_plan *p, int v, int d)
 
 st_status st_plan_transfers(st_plan *p)
 {
-    const st_graph *g = p->model->g;
+    const st_graph *g = p->g;
     if (!p->target.mixed) return ST_OK;
     int cap = 0;
     for (int i = 0; i < p->n_nodes; i++) {

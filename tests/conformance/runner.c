@@ -217,7 +217,7 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
     const st_plan *p = result == R_PASS ? st_session_plan(sess) : NULL;
     for (int i = 0; p && i < p->n_nodes; i++)
         if (p->nodes[i].kind == ST_PN_EXEC && p->nodes[i].device == ST_DEV_HOST) {
-            snprintf(msg, cap, "node '%s' (%s) ran on the CPU", m->g->nodes[i].name, m->g->nodes[i].op_type);
+            snprintf(msg, cap, "node '%s' (%s) ran on the CPU", p->g->nodes[i].name, p->g->nodes[i].op_type);
             result = R_PASS_FALLBACK;
             break;
         }

@@ -1,0 +1,42 @@
+/*
+ * derive.h — derived graphs: a plan's private copy of a graph, which
+ * control-flow expansion (passes/control.c) rewrites by splicing a body's
+ * nodes in place of the node that runs it.
+ *
+ * A derived graph owns its arrays (values, nodes, the nodes' id lists) and
+ * borrows everything else (names, attributes, constants, subgraphs) from
+ * the model's graphs, which outlive it (the plan keeps the model).  What
+ * expansion makes (a value's name, an iteration's constant, a new node's
+ * attributes) is recorded in owned[] and freed with the graph.  Value ids
+ * of the graph it derives from keep their meaning; node ids after a splice
+ * point shift.
+ */
+#ifndef ST_DERIVE_H
+#define ST_DERIVE_H
+
+#include "core/status.h"
+#include "graph/graph.h"
+
+st_graph *st_graph_derive(const st_graph *g);
+void st_graph_free_derived(st_graph *g);
+
+/* Records p as owned by g (freed with it); returns p, or NULL (and frees
+ * p) when out of memory. */
+void *st_graph_own(st_graph *g, void *p);
+/* A copy of the formatted string owned by g, or NULL. */
+char *st_graph_strf(st_graph *g, const char *fmt, ...) ST_PRINTF(2, 3);
+
+/* A new value named name (owned copy), or -1 when out of memory. */
+int st_graph_add_value(st_graph *g, const char *name);
+/* A new constant value holding a copy of data, or -1. */
+int st_graph_add_const(st_graph *g, const char *name, st_dtype dtype, int rank, const int64_t *dims, const void *data);
+/* Makes room for n nodes at index at (n >= 1), replacing node at: nodes
+ * after it move up by n - 1 and every value's producer follows.  The new
+ * slots are zeroed; the caller fills them (id lists through st_graph_own
+ * are not needed: a derived graph frees every node's in, out and implicit
+ * arrays).  Returns false when out of memory. */
+bool st_graph_splice(st_graph *g, int at, int n);
+/* Recomputes every value's producer from the nodes' outputs. */
+void st_graph_relink(st_graph *g);
+
+#endif

@@ -1,0 +1,239 @@
+/*
+ * test_gemm_s8.c — the int8 GEMM core (src/backends/cpu/gemm_s8.h)
+ * against a scalar int64 reference, every output element, exact equality.
+ *
+ * Random shapes (m, n, k off the block sizes, k = 1, m = 1, n = 1), the
+ * four signedness combinations, zero points absent, per tensor and per
+ * row / column with values at the types' extremes, the four outputs
+ * (int32, u8, s8, f32), strided A and C, serial and on a pool of 2
+ * threads, and a k long enough for the int32 sum to wrap.  CTest runs it
+ * twice: as is (the VNNI kernels where the CPU has them) and with
+ * STRATA_CPU_NO_AVX512=1 (the portable kernels).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backends/cpu/gemm_s8.h"
+#include "check.h"
+
+static int64_t lo_of(st_dtype t) { return t == ST_I8 ? -128 : 0; }
+static int64_t hi_of(st_dtype t) { return t == ST_I8 ? 127 : 255; }
+
+static int64_t val(st_dtype t, uint8_t b) { return t == ST_I8 ? (int64_t)(int8_t)b : (int64_t)b; }
+
+/* a value of type t: mostly uniform, sometimes an extreme */
+static uint8_t draw(test_rng *r, st_dtype t)
+{
+    int64_t v;
+    switch (rng_range(r, 0, 7)) {
+    case 0: v = lo_of(t); break;
+    case 1: v = hi_of(t); break;
+    default: v = rng_range(r, lo_of(t), hi_of(t)); break;
+    }
+    return (uint8_t)v;
+}
+
+/* The reference epilogue: the ONNX formulas, written out independently. */
+static void ref_out(const st_s8_gemm *g, int64_t i, int64_t j, int32_t v, void *dst)
+{
+    if (g->out == ST_S8_OUT_I32) {
+        *(int32_t *)dst = v;
+        return;
+    }
+    float s = 1.0f;
+    if (g->row_scale && g->col_scale) s = g->row_scale[i] * g->col_scale[j];
+    else if (g->row_scale) s = g->row_scale[i];
+    else if (g->col_scale) s = g->col_scale[j];
+    if (g->div != 0.0f) s /= g->div;
+    float f = (float)v * s;
+    if (g->out == ST_S8_OUT_F32) {
+        if (g->row_bias) f += g->row_bias[i];
+        if (g->col_bias) f += g->col_bias[j];
+        *(float *)dst = f;
+        return;
+    }
+    int64_t lo = g->out == ST_S8_OUT_U8 ? 0 : -128, hi = g->out == ST_S8_OUT_U8 ? 255 : 127;
+    float r = isnan(f) ? 0.0f : nearbyintf(f);
+    int64_t q;
+    if (r < (float)(lo - g->zero_point)) q = lo;
+    else if (r > (float)(hi - g->zero_point)) q = hi;
+    else q = (int64_t)r + g->zero_point;
+    if (g->out == ST_S8_OUT_U8) *(uint8_t *)dst = (uint8_t)q;
+    else *(int8_t *)dst = (int8_t)q;
+}
+
+static size_t out_size(st_s8_out o) { return o == ST_S8_OUT_U8 || o == ST_S8_OUT_S8 ? 1 : 4; }
+
+static int cases_run;
+
+/* One product: draws everything, runs it with pool (NULL: serial), checks
+ * every element. */
+static void one_case(test_rng *rng, st_pool *pool, int64_t m, int64_t n, int64_t k, st_dtype at, st_dtype bt, int zp_mode,
+                     st_s8_out out, bool strided)
+{
+    uint8_t *a = malloc((size_t)(m * k + 1)), *b = malloc((size_t)(k * n + 1));
+    int32_t *za = malloc((size_t)(m + 1) * sizeof *za), *zb = malloc((size_t)(n + 1) * sizeof *zb);
+    float *rs = malloc((size_t)(m + 1) * sizeof *rs), *cs = malloc((size_t)(n + 1) * sizeof *cs);
+    float *rb = malloc((size_t)(m + 1) * sizeof *rb), *cb = malloc((size_t)(n + 1) * sizeof *cb);
+    size_t es = out_size(out);
+    int64_t c_rs = strided ? 1 : n + 3, c_cs = strided ? m : 1; /* strided: C column-major */
+    size_t cbytes = (size_t)((strided ? m * n : m * (n + 3)) + 4) * es;
+    char *c = malloc(cbytes), *want = malloc(es);
+    if (!a || !b || !za || !zb || !rs || !cs || !rb || !cb || !c || !want) {
+        CHECK(!"out of memory");
+        return;
+    }
+    for (int64_t i = 0; i < m * k; i++) a[i] = draw(rng, at);
+    for (int64_t i = 0; i < k * n; i++) b[i] = draw(rng, bt);
+    /* zp_mode: 0 none, 1 per tensor, 2 per row of A, 3 per column of B, 4 both per row/column */
+    for (int64_t i = 0; i < m; i++) za[i] = (int32_t)val(at, draw(rng, at));
+    for (int64_t j = 0; j < n; j++) zb[j] = (int32_t)val(bt, draw(rng, bt));
+    for (int64_t i = 0; i < m; i++) {
+        rs[i] = (float)rng_range(rng, 1, 1000) * 1e-5f;
+        rb[i] = (float)rng_range(rng, -1000, 1000) * 0.01f;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        cs[j] = (float)rng_range(rng, 1, 1000) * 1e-4f;
+        cb[j] = (float)rng_range(rng, -1000, 1000) * 0.01f;
+    }
+    st_s8_packed *bp = st_gemm_s8_pack_b(b, bt, k, n, n, 1);
+    CHECK(bp != NULL);
+    if (!bp) return;
+    st_s8_gemm g = {0};
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a;
+    g.a_type = at;
+    /* strided: A read as the transpose of a [k, m] buffer */
+    g.a_rs = strided ? 1 : k;
+    g.a_cs = strided ? m : 1;
+    g.b = bp;
+    g.a_zp = zp_mode == 0 || zp_mode == 3 ? (zp_mode == 3 ? za : NULL) : za;
+    g.a_zp_step = zp_mode == 2 || zp_mode == 4 ? 1 : 0;
+    g.b_zp = zp_mode == 0 ? NULL : zb;
+    g.b_zp_step = zp_mode == 3 || zp_mode == 4 ? 1 : 0;
+    g.out = out;
+    int sc = (int)rng_range(rng, 0, 3);
+    g.row_scale = sc & 1 ? rs : NULL;
+    g.col_scale = sc & 2 ? cs : NULL;
+    /* a tiny divisor makes the scale infinite: 0 * inf is NaN, which quantizes to the zero point */
+    static const float DIV[4] = {0.0f, 0.0f, 0.37f, 1e-40f};
+    g.div = DIV[rng_range(rng, 0, 3)];
+    g.zero_point = (int32_t)(out == ST_S8_OUT_S8 ? rng_range(rng, -128, 127) : rng_range(rng, 0, 255));
+    if (rng_range(rng, 0, 1)) g.row_bias = rb;
+    if (rng_range(rng, 0, 1)) g.col_bias = cb;
+    g.c = c;
+    g.c_rs = c_rs;
+    g.c_cs = c_cs;
+    memset(c, 0xa5, cbytes);
+    st_status st = st_gemm_s8_run(pool, &g);
+    CHECK(st == ST_OK);
+    long bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t zai = g.a_zp ? g.a_zp[i * g.a_zp_step] : 0, zbj = g.b_zp ? g.b_zp[j * g.b_zp_step] : 0, acc = 0;
+            for (int64_t p = 0; p < k; p++)
+                acc += (val(at, a[i * g.a_rs + p * g.a_cs]) - zai) * (val(bt, b[p * n + j]) - zbj);
+            ref_out(&g, i, j, (int32_t)(uint32_t)(uint64_t)acc, want);
+            const char *got = c + (i * c_rs + j * c_cs) * (int64_t)es;
+            if (memcmp(got, want, es) != 0) {
+                if (bad++ < 3)
+                    CHECKF(false, "m %lld n %lld k %lld A %s B %s zp %d out %d strided %d: (%lld, %lld)", (long long)m,
+                           (long long)n, (long long)k, st_dtype_name(at), st_dtype_name(bt), zp_mode, (int)out, strided,
+                           (long long)i, (long long)j);
+            }
+        }
+    if (!bad) CHECK(true);
+    /* padding of a row-major C is untouched */
+    if (!strided && m > 0 && n > 0) CHECK((uint8_t)c[n * (int64_t)es] == 0xa5);
+    cases_run++;
+    st_gemm_s8_packed_free(bp);
+    free(a), free(b), free(za), free(zb), free(rs), free(cs), free(rb), free(cb), free(c), free(want);
+}
+
+/* st_gemm_s8_pack_a and st_gemm_s8_block directly, B read through an
+ * offset table (as a conv reads its staged input), plus the column sums. */
+static void block_case(test_rng *rng, int64_t m, int64_t n, int64_t k, bool a_unsigned)
+{
+    st_dtype at = a_unsigned ? ST_U8 : ST_I8, bt = a_unsigned ? ST_I8 : ST_U8;
+    int64_t kq = (k + 3) / 4, groups = rng_range(rng, 1, 3), mt = m * groups;
+    uint8_t *a = malloc((size_t)(mt * k + 1));
+    /* B: a "plane" of bytes; quad q of column j at plane + off[q] + 4 j */
+    int64_t span = n * 4 + 64;
+    uint8_t *plane = calloc((size_t)(kq * span + 64), 1);
+    int64_t *koff = malloc((size_t)(k + 1) * sizeof *koff), *off = malloc((size_t)(kq + 1) * sizeof *off);
+    int32_t *c = malloc((size_t)(m * n + 1) * sizeof *c), *sums = malloc((size_t)(n + 1) * sizeof *sums);
+    if (!a || !plane || !koff || !off || !c || !sums) {
+        CHECK(!"out of memory");
+        return;
+    }
+    for (int64_t i = 0; i < mt * k; i++) a[i] = draw(rng, at);
+    /* quads in reverse order of rows of the plane, with padding past k stored 0 */
+    for (int64_t q = 0; q < kq; q++) off[q] = (kq - 1 - q) * span + 4 * rng_range(rng, 0, 8);
+    for (int64_t q = 0; q < kq; q++)
+        for (int64_t j = 0; j < n; j++)
+            for (int t = 0; t < 4; t++) plane[off[q] + 4 * j + t] = 4 * q + t < k ? draw(rng, bt) : 0;
+    for (int64_t p = 0; p < k; p++) koff[p] = p;
+    st_s8_packed *ap = st_gemm_s8_pack_a(a, at, mt, m, k, koff, k);
+    CHECK(ap != NULL);
+    if (!ap) return;
+    st_s8_b b = {plane, off, ST_S8_NR * 4};
+    int64_t g = groups - 1, gblocks = (m + ST_S8_MR - 1) / ST_S8_MR;
+    st_s8_epi e = {0};
+    e.out = ST_S8_OUT_I32;
+    st_gemm_s8_block(ap->data + g * gblocks * kq * ST_S8_MR * 4, a_unsigned, &b, kq, m, n, c, n, &e);
+    st_gemm_s8_colsums(&b, !a_unsigned, kq, n, sums);
+    long bad = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t cs = 0;
+        for (int64_t p = 0; p < k; p++) cs += val(bt, plane[off[p / 4] + 4 * j + p % 4]);
+        if (sums[j] != (int32_t)cs && bad++ < 3) CHECKF(false, "column sum %lld (m %lld n %lld k %lld)", (long long)j, (long long)m, (long long)n, (long long)k);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t acc = 0;
+            for (int64_t p = 0; p < k; p++) acc += val(at, a[(g * m + i) * k + p]) * val(bt, plane[off[p / 4] + 4 * j + p % 4]);
+            if (c[i * n + j] != (int32_t)acc && bad++ < 3)
+                CHECKF(false, "block (%lld, %lld) m %lld n %lld k %lld au %d", (long long)i, (long long)j, (long long)m,
+                       (long long)n, (long long)k, a_unsigned);
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        int64_t rs = 0;
+        for (int64_t p = 0; p < k; p++) rs += val(at, a[(g * m + i) * k + p]);
+        if (ap->sums[g * m + i] != (int32_t)rs && bad++ < 3) CHECKF(false, "row sum %lld", (long long)i);
+    }
+    if (!bad) CHECK(true);
+    st_gemm_s8_packed_free(ap);
+    free(a), free(plane), free(koff), free(off), free(c), free(sums);
+}
+
+int main(void)
+{
+    test_rng rng = {20261201};
+    st_pool *pool2 = st_pool_create(2);
+    CHECK(pool2 != NULL);
+    static const st_dtype T[2] = {ST_U8, ST_I8};
+    static const st_s8_out O[4] = {ST_S8_OUT_I32, ST_S8_OUT_U8, ST_S8_OUT_S8, ST_S8_OUT_F32};
+    /* fixed edge shapes, then random ones */
+    static const int64_t EDGE[][3] = {{1, 1, 1}, {1, 1, 4}, {8, 48, 4}, {9, 49, 5}, {7, 47, 3}, {1, 200, 33},
+                                      {33, 1, 17}, {16, 16, 1}, {40, 100, 64}, {3, 5, 2}, {65, 193, 9}, {0, 5, 3}};
+    for (size_t s = 0; s < sizeof EDGE / sizeof EDGE[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int zp = 0; zp < 5; zp++)
+                    one_case(&rng, (s + zp) % 2 ? pool2 : NULL, EDGE[s][0], EDGE[s][1], EDGE[s][2], T[ta], T[tb], zp,
+                             O[(s + zp + ta) % 4], false);
+    for (int it = 0; it < 400; it++) {
+        int64_t m = rng_range(&rng, 1, 70), n = rng_range(&rng, 1, 150), k = rng_range(&rng, 1, 80);
+        one_case(&rng, it % 2 ? pool2 : NULL, m, n, k, T[rng_range(&rng, 0, 1)], T[rng_range(&rng, 0, 1)],
+                 (int)rng_range(&rng, 0, 4), O[rng_range(&rng, 0, 3)], rng_range(&rng, 0, 3) == 0);
+    }
+    /* the int32 sum wraps: k * 255 * 255 > 2^31 */
+    one_case(&rng, pool2, 3, 50, 40000, ST_U8, ST_U8, 0, ST_S8_OUT_I32, false);
+    one_case(&rng, NULL, 2, 17, 70001, ST_I8, ST_I8, 4, ST_S8_OUT_I32, false);
+    for (int it = 0; it < 60; it++)
+        block_case(&rng, rng_range(&rng, 1, 40), rng_range(&rng, 1, 130), rng_range(&rng, 1, 70), it % 2);
+    st_pool_destroy(pool2);
+    printf("gemm_s8: %d products, kernels: %s\n", cases_run, st_gemm_s8_fast() ? "VNNI" : "portable");
+    return check_exit("test_gemm_s8");
+}

@@ -194,23 +194,62 @@ void st_gemm_s8_colsums(const st_s8_b *b, bool b_unsigned, int64_t kq, int64_t n
 
 /* ---- the product of plain matrices ---- */
 
-/* Rows and columns per task: 4 row blocks by 4 panels (a 32 x 192 tile of
- * C), so an A block is packed once per 4 panels and even small products
- * make a few tasks for the pool.  Fixed: the split depends on the shape
+/* A tile of C per task: 8 row blocks by 4 panels (64 x 192), a panel of B
+ * reused by 8 row blocks from L1.  A is packed once, before the tiles,
+ * in blocks of the same 64 rows.  Fixed: the split depends on the shape
  * only. */
-#define RUN_MC (4 * ST_S8_MR)
+#define RUN_MC (8 * ST_S8_MR)
 #define RUN_NC (4 * ST_S8_NR)
 
 typedef struct run_job {
     const st_s8_gemm *g;
     bool flip, a_unsigned;
     int32_t shift;          /* added to A's values and zero points by the flip */
-    int64_t mtasks, ntasks;
+    int64_t mtasks, ntasks, kq;
     const int64_t *off;     /* q * NR * 4 */
+    uint8_t *apack;         /* all of A, packed */
+    int32_t *rsum;          /* A's row sums, stored values */
     st_status err;
 } run_job;
 
 static inline int32_t zp_at(const int32_t *z, int64_t step, int64_t i) { return z ? z[i * step] : 0; }
+
+/* Packs rows [i0, i0 + RUN_MC) of A, flipped when A's type is B's, and
+ * sums them; quads past k stay 0 (the buffer starts zeroed). */
+static void pack_task(void *arg, int64_t t)
+{
+    run_job *j = arg;
+    const st_s8_gemm *g = j->g;
+    int64_t i0 = t * RUN_MC, mc = g->m - i0 < RUN_MC ? g->m - i0 : RUN_MC, K = g->k, kq = j->kq;
+    const uint8_t *src = g->a;
+    uint8_t fx = j->flip ? 0x80 : 0;
+    for (int64_t r = i0; r < i0 + mc; r++) {
+        uint8_t *d = j->apack + (r / ST_S8_MR) * kq * ST_S8_MR * 4 + (r % ST_S8_MR) * 4;
+        const uint8_t *ar = src + r * g->a_rs;
+        uint32_t s = 0;
+        if (g->a_cs == 1) {
+            int64_t q = 0;
+            for (; q + 4 <= K; q += 4) {
+                uint32_t w;
+                memcpy(&w, ar + q, 4);
+                w ^= fx * 0x01010101u;
+                memcpy(d + q * ST_S8_MR, &w, 4);
+            }
+            for (; q < K; q++) d[(q / 4) * ST_S8_MR * 4 + q % 4] = (uint8_t)(ar[q] ^ fx);
+            if (j->a_unsigned)
+                for (int64_t p = 0; p < K; p++) s += (uint8_t)(ar[p] ^ fx);
+            else
+                for (int64_t p = 0; p < K; p++) s += (uint32_t)(int32_t)(int8_t)(ar[p] ^ fx);
+        } else {
+            for (int64_t q = 0; q < K; q++) {
+                uint8_t v = (uint8_t)(ar[q * g->a_cs] ^ fx);
+                d[(q / 4) * ST_S8_MR * 4 + q % 4] = v;
+                s += (uint32_t)byte_val(v, j->a_unsigned);
+            }
+        }
+        j->rsum[r] = (int32_t)s;
+    }
+}
 
 static void run_task(void *arg, int64_t t)
 {
@@ -218,34 +257,19 @@ static void run_task(void *arg, int64_t t)
     const st_s8_gemm *g = j->g;
     int64_t i0 = (t / j->ntasks) * RUN_MC, c0 = (t % j->ntasks) * RUN_NC;
     int64_t mc = g->m - i0 < RUN_MC ? g->m - i0 : RUN_MC, nc = g->n - c0 < RUN_NC ? g->n - c0 : RUN_NC;
-    int64_t kq = g->b->kq, K = g->k;
+    int64_t kq = j->kq, K = g->k;
     size_t es = st_s8_out_size(g->out);
     bool direct = g->c_cs == 1;
-    size_t apack = (size_t)((mc + ST_S8_MR - 1) / ST_S8_MR) * (size_t)kq * ST_S8_MR * 4;
-    size_t ints = (size_t)(4 * mc + 4 * nc);
-    uint8_t *buf = alloc64(apack + ints * sizeof(int32_t) + (direct ? 0 : (size_t)(mc * nc) * es));
+    size_t ints = (size_t)(3 * mc + 4 * nc);
+    int32_t *buf = alloc64(ints * sizeof(int32_t) + (direct ? 0 : (size_t)(mc * nc) * es));
     if (!buf) {
         j->err = ST_ERR_NOMEM;
         return;
     }
-    memset(buf, 0, apack);
-    int32_t *rsum = (int32_t *)(buf + apack), *rowa = rsum + mc, *rowm = rowa + mc, *rowm2 = rowm + mc;
-    int32_t *cola = rowm2 + mc, *colm = cola + nc, *colm2 = colm + nc, *zbv = colm2 + nc;
+    const int32_t *rsum = j->rsum + i0;
+    int32_t *rowa = buf, *rowm = rowa + mc, *rowm2 = rowm + mc;
+    int32_t *cola = rowm2 + mc, *colm2 = cola + nc, *zbv = colm2 + nc;
     void *tmp = direct ? NULL : (void *)(zbv + nc);
-    /* A's rows [i0, i0 + mc), flipped when A's type is B's, and their sums */
-    const uint8_t *src = g->a;
-    uint8_t fx = j->flip ? 0x80 : 0;
-    for (int64_t r = 0; r < mc; r++) {
-        uint8_t *d = buf + (r / ST_S8_MR) * kq * ST_S8_MR * 4 + (r % ST_S8_MR) * 4;
-        const uint8_t *ar = src + (i0 + r) * g->a_rs;
-        uint32_t s = 0;
-        for (int64_t q = 0; q < K; q++) {
-            uint8_t v = (uint8_t)(ar[q * g->a_cs] ^ fx);
-            d[(q / 4) * ST_S8_MR * 4 + q % 4] = v;
-            s += (uint32_t)byte_val(v, j->a_unsigned);
-        }
-        rsum[r] = (int32_t)s;
-    }
     /* C = D - zb' rsA' - za' csB' + K za' zb' (gemm_s8.h), zero points in
      * the stored domain: za' = za + shift, zb' = zb; uint32 wraps like the
      * int32 result. */
@@ -283,11 +307,12 @@ static void run_task(void *arg, int64_t t)
     e.row_bias = g->row_bias ? g->row_bias + i0 : NULL;
     e.col_bias = g->col_bias ? g->col_bias + c0 : NULL;
     st_s8_b b = {g->b->data + (c0 / ST_S8_NR) * st_gemm_s8_panel_bytes(kq), j->off, (int64_t)st_gemm_s8_panel_bytes(kq)};
+    const uint8_t *a = j->apack + (i0 / ST_S8_MR) * kq * ST_S8_MR * 4;
     if (direct) {
         char *c = (char *)g->c + (i0 * g->c_rs + c0) * (int64_t)es;
-        st_gemm_s8_block(buf, j->a_unsigned, &b, kq, mc, nc, c, g->c_rs, &e);
+        st_gemm_s8_block(a, j->a_unsigned, &b, kq, mc, nc, c, g->c_rs, &e);
     } else {
-        st_gemm_s8_block(buf, j->a_unsigned, &b, kq, mc, nc, tmp, nc, &e);
+        st_gemm_s8_block(a, j->a_unsigned, &b, kq, mc, nc, tmp, nc, &e);
         for (int64_t r = 0; r < mc; r++)
             for (int64_t c = 0; c < nc; c++)
                 memcpy((char *)g->c + ((i0 + r) * g->c_rs + (c0 + c) * g->c_cs) * (int64_t)es,
@@ -306,13 +331,23 @@ st_status st_gemm_s8_run(st_pool *pool, const st_s8_gemm *g)
     j.shift = !j.flip ? 0 : g->a_type == ST_U8 ? -128 : 128;
     j.mtasks = (g->m + RUN_MC - 1) / RUN_MC;
     j.ntasks = (g->n + RUN_NC - 1) / RUN_NC;
-    int64_t kq = g->b->kq;
-    int64_t *off = malloc((size_t)(kq > 0 ? kq : 1) * sizeof *off);
-    if (!off) return st_error(ST_ERR_NOMEM, "out of memory in an int8 GEMM");
-    for (int64_t q = 0; q < kq; q++) off[q] = q * ST_S8_NR * 4;
+    j.kq = g->b->kq;
+    size_t apack = (size_t)((g->m + ST_S8_MR - 1) / ST_S8_MR) * (size_t)j.kq * ST_S8_MR * 4;
+    int64_t *off = malloc((size_t)(j.kq > 0 ? j.kq : 1) * sizeof *off);
+    j.apack = alloc64(apack + (size_t)g->m * sizeof(int32_t));
+    if (!off || !j.apack) {
+        free(off);
+        free(j.apack);
+        return st_error(ST_ERR_NOMEM, "out of memory in an int8 GEMM");
+    }
+    memset(j.apack, 0, apack);
+    j.rsum = (int32_t *)(j.apack + apack);
+    for (int64_t q = 0; q < j.kq; q++) off[q] = q * ST_S8_NR * 4;
     j.off = off;
+    st_parallel_for(pool, j.mtasks, pack_task, &j);
     st_parallel_for(pool, j.mtasks * j.ntasks, run_task, &j);
     free(off);
+    free(j.apack);
     if (j.err != ST_OK) return st_error(j.err, "out of memory in an int8 GEMM");
     return ST_OK;
 }

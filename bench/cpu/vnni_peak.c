@@ -1,0 +1,156 @@
+/*
+ * vnni_peak.c — this CPU's int8 peak (AVX-512 VNNI vpdpbusd throughput)
+ * and the share of it strata's int8 GEMM core reaches.
+ *
+ * The peak is measured the way peak.c measures f32: each thread runs 24
+ * independent chains of vpdpbusd on zmm registers in an asm loop; a
+ * vpdpbusd is 64 multiply-adds, 128 int8 ops.  Best of 25 trials, the
+ * figure over the slowest thread's wall time.
+ *
+ * Then the GEMM at conv-like shapes (M output channels, K = C * 3 * 3,
+ * N pixels), int32 out: one thread on st_gemm_s8_block (the kernel, both
+ * operands packed: what a conv's inner loop runs), and N threads on
+ * st_gemm_s8_run (A packed per task, as MatMulInteger runs it).  Best of
+ * several repetitions.  Figures are GOPS (2 ops per multiply-add) and the
+ * share of the 1-thread or N-thread peak.
+ *
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/cpu/vnni_peak.c build/libstrata.a \
+ *      -lprotobuf-c -lm -ldl -pthread -o vnni_peak && ./vnni_peak [threads]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/cpu/gemm_s8.h"
+
+#define ITERS 4000000L
+#define CHAINS 24
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static pthread_barrier_t start;
+
+#define D4(a, b, c, d) "vpdpbusd %%zmm24, %%zmm25, %%zmm" #a "\n\t" \
+                       "vpdpbusd %%zmm24, %%zmm25, %%zmm" #b "\n\t" \
+                       "vpdpbusd %%zmm24, %%zmm25, %%zmm" #c "\n\t" \
+                       "vpdpbusd %%zmm24, %%zmm25, %%zmm" #d "\n\t"
+#define Z4(a, b, c, d) "vpxord %%zmm" #a ", %%zmm" #a ", %%zmm" #a "\n\t" \
+                       "vpxord %%zmm" #b ", %%zmm" #b ", %%zmm" #b "\n\t" \
+                       "vpxord %%zmm" #c ", %%zmm" #c ", %%zmm" #c "\n\t" \
+                       "vpxord %%zmm" #d ", %%zmm" #d ", %%zmm" #d "\n\t"
+
+__attribute__((target("avx512f,avx512vnni"))) static void *dp_loop(void *arg)
+{
+    long n = ITERS;
+    int a = 0x01020304, b = (int)(size_t)arg + 5;
+    pthread_barrier_wait(&start);
+    double t0 = now_s();
+    __asm__ volatile("vpbroadcastd %[a], %%zmm24\n\t"
+                     "vpbroadcastd %[b], %%zmm25\n\t"
+                     Z4(0, 1, 2, 3) Z4(4, 5, 6, 7) Z4(8, 9, 10, 11) Z4(12, 13, 14, 15) Z4(16, 17, 18, 19) Z4(20, 21, 22, 23)
+                     "1:\n\t"
+                     D4(0, 1, 2, 3) D4(4, 5, 6, 7) D4(8, 9, 10, 11) D4(12, 13, 14, 15) D4(16, 17, 18, 19) D4(20, 21, 22, 23)
+                     "dec %[n]\n\t"
+                     "jnz 1b\n\t"
+                     "vzeroupper\n\t"
+                     : [n] "+r"(n)
+                     : [a] "m"(a), [b] "m"(b)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+                       "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+                       "xmm23", "xmm24", "xmm25", "cc");
+    double *out = malloc(sizeof *out);
+    if (out) *out = now_s() - t0;
+    return out;
+}
+
+static double peak_gops(int threads)
+{
+    double best = 0;
+    for (int trial = 0; trial < 25; trial++) {
+        pthread_t tid[64];
+        pthread_barrier_init(&start, NULL, (unsigned)threads);
+        for (int i = 0; i < threads; i++) pthread_create(&tid[i], NULL, dp_loop, (void *)(size_t)i);
+        double worst = 0;
+        for (int i = 0; i < threads; i++) {
+            void *r = NULL;
+            pthread_join(tid[i], &r);
+            if (r && *(double *)r > worst) worst = *(double *)r;
+            free(r);
+        }
+        pthread_barrier_destroy(&start);
+        double gops = (double)threads * ITERS * CHAINS * 64 * 2 / worst / 1e9;
+        if (gops > best) best = gops;
+    }
+    return best;
+}
+
+/* One GEMM shape: returns the best GOPS of the kernel on one thread and of
+ * st_gemm_s8_run on the pool. */
+static void gemm_shape(st_pool *pool, int64_t m, int64_t n, int64_t k, double *kern, double *run)
+{
+    uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n));
+    int32_t *c = malloc((size_t)(m * n) * sizeof *c);
+    int64_t *koff = malloc((size_t)k * sizeof *koff), kq = (k + 3) / 4, *off = malloc((size_t)kq * sizeof *off);
+    for (int64_t i = 0; i < m * k; i++) a[i] = (uint8_t)(i * 7 + 3);
+    for (int64_t i = 0; i < k * n; i++) b[i] = (uint8_t)(i * 13 + 1);
+    for (int64_t i = 0; i < k; i++) koff[i] = i;
+    for (int64_t q = 0; q < kq; q++) off[q] = q * ST_S8_NR * 4;
+    st_s8_packed *ap = st_gemm_s8_pack_a(a, ST_I8, m, m, k, koff, k), *bp = st_gemm_s8_pack_b(b, ST_U8, k, n, n, 1);
+    st_s8_b bb = {bp->data, off, (int64_t)st_gemm_s8_panel_bytes(kq)};
+    st_s8_epi e = {0};
+    e.out = ST_S8_OUT_I32;
+    double ops = 2.0 * (double)m * (double)n * (double)k;
+    int reps = (int)(2e10 / ops) + 1;
+    *kern = *run = 0;
+    for (int t = 0; t < 5; t++) {
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++) st_gemm_s8_block(ap->data, false, &bb, kq, m, n, c, n, &e);
+        double g = ops * reps / (now_s() - t0) / 1e9;
+        if (g > *kern) *kern = g;
+    }
+    st_s8_gemm g = {0};
+    g.m = m, g.n = n, g.k = k, g.a = a, g.a_type = ST_I8, g.a_rs = k, g.a_cs = 1, g.b = bp, g.out = ST_S8_OUT_I32;
+    g.c = c, g.c_rs = n, g.c_cs = 1;
+    for (int t = 0; t < 5; t++) {
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++) st_gemm_s8_run(pool, &g);
+        double gg = ops * reps / (now_s() - t0) / 1e9;
+        if (gg > *run) *run = gg;
+    }
+    st_gemm_s8_packed_free(ap);
+    st_gemm_s8_packed_free(bp);
+    free(a), free(b), free(c), free(koff), free(off);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    if (threads < 1 || threads > 64) threads = 2;
+    if (!__builtin_cpu_supports("avx512vnni") || !st_gemm_s8_fast()) {
+        fprintf(stderr, "vnni_peak: this CPU has no AVX-512 VNNI (or STRATA_CPU_NO_AVX512 is set)\n");
+        return 1;
+    }
+    double p1 = peak_gops(1), pn = peak_gops(threads);
+    printf("{\"threads\": %d, \"peak_gops_1\": %.1f, \"peak_gops\": %.1f, \"gemm\": [", threads, p1, pn);
+    /* the pool runs chunks on its workers and the caller: threads - 1 workers */
+    st_pool *pool = threads > 1 ? st_pool_create(threads - 1) : NULL;
+    static const int64_t SHAPES[][3] = {{64, 4096, 576}, {32, 4096, 288}, {128, 1024, 1152}, {256, 256, 2304}, {64, 16384, 64}};
+    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+        double kern, run;
+        gemm_shape(pool, SHAPES[s][0], SHAPES[s][1], SHAPES[s][2], &kern, &run);
+        printf("%s{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"kernel_gops_1\": %.1f, \"kernel_share_1\": %.3f, "
+               "\"run_gops\": %.1f, \"run_share\": %.3f}",
+               s ? ", " : "", (long long)SHAPES[s][0], (long long)SHAPES[s][1], (long long)SHAPES[s][2], kern, kern / p1, run,
+               run / pn);
+    }
+    printf("]}\n");
+    st_pool_destroy(pool);
+    return 0;
+}

@@ -4,13 +4,14 @@
   quant_ops_test.py STRATA [CASES]
 
 Builds one model per op (ConvInteger, QLinearConv, MatMulInteger,
-QLinearMatMul) holding CASES independent random nodes: 1 to 3 spatial
+QLinearMatMul, DynamicQuantizeLinear) holding CASES independent random nodes: 1 to 3 spatial
 dims, kernels, strides, dilations, pads (explicit and auto_pad), groups
 (depthwise included), channel counts off the kernel's quads of 4, outputs
 narrow and wide (the conv's two store paths), the four signedness
 combinations, zero points absent / per tensor / per channel, row or column
 at the types' extremes, QLinear scales per tensor and per channel, int32
-bias, matmul batch broadcasting and 1-D operands.  Weights are initializers
+bias, matmul batch broadcasting and 1-D operands; DynamicQuantizeLinear
+over sizes across its chunks with NaN, -0 and inf in the input.  Weights are initializers
 (as in a quantized model); X, A and B are inputs, drawn at random.  The
 reference sums (x - x_zero_point) * (w - w_zero_point) in int64, wraps to
 int32 as the ops define, and requantizes in float32 exactly as the spec
@@ -30,7 +31,7 @@ RNG = np.random.default_rng(15)
 NP_OF = {"u8": np.uint8, "s8": np.int8}
 TP_OF = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
 RANGE = {"u8": (0, 255), "s8": (-128, 127)}
-TP_OF_NP = {np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int32): TensorProto.INT32}
+TP_OF_NP = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int32): TensorProto.INT32}
 
 
 def draw(t, shape):
@@ -247,6 +248,42 @@ def matmul_case(mdl, i, qlinear):
     mdl.nodes.append(helper.make_node("QLinearMatMul", ins, [yn]))
 
 
+def dql_case(mdl, i, _):
+    """DynamicQuantizeLinear: sizes across the kernel's chunks, NaN, -0 and inf."""
+    n = int(RNG.choice([1, 7, 16, 1000, 65536, 65537, 200003]))
+    scale = float(RNG.choice([1e-3, 1.0, 300.0]))
+    x = (RNG.standard_normal(n) * scale + RNG.uniform(-scale, scale)).astype(np.float32)
+    kind = RNG.integers(0, 6)
+    if kind == 0:
+        x = np.abs(x)                      # the range's low end is 0
+    elif kind == 1:
+        x = -np.abs(x)
+    elif kind == 2 and n > 3:
+        x[RNG.integers(0, n, size=3)] = np.nan
+        x[RNG.integers(0, n)] = -0.0
+    elif kind == 3 and n > 2:
+        x[RNG.integers(0, n)] = np.inf
+    elif kind == 4:
+        x[:] = 0
+    f32 = np.float32
+    with np.errstate(invalid="ignore", divide="ignore"):
+        finite = x[~np.isnan(x)]
+        mn = min(f32(0), finite.min()) if finite.size else f32(0)
+        mx = max(f32(0), finite.max()) if finite.size else f32(0)
+        sc = f32(f32(mx - mn) / f32(255))
+
+        def q(v, zp):
+            r = np.rint(np.asarray(v, np.float32))
+            r = np.where(np.isnan(r), f32(0), r)
+            return (np.clip(r, f32(0 - zp), f32(255 - zp)).astype(np.int64) + zp).astype(np.uint8)
+
+        zp = int(q(f32(f32(0) - mn) / sc, 0)) if sc != 0 else 0
+        y = q(x / sc, zp) if sc != 0 else np.full(n, zp, np.uint8)
+    xn = mdl.inp("x%d" % i, x)
+    outs = [mdl.out("y%d" % i, y), mdl.out("s%d" % i, np.array(sc, np.float32)), mdl.out("z%d" % i, np.array(zp, np.uint8))]
+    mdl.nodes.append(helper.make_node("DynamicQuantizeLinear", [xn], outs))
+
+
 def run(strata, model, feeds, refs, tmp, threads):
     out = os.path.join(tmp, "out%d" % threads)
     os.makedirs(out, exist_ok=True)
@@ -276,7 +313,8 @@ def main():
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         for op, fn, q in (("ConvInteger", conv_case, False), ("QLinearConv", conv_case, True),
-                          ("MatMulInteger", matmul_case, False), ("QLinearMatMul", matmul_case, True)):
+                          ("MatMulInteger", matmul_case, False), ("QLinearMatMul", matmul_case, True),
+                          ("DynamicQuantizeLinear", dql_case, False)):
             mdl = Model()
             for i in range(cases):
                 fn(mdl, i, q)

@@ -19,6 +19,7 @@
 #include "backends/cpu/conv_s8.h"
 #include "backends/cpu/gemm_s8.h"
 #include "backends/cpu/k_misc.h"
+#include "backends/cpu/quantize_vec.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
 
@@ -121,10 +122,70 @@ static void dq_rows(void *arg, int64_t task)
         }
 }
 
+/* Packed f32 in and u8 out: the range and the quantize run as vector
+ * loops (quantize_vec.h) over fixed chunks; min and max are exact, so the
+ * chunks' ranges combine to the same result in any order. */
+#define DQ_CHUNK 65536
+
+typedef struct dqv_job {
+    const float *x;
+    uint8_t *y;
+    int64_t n;
+    float *mn, *mx;                   /* per chunk */
+    float scale;
+    int32_t zp;
+} dqv_job;
+
+static void dqv_range(void *arg, int64_t t)
+{
+    dqv_job *j = arg;
+    int64_t i0 = t * DQ_CHUNK, n = j->n - i0 < DQ_CHUNK ? j->n - i0 : DQ_CHUNK;
+    j->mn[t] = j->mx[t] = 0.0f;
+    st_minmax_f32(j->x + i0, n, &j->mn[t], &j->mx[t]);
+}
+
+static void dqv_quantize(void *arg, int64_t t)
+{
+    dqv_job *j = arg;
+    int64_t i0 = t * DQ_CHUNK, n = j->n - i0 < DQ_CHUNK ? j->n - i0 : DQ_CHUNK;
+    if (j->scale != 0) st_quantize_u8_f32(j->x + i0, n, j->scale, j->zp, j->y + i0);
+    else memset(j->y + i0, j->zp, (size_t)n);
+}
+
+static bool packed(const st_operand *o)
+{
+    int64_t s = 1;
+    for (int d = o->rank - 1; d >= 0; d--) {
+        if (o->sizes[d] != 1 && o->strides[d] != s) return false;
+        s *= o->sizes[d];
+    }
+    return true;
+}
+
 st_status st_cpu_dynamic_quantize(const st_kctx *k)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
     size_t ex = st_dtype_size(x->dtype);
+    if (x->dtype == ST_F32 && packed(x) && packed(y)) {
+        dqv_job v = {x->data, y->data, st_operand_numel(x), NULL, NULL, 0, 0};
+        int64_t chunks = (v.n + DQ_CHUNK - 1) / DQ_CHUNK;
+        v.mn = malloc((size_t)(2 * chunks + 1) * sizeof *v.mn);
+        if (!v.mn) return st_error(ST_ERR_NOMEM, "out of memory");
+        v.mx = v.mn + chunks;
+        st_parallel_for(k->pool, chunks, dqv_range, &v);
+        float mn = 0, mx = 0;
+        for (int64_t t = 0; t < chunks; t++) {
+            if (v.mn[t] < mn) mn = v.mn[t];
+            if (v.mx[t] > mx) mx = v.mx[t];
+        }
+        v.scale = (mx - mn) / 255.0f;
+        if (v.scale != 0) v.zp = (int32_t)quantize((0.0f - mn) / v.scale, 0, 0, 255);
+        if (k->n_out > 1 && k->out[1].data) st_store_f32(k->out[1].dtype, k->out[1].data, v.scale);
+        if (k->n_out > 2 && k->out[2].data) *(uint8_t *)k->out[2].data = (uint8_t)v.zp;
+        st_parallel_for(k->pool, chunks, dqv_quantize, &v);
+        free(v.mn);
+        return ST_OK;
+    }
     /* the range always includes 0, so that 0 is exact */
     float mn = 0, mx = 0;
     st_iter it;

@@ -11,8 +11,9 @@
  * N pixels), int32 out: one thread on st_gemm_s8_block (the kernel, both
  * operands packed: what a conv's inner loop runs), and N threads on
  * st_gemm_s8_run (A packed per task, as MatMulInteger runs it).  Best of
- * several repetitions.  Figures are GOPS (2 ops per multiply-add) and the
- * share of the 1-thread or N-thread peak.
+ * several repetitions.  Then whole int8 convs (st_conv_s8: staging,
+ * GEMM, int32 stores) on N threads.  Figures are GOPS (2 ops per
+ * multiply-add) and the share of the 1-thread or N-thread peak.
  *
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc bench/cpu/vnni_peak.c build/libstrata.a \
  *      -lprotobuf-c -lm -ldl -pthread -o vnni_peak && ./vnni_peak [threads]
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/conv_s8.h"
 #include "backends/cpu/gemm_s8.h"
 
 #define ITERS 4000000L
@@ -129,6 +131,42 @@ static void gemm_shape(st_pool *pool, int64_t m, int64_t n, int64_t k, double *k
     free(a), free(b), free(c), free(koff), free(off);
 }
 
+/* One ConvInteger-like conv (X u8 with a zero point, W s8, int32 out) on
+ * the pool through st_conv_s8: best GOPS (2 per multiply-add of the
+ * unpadded conv) over a few repetitions, weights packed once outside. */
+static double conv_shape(st_pool *pool, int64_t cin, int64_t cout, int64_t hw, int64_t k, int64_t stride)
+{
+    int64_t oh = (hw + 2 * (k / 2) - k) / stride + 1;
+    st_operand x = {0}, w = {0}, y = {0};
+    x.dtype = ST_U8, x.rank = 4, x.sizes[0] = 1, x.sizes[1] = cin, x.sizes[2] = x.sizes[3] = hw;
+    w.dtype = ST_I8, w.rank = 4, w.sizes[0] = cout, w.sizes[1] = cin, w.sizes[2] = w.sizes[3] = k;
+    y.dtype = ST_I32, y.rank = 4, y.sizes[0] = 1, y.sizes[1] = cout, y.sizes[2] = y.sizes[3] = oh;
+    st_strides_contiguous(4, x.sizes, x.strides);
+    st_strides_contiguous(4, w.sizes, w.strides);
+    st_strides_contiguous(4, y.sizes, y.strides);
+    x.data = malloc((size_t)(cin * hw * hw));
+    w.data = malloc((size_t)(cout * cin * k * k));
+    y.data = malloc((size_t)(cout * oh * oh) * 4);
+    for (int64_t i = 0; i < cin * hw * hw; i++) ((uint8_t *)x.data)[i] = (uint8_t)(i * 29 + 7);
+    for (int64_t i = 0; i < cout * cin * k * k; i++) ((uint8_t *)w.data)[i] = (uint8_t)(i * 17 + 3);
+    memset(y.data, 0, (size_t)(cout * oh * oh) * 4);
+    st_conv_s8_window win = {2, {k, k}, {stride, stride}, {1, 1}, {k / 2, k / 2}, 1};
+    st_s8_packed *wp = st_conv_s8_pack(&w, &win);
+    st_conv_s8_args a = {0};
+    a.win = &win, a.x = &x, a.x_zp = 118, a.w = wp, a.out = ST_S8_OUT_I32, a.y = &y;
+    double ops = 2.0 * (double)(cout * cin * k * k) * (double)(oh * oh), best = 0;
+    int reps = (int)(1e10 / ops) + 1;
+    for (int t = 0; t < 7; t++) {
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++) st_conv_s8(pool, &a);
+        double g = ops * reps / (now_s() - t0) / 1e9;
+        if (g > best) best = g;
+    }
+    st_gemm_s8_packed_free(wp);
+    free(x.data), free(w.data), free(y.data);
+    return best;
+}
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
@@ -149,6 +187,17 @@ int main(int argc, char **argv)
                "\"run_gops\": %.1f, \"run_share\": %.3f}",
                s ? ", " : "", (long long)SHAPES[s][0], (long long)SHAPES[s][1], (long long)SHAPES[s][2], kern, kern / p1, run,
                run / pn);
+    }
+    printf("], \"conv\": [");
+    /* cin, cout, input size, kernel, stride: the ConvInteger comparison's
+     * shape and the quantized segmentation net's layers (bench/cpu/quant_models.py) */
+    static const int64_t CONVS[][5] = {{64, 64, 256, 3, 1}, {3, 32, 1024, 3, 1}, {32, 64, 1024, 3, 2}, {64, 32, 512, 3, 1},
+                                       {32, 16, 1024, 3, 1}, {256, 256, 32, 3, 1}};
+    for (size_t s = 0; s < sizeof CONVS / sizeof CONVS[0]; s++) {
+        double g = conv_shape(pool, CONVS[s][0], CONVS[s][1], CONVS[s][2], CONVS[s][3], CONVS[s][4]);
+        printf("%s{\"cin\": %lld, \"cout\": %lld, \"hw\": %lld, \"k\": %lld, \"stride\": %lld, \"gops\": %.1f, \"share\": %.3f}",
+               s ? ", " : "", (long long)CONVS[s][0], (long long)CONVS[s][1], (long long)CONVS[s][2], (long long)CONVS[s][3],
+               (long long)CONVS[s][4], g, g / pn);
     }
     printf("]}\n");
     st_pool_destroy(pool);

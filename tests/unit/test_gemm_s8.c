@@ -6,13 +6,15 @@
  * four signedness combinations, zero points absent, per tensor and per
  * row / column with values at the types' extremes, the four outputs
  * (int32, u8, s8, f32), strided A and C, serial and on a pool of 2
- * threads, and a k long enough for the int32 sum to wrap.  CTest runs it
+ * threads, and a k long enough for the int32 sum to wrap; then whole
+ * int8 convs (conv_s8.h) against a direct int64 conv.  CTest runs it
  * twice: as is (the VNNI kernels where the CPU has them) and with
  * STRATA_CPU_NO_AVX512=1 (the portable kernels).
  */
 #include <math.h>
 #include <stdlib.h>
 
+#include "backends/cpu/conv_s8.h"
 #include "backends/cpu/gemm_s8.h"
 #include "check.h"
 
@@ -207,6 +209,121 @@ static void block_case(test_rng *rng, int64_t m, int64_t n, int64_t k, bool a_un
     free(a), free(plane), free(koff), free(off), free(c), free(sums);
 }
 
+/* st_conv_s8 on its own: a random conv (1 to 3 spatial dims, strides,
+ * dilations, pads, groups), X read through strides (a channel slice with
+ * a gap between pixels), y written into a channel slice of a larger
+ * tensor, every output type; against an int64 direct conv. */
+static int convs_run;
+
+static void conv_case(test_rng *rng, st_pool *pool)
+{
+    int nsp = (int)rng_range(rng, 1, 3);
+    st_conv_s8_window win;
+    memset(&win, 0, sizeof win);
+    win.nsp = nsp;
+    win.group = rng_range(rng, 1, 3);
+    int64_t cg = rng_range(rng, 1, 9), mg = rng_range(rng, 1, 12), C = cg * win.group, M = mg * win.group;
+    int64_t N = rng_range(rng, 1, 2), in[3], out[3], volx = 1, voly = 1, kv = 1;
+    for (int i = 0; i < nsp; i++) {
+        win.k[i] = rng_range(rng, 1, 3);
+        win.s[i] = rng_range(rng, 1, 3);
+        win.d[i] = rng_range(rng, 1, 2);
+        win.pb[i] = rng_range(rng, 0, 2);
+        in[i] = rng_range(rng, 1, nsp == 3 ? 7 : i == nsp - 1 ? 70 : 12);
+        int64_t ext = (win.k[i] - 1) * win.d[i] + 1, pe = rng_range(rng, 0, 2);
+        if (in[i] + win.pb[i] + pe < ext) in[i] = ext;
+        out[i] = (in[i] + win.pb[i] + pe - ext) / win.s[i] + 1;
+        volx *= in[i], voly *= out[i], kv *= win.k[i];
+    }
+    st_dtype xt = rng_range(rng, 0, 1) ? ST_U8 : ST_I8, wt = rng_range(rng, 0, 1) ? ST_U8 : ST_I8;
+    static const st_s8_out O[4] = {ST_S8_OUT_I32, ST_S8_OUT_U8, ST_S8_OUT_S8, ST_S8_OUT_F32};
+    st_s8_out o = O[rng_range(rng, 0, 3)];
+    size_t es = out_size(o);
+    /* x: [N, C + 1, in..., 2] with the last dim a gap, viewed as [N, C, in...] */
+    st_operand x = {0}, w = {0}, y = {0};
+    x.dtype = xt, x.rank = 2 + nsp, x.sizes[0] = N, x.sizes[1] = C;
+    w.dtype = wt, w.rank = 2 + nsp, w.sizes[0] = M, w.sizes[1] = cg;
+    y.rank = 2 + nsp, y.sizes[0] = N, y.sizes[1] = M;
+    int64_t xs = 2, ws = 1, ys = 1;
+    for (int i = nsp - 1; i >= 0; i--) {
+        x.sizes[2 + i] = in[i], x.strides[2 + i] = xs, xs *= in[i];
+        w.sizes[2 + i] = win.k[i], w.strides[2 + i] = ws, ws *= win.k[i];
+        y.sizes[2 + i] = out[i], y.strides[2 + i] = ys, ys *= out[i];
+    }
+    x.strides[1] = xs, x.strides[0] = xs * (C + 1);
+    w.strides[1] = ws, w.strides[0] = ws * cg;
+    y.strides[1] = ys, y.strides[0] = ys * (M + 2); /* channels [1, M + 1) of M + 2 */
+    uint8_t *xb = malloc((size_t)(N * (C + 1) * volx * 2)), *wb = malloc((size_t)(M * cg * kv));
+    char *yb = malloc((size_t)(N * (M + 2) * voly) * es + 1), *want = malloc(es);
+    int32_t *wz = malloc((size_t)M * sizeof *wz), *bias = malloc((size_t)M * sizeof *bias);
+    float *scale = malloc((size_t)M * sizeof *scale), *fb = malloc((size_t)M * sizeof *fb);
+    if (!xb || !wb || !yb || !want || !wz || !bias || !scale || !fb) {
+        CHECK(!"out of memory");
+        return;
+    }
+    for (int64_t i = 0; i < N * (C + 1) * volx * 2; i++) xb[i] = draw(rng, xt);
+    for (int64_t i = 0; i < M * cg * kv; i++) wb[i] = draw(rng, wt);
+    for (int64_t m = 0; m < M; m++) {
+        wz[m] = (int32_t)val(wt, draw(rng, wt));
+        bias[m] = (int32_t)rng_range(rng, -30000, 30000);
+        scale[m] = (float)rng_range(rng, 1, 1000) * 1e-5f;
+        fb[m] = (float)rng_range(rng, -100, 100) * 0.25f;
+    }
+    x.data = xb, w.data = wb, y.data = yb + y.strides[1] * (int64_t)es;
+    y.dtype = o == ST_S8_OUT_I32 ? ST_I32 : o == ST_S8_OUT_U8 ? ST_U8 : o == ST_S8_OUT_S8 ? ST_I8 : ST_F32;
+    st_s8_packed *wp = st_conv_s8_pack(&w, &win);
+    CHECK(wp != NULL);
+    if (!wp) return;
+    st_conv_s8_args a = {0};
+    a.win = &win, a.x = &x, a.x_zp = (int32_t)val(xt, draw(rng, xt)), a.w = wp, a.out = o, a.y = &y;
+    int zm = (int)rng_range(rng, 0, 2);
+    a.w_zp = zm ? wz : NULL, a.w_zp_step = zm == 2;
+    if (o != ST_S8_OUT_I32) a.scale = scale;
+    if (rng_range(rng, 0, 1)) a.bias = bias;
+    if (o == ST_S8_OUT_F32 && rng_range(rng, 0, 1)) a.fbias = fb;
+    a.y_zp = (int32_t)(o == ST_S8_OUT_S8 ? rng_range(rng, -128, 127) : rng_range(rng, 0, 255));
+    memset(yb, 0x5a, (size_t)(N * (M + 2) * voly) * es);
+    CHECK(st_conv_s8(pool, &a) == ST_OK);
+    /* the reference: the gemm test's epilogue on an int64 direct conv */
+    st_s8_gemm g = {0};
+    g.out = o, g.row_scale = a.scale, g.row_bias = a.fbias, g.zero_point = a.y_zp;
+    long bad = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t p = 0; p < voly; p++) {
+                int64_t op[3] = {0, 0, 0}, r = p, acc = 0, gi = m / mg;
+                for (int i = nsp - 1; i >= 0; i--) op[i] = r % out[i], r /= out[i];
+                int64_t zw = a.w_zp ? a.w_zp[m * a.w_zp_step] : 0;
+                for (int64_t c = 0; c < cg; c++)
+                    for (int64_t t = 0; t < kv; t++) {
+                        int64_t tr = t, xo = n * x.strides[0] + (gi * cg + c) * x.strides[1], wo = m * w.strides[0] + c * w.strides[1];
+                        bool inside = true;
+                        for (int i = nsp - 1; i >= 0; i--) {
+                            int64_t ki = tr % win.k[i], pos = op[i] * win.s[i] - win.pb[i] + ki * win.d[i];
+                            tr /= win.k[i];
+                            if (pos < 0 || pos >= in[i]) inside = false;
+                            xo += pos * x.strides[2 + i];
+                            wo += ki * w.strides[2 + i];
+                        }
+                        int64_t xv = inside ? val(xt, xb[xo]) : a.x_zp;
+                        acc += (xv - a.x_zp) * (val(wt, wb[wo]) - zw);
+                    }
+                if (a.bias) acc += a.bias[m];
+                ref_out(&g, m, 0, (int32_t)(uint32_t)(uint64_t)acc, want);
+                int64_t yo = n * y.strides[0] + m * y.strides[1];
+                for (int i = 0; i < nsp; i++) yo += op[i] * y.strides[2 + i];
+                if (memcmp((char *)y.data + yo * (int64_t)es, want, es) != 0 && bad++ < 3)
+                    CHECKF(false, "conv nsp %d group %lld cg %lld mg %lld out %d: (%lld, %lld, %lld)", nsp, (long long)win.group,
+                           (long long)cg, (long long)mg, (int)o, (long long)n, (long long)m, (long long)p);
+            }
+    /* channel 0 and M + 1 of the larger tensor are untouched */
+    if ((uint8_t)yb[0] != 0x5a && bad++ < 3) CHECKF(false, "conv wrote outside y");
+    if (!bad) CHECK(true);
+    convs_run++;
+    st_gemm_s8_packed_free(wp);
+    free(xb), free(wb), free(yb), free(want), free(wz), free(bias), free(scale), free(fb);
+}
+
 int main(void)
 {
     test_rng rng = {20261201};
@@ -233,7 +350,8 @@ int main(void)
     one_case(&rng, NULL, 2, 17, 70001, ST_I8, ST_I8, 4, ST_S8_OUT_I32, false);
     for (int it = 0; it < 60; it++)
         block_case(&rng, rng_range(&rng, 1, 40), rng_range(&rng, 1, 130), rng_range(&rng, 1, 70), it % 2);
+    for (int it = 0; it < 150; it++) conv_case(&rng, it % 2 ? pool2 : NULL);
     st_pool_destroy(pool2);
-    printf("gemm_s8: %d products, kernels: %s\n", cases_run, st_gemm_s8_fast() ? "VNNI" : "portable");
+    printf("gemm_s8: %d products, %d convs, kernels: %s\n", cases_run, convs_run, st_gemm_s8_fast() ? "VNNI" : "portable");
     return check_exit("test_gemm_s8");
 }

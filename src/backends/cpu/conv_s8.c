@@ -230,6 +230,7 @@ static void conv_task(void *arg, int64_t t)
     }
     e.out = a->out;
     e.row_scale = a->scale ? a->scale + mabs : NULL;
+    e.row_bias = a->fbias ? a->fbias + mabs : NULL;
     e.zero_point = a->y_zp;
     const uint8_t *A = a->w->data + (g * f->gblocks + m0 / ST_S8_MR) * f->kq * ST_S8_MR * 4;
     const st_operand *y = a->y;

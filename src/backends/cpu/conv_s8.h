@@ -40,6 +40,7 @@ typedef struct st_conv_s8_args {
     const int32_t *bias;            /* per output channel, added to the int32 sum; NULL: none */
     st_s8_out out;                  /* and y's dtype: I32, U8, I8 or F32 */
     const float *scale;             /* per output channel, for U8/S8/F32 (st_s8_epi's row_scale) */
+    const float *fbias;             /* F32: per output channel, added after the scaling; NULL: none */
     int32_t y_zp;                   /* U8/S8 */
     const st_operand *y;            /* [N, M, spatial...], any strides */
 } st_conv_s8_args;

@@ -324,6 +324,61 @@ static void conv_case(test_rng *rng, st_pool *pool)
     free(xb), free(wb), free(yb), free(want), free(wz), free(bias), free(scale), free(fb);
 }
 
+/* A conv whose int32 / f32 output (36 MB) is large enough for streaming
+ * stores: 3 -> 32 channels, 3x3, pad 1, at 272 x 1024. */
+static void big_conv(st_pool *pool, bool f32)
+{
+    enum { C = 3, M = 32, H = 272, W = 1024 };
+    st_operand x = {0}, w = {0}, y = {0};
+    x.dtype = ST_U8, x.rank = 4, x.sizes[0] = 1, x.sizes[1] = C, x.sizes[2] = H, x.sizes[3] = W;
+    w.dtype = ST_I8, w.rank = 4, w.sizes[0] = M, w.sizes[1] = C, w.sizes[2] = w.sizes[3] = 3;
+    y.dtype = f32 ? ST_F32 : ST_I32, y.rank = 4, y.sizes[0] = 1, y.sizes[1] = M, y.sizes[2] = H, y.sizes[3] = W;
+    st_strides_contiguous(4, x.sizes, x.strides);
+    st_strides_contiguous(4, w.sizes, w.strides);
+    st_strides_contiguous(4, y.sizes, y.strides);
+    test_rng rng = {7 + f32};
+    uint8_t *xb = malloc((size_t)C * H * W), *wb = malloc(M * C * 9);
+    char *yb = aligned_alloc(64, (size_t)M * H * W * 4);
+    float scale[M], fb[M];
+    if (!xb || !wb || !yb) {
+        CHECK(!"out of memory");
+        return;
+    }
+    for (int64_t i = 0; i < (int64_t)C * H * W; i++) xb[i] = draw(&rng, ST_U8);
+    for (int i = 0; i < M * C * 9; i++) wb[i] = draw(&rng, ST_I8);
+    for (int m = 0; m < M; m++) scale[m] = (float)rng_range(&rng, 1, 100) * 1e-4f, fb[m] = (float)m - 10.5f;
+    x.data = xb, w.data = wb, y.data = yb;
+    st_conv_s8_window win = {2, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+    st_s8_packed *wp = st_conv_s8_pack(&w, &win);
+    st_conv_s8_args a = {0};
+    a.win = &win, a.x = &x, a.x_zp = 131, a.w = wp, a.y = &y;
+    a.out = f32 ? ST_S8_OUT_F32 : ST_S8_OUT_I32;
+    if (f32) a.scale = scale, a.fbias = fb;
+    CHECK(wp && st_conv_s8(pool, &a) == ST_OK);
+    st_s8_gemm g = {0};
+    g.out = a.out, g.row_scale = a.scale, g.row_bias = a.fbias;
+    long bad = 0;
+    char want[4];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t oy = 0; oy < H; oy++)
+            for (int64_t ox = 0; ox < W; ox++) {
+                int64_t acc = 0;
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t ky = 0; ky < 3; ky++)
+                        for (int64_t kx = 0; kx < 3; kx++) {
+                            int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+                            int64_t xv = iy >= 0 && iy < H && ix >= 0 && ix < W ? xb[(c * H + iy) * W + ix] : 131;
+                            acc += (xv - 131) * (int8_t)wb[((m * C + c) * 3 + ky) * 3 + kx];
+                        }
+                ref_out(&g, m, 0, (int32_t)acc, want);
+                if (memcmp(yb + ((m * H + oy) * W + ox) * 4, want, 4) != 0 && bad++ < 3)
+                    CHECKF(false, "big conv (f32 %d): (%lld, %lld, %lld)", f32, (long long)m, (long long)oy, (long long)ox);
+            }
+    if (!bad) CHECK(true);
+    st_gemm_s8_packed_free(wp);
+    free(xb), free(wb), free(yb);
+}
+
 int main(void)
 {
     test_rng rng = {20261201};
@@ -351,6 +406,8 @@ int main(void)
     for (int it = 0; it < 60; it++)
         block_case(&rng, rng_range(&rng, 1, 40), rng_range(&rng, 1, 130), rng_range(&rng, 1, 70), it % 2);
     for (int it = 0; it < 150; it++) conv_case(&rng, it % 2 ? pool2 : NULL);
+    big_conv(pool2, false);
+    big_conv(NULL, true);
     st_pool_destroy(pool2);
     printf("gemm_s8: %d products, %d convs, kernels: %s\n", cases_run, convs_run, st_gemm_s8_fast() ? "VNNI" : "portable");
     return check_exit("test_gemm_s8");

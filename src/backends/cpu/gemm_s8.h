@@ -114,6 +114,10 @@ typedef struct st_s8_epi {
     float div;
     int32_t zero_point;
     const float *row_bias, *col_bias;
+    /* int32 / f32 out: full 64-byte-aligned vectors go out with streaming
+     * stores (no read of the line first, no cache pollution), for outputs
+     * far larger than the caches that the caller will not read back soon */
+    bool stream;
 } st_s8_epi;
 
 /* C[m, n] (row stride ldc elements of the output type, columns unit

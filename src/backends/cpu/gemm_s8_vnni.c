@@ -45,7 +45,8 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
     if (e->row_mul2)
         t = _mm512_add_epi32(t, _mm512_mullo_epi32(_mm512_set1_epi32(e->row_mul2[i]), _mm512_maskz_loadu_epi32(mk, e->col_mul2 + j)));
     if (e->out == ST_S8_OUT_I32) {
-        _mm512_mask_storeu_epi32(c, mk, t);
+        if (e->stream && mk == 0xffff && ((uintptr_t)c & 63) == 0) _mm512_stream_si512((void *)c, t);
+        else _mm512_mask_storeu_epi32(c, mk, t);
         return;
     }
     __m512 s;
@@ -58,7 +59,8 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
     if (e->out == ST_S8_OUT_F32) {
         if (e->row_bias) f = _mm512_add_ps(f, _mm512_set1_ps(e->row_bias[i]));
         if (e->col_bias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(mk, e->col_bias + j));
-        _mm512_mask_storeu_ps(c, mk, f);
+        if (e->stream && mk == 0xffff && ((uintptr_t)c & 63) == 0) _mm512_stream_ps((float *)c, f);
+        else _mm512_mask_storeu_ps(c, mk, f);
         return;
     }
     int32_t lo = e->out == ST_S8_OUT_U8 ? 0 : -128, hi = e->out == ST_S8_OUT_U8 ? 255 : 127;
@@ -170,6 +172,9 @@ void st_s8_block_vnni(const uint8_t *a, bool a_unsigned, const st_s8_b *b, int64
                                        (char *)c + (i * ldc + j) * (int64_t)es, ldc, es, e, i, j);
         }
     }
+    /* streaming stores are weakly ordered: drain them before the task
+     * reports its outputs done */
+    if (e->stream) _mm_sfence();
 }
 
 /* Three vectors of a panel at a time: three independent chains cover

@@ -34,32 +34,49 @@ static inline int32_t load32(const uint8_t *p)
     return v;
 }
 
-/* One vector (16 columns) of row i through the epilogue, stored at c. */
+/* A column array's 16 values from j: a plain load for a full vector (the
+ * epilogue's common case), masked for the last columns. */
+__attribute__((always_inline)) ST_VNNI static inline __m512i col_i32(const int32_t *p, __mmask16 mk)
+{
+    return mk == 0xffff ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi32(mk, p);
+}
+
+__attribute__((always_inline)) ST_VNNI static inline __m512 col_f32(const float *p, __mmask16 mk)
+{
+    return mk == 0xffff ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mk, p);
+}
+
+/* One vector (16 columns) of row i through the epilogue, stored at c.
+ * Full vectors store unmasked: masked stores, byte-masked ones above all,
+ * take several times longer on some cores (AMD Zen: a byte-masked store
+ * made a quantize loop 4x slower). */
 __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, const st_s8_epi *e, int64_t i, int64_t j,
                                                                     __mmask16 mk, char *c)
 {
+    bool full = mk == 0xffff;
     if (e->row_add) t = _mm512_add_epi32(t, _mm512_set1_epi32(e->row_add[i]));
-    if (e->col_add) t = _mm512_add_epi32(t, _mm512_maskz_loadu_epi32(mk, e->col_add + j));
-    if (e->row_mul)
-        t = _mm512_add_epi32(t, _mm512_mullo_epi32(_mm512_set1_epi32(e->row_mul[i]), _mm512_maskz_loadu_epi32(mk, e->col_mul + j)));
+    if (e->col_add) t = _mm512_add_epi32(t, col_i32(e->col_add + j, mk));
+    if (e->row_mul) t = _mm512_add_epi32(t, _mm512_mullo_epi32(_mm512_set1_epi32(e->row_mul[i]), col_i32(e->col_mul + j, mk)));
     if (e->row_mul2)
-        t = _mm512_add_epi32(t, _mm512_mullo_epi32(_mm512_set1_epi32(e->row_mul2[i]), _mm512_maskz_loadu_epi32(mk, e->col_mul2 + j)));
+        t = _mm512_add_epi32(t, _mm512_mullo_epi32(_mm512_set1_epi32(e->row_mul2[i]), col_i32(e->col_mul2 + j, mk)));
     if (e->out == ST_S8_OUT_I32) {
-        if (e->stream && mk == 0xffff && ((uintptr_t)c & 63) == 0) _mm512_stream_si512((void *)c, t);
+        if (full && e->stream && ((uintptr_t)c & 63) == 0) _mm512_stream_si512((void *)c, t);
+        else if (full) _mm512_storeu_si512(c, t);
         else _mm512_mask_storeu_epi32(c, mk, t);
         return;
     }
     __m512 s;
-    if (e->row_scale && e->col_scale) s = _mm512_mul_ps(_mm512_set1_ps(e->row_scale[i]), _mm512_maskz_loadu_ps(mk, e->col_scale + j));
+    if (e->row_scale && e->col_scale) s = _mm512_mul_ps(_mm512_set1_ps(e->row_scale[i]), col_f32(e->col_scale + j, mk));
     else if (e->row_scale) s = _mm512_set1_ps(e->row_scale[i]);
-    else if (e->col_scale) s = _mm512_maskz_loadu_ps(mk, e->col_scale + j);
+    else if (e->col_scale) s = col_f32(e->col_scale + j, mk);
     else s = _mm512_set1_ps(1.0f);
     if (e->div != 0.0f) s = _mm512_div_ps(s, _mm512_set1_ps(e->div));
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(t), s);
     if (e->out == ST_S8_OUT_F32) {
         if (e->row_bias) f = _mm512_add_ps(f, _mm512_set1_ps(e->row_bias[i]));
-        if (e->col_bias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(mk, e->col_bias + j));
-        if (e->stream && mk == 0xffff && ((uintptr_t)c & 63) == 0) _mm512_stream_ps((float *)c, f);
+        if (e->col_bias) f = _mm512_add_ps(f, col_f32(e->col_bias + j, mk));
+        if (full && e->stream && ((uintptr_t)c & 63) == 0) _mm512_stream_ps((float *)c, f);
+        else if (full) _mm512_storeu_ps(c, f);
         else _mm512_mask_storeu_ps(c, mk, f);
         return;
     }
@@ -67,8 +84,9 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
     f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     f = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, f, _CMP_ORD_Q), f); /* NaN -> 0, as the scalar form */
     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps((float)(lo - e->zero_point))), _mm512_set1_ps((float)(hi - e->zero_point)));
-    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(e->zero_point));
-    _mm_mask_storeu_epi8(c, mk, _mm512_cvtepi32_epi8(q));
+    __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(e->zero_point)));
+    if (full) _mm_storeu_si128((__m128i *)c, q);
+    else _mm_mask_storeu_epi8(c, mk, q);
 }
 
 /*

@@ -19,7 +19,7 @@
  * zero-point correction, exactly as the spec's zero-point padding; the
  * channels that fill a last quad are staged as 0 against W's packed 0.
  */
-#include <emmintrin.h>
+#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,12 +92,63 @@ typedef struct cs8 {
     st_status err;
 } cs8;
 
+/* The AVX-512 form of interleave's vector loop: 64 positions a step.
+ * The byte and word unpacks work within 128-bit lanes, so result r_k's
+ * lane L holds positions 16 L + 4 k .. + 3; a 4 x 4 transpose of lanes
+ * (vshufi64x2) puts them in order.  Stride 2 takes the even bytes of 128
+ * (vpackuswb, lane-wise, then vpermq to undo the lane order).  Returns
+ * the positions done. */
+__attribute__((target("avx512f,avx512bw"))) static int64_t interleave512(const uint8_t *const *src, int nc, int64_t step,
+                                                                        int64_t count, uint8_t flip, uint8_t *dst)
+{
+    const __m512i fx = _mm512_set1_epi8((char)flip), lo8 = _mm512_set1_epi16(0xff);
+    const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    int64_t q = 0, need = step == 1 ? 64 : 65;
+    for (; q + need <= count; q += 64) {
+        __m512i v[4];
+        for (int t = 0; t < 4; t++) {
+            if (t >= nc) {
+                v[t] = _mm512_setzero_si512();
+                continue;
+            }
+            const uint8_t *p = src[t] + q * step;
+            __m512i x = _mm512_loadu_si512(p);
+            if (step == 2) {
+                __m512i y = _mm512_loadu_si512(p + 64);
+                x = _mm512_permutexvar_epi64(order, _mm512_packus_epi16(_mm512_and_si512(x, lo8), _mm512_and_si512(y, lo8)));
+            }
+            v[t] = _mm512_xor_si512(x, fx);
+        }
+        __m512i ab0 = _mm512_unpacklo_epi8(v[0], v[1]), ab1 = _mm512_unpackhi_epi8(v[0], v[1]);
+        __m512i cd0 = _mm512_unpacklo_epi8(v[2], v[3]), cd1 = _mm512_unpackhi_epi8(v[2], v[3]);
+        __m512i r0 = _mm512_unpacklo_epi16(ab0, cd0), r1 = _mm512_unpackhi_epi16(ab0, cd0);
+        __m512i r2 = _mm512_unpacklo_epi16(ab1, cd1), r3 = _mm512_unpackhi_epi16(ab1, cd1);
+        __m512i t0 = _mm512_shuffle_i64x2(r0, r1, 0x44), t1 = _mm512_shuffle_i64x2(r0, r1, 0xee);
+        __m512i t2 = _mm512_shuffle_i64x2(r2, r3, 0x44), t3 = _mm512_shuffle_i64x2(r2, r3, 0xee);
+        uint8_t *d = dst + 4 * q;
+        _mm512_storeu_si512(d, _mm512_shuffle_i64x2(t0, t2, 0x88));
+        _mm512_storeu_si512(d + 64, _mm512_shuffle_i64x2(t0, t2, 0xdd));
+        _mm512_storeu_si512(d + 128, _mm512_shuffle_i64x2(t1, t3, 0x88));
+        _mm512_storeu_si512(d + 192, _mm512_shuffle_i64x2(t1, t3, 0xdd));
+    }
+    return q;
+}
+
 /* Interleaves count positions of 4 channels (channel t's position q at
  * src[t][q * step], t < nc; the others are 0) into dst, 4 bytes a position,
  * flipping the live channels. */
 static void interleave(const uint8_t *const *src, int nc, int64_t step, int64_t count, uint8_t flip, uint8_t *dst)
 {
     int64_t q = 0;
+    const uint8_t *rest[4];
+    if ((step == 1 || step == 2) && st_gemm_s8_fast()) {
+        q = interleave512(src, nc, step, count, flip, dst);
+        for (int t = 0; t < 4; t++) rest[t] = src[t] + q * step;
+        src = rest;
+        dst += 4 * q;
+        count -= q;
+        q = 0;
+    }
     if (step == 1 || step == 2) {
         const __m128i fx = _mm_set1_epi8((char)flip), lo8 = _mm_set1_epi16(0xff);
         /* stride 2 reads 32 bytes for 16 positions: one past the last used */

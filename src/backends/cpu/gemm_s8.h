@@ -53,14 +53,15 @@
  * with cpuid once per process, and STRATA_CPU_NO_AVX512 unset). */
 bool st_gemm_s8_fast(void);
 
-/* A packed weight: one allocation, owned by the caller that packed it and
- * freed with st_gemm_s8_packed_free (free(NULL)-like on NULL). */
+/* A packed weight, owned by the caller that packed it (a kernel per run
+ * today, a backend's prepare step later) and freed with
+ * st_gemm_s8_packed_free, which accepts NULL. */
 typedef struct st_s8_packed {
     st_dtype type;          /* ST_U8 or ST_I8: the stored bytes (weights are never flipped) */
     bool b_side;            /* packed as B (panels of NR columns), else as A (blocks of MR rows) */
     int64_t n;              /* rows (A) or columns (B) */
     int64_t groups, per_group; /* A: groups of per_group rows, each starting a block; B: 1, n */
-    int64_t k, kq;          /* the sum's length, and quads (k rounded up to 4, / 4) */
+    int64_t k, kq;          /* entries per row / column as packed (padding included), and quads of 4 */
     int32_t *sums;          /* per row (A) or column (B): sum of the stored values over k */
     uint8_t *data;          /* 64-byte aligned */
     size_t bytes;           /* of data */
@@ -79,7 +80,8 @@ st_s8_packed *st_gemm_s8_pack_b(const void *b, st_dtype type, int64_t k, int64_t
 
 void st_gemm_s8_packed_free(st_s8_packed *p);
 
-/* Panel base of a packed B, for st_s8_b. */
+/* Bytes of one panel (NR columns, kq quads) of a packed B: st_s8_b's
+ * panel stride for it. */
 static inline size_t st_gemm_s8_panel_bytes(int64_t kq) { return (size_t)kq * ST_S8_NR * 4; }
 
 typedef struct st_s8_b {

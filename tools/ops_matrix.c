@@ -6,7 +6,8 @@
  * keeps the two the same.
  *
  * A backend's dtypes for an op are its entries' masks, within what the op
- * is defined on; a node may still be refused at plan time by an entry's
+ * is defined on ("body" for If, Loop and Scan, which planning expands into
+ * their bodies' nodes, each placed on its own); a node may still be refused at plan time by an entry's
  * accepts (a float64 tensor on an OpenCL device without cl_khr_fp64, a
  * stride cuDNN cannot describe), and then runs on the CPU.
  */
@@ -89,6 +90,11 @@ int tool_ops_matrix(bool json)
             fputc('}', f);
         } else {
             fprintf(f, "| %s | %s |", op->name, op->domain[0] ? op->domain : "");
+            if (op->flags & ST_OP_CONTROL) {
+                /* no kernel: planning expands it into its body's nodes */
+                fprintf(f, " body | body | body |\n");
+                continue;
+            }
             for (int b = 0; b < 3; b++) {
                 char list[128];
                 if (t[b]) dtype_list(st_kernel_dtypes(t[b], op) & within, list, sizeof list);

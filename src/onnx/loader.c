@@ -732,9 +732,7 @@ static st_status build_graph(builder *b, Onnx__GraphProto *gp)
         st_node *n = &g->nodes[i];
         for (size_t a = 0; a < np->n_attribute; a++) {
             Onnx__AttributeProto *ap = np->attribute[a];
-            if (n->attrs[a].type == ST_ATTR_GRAPHS)
-                return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): graph-list attribute '%s' is not supported", n->name,
-                                n->op_type, ap->name);
+            /* (a graph list is kept as a type only: no op strata runs has one) */
             if (n->attrs[a].type == ST_ATTR_GRAPH) ST_TRY(build_subgraph(b, n, ap, &n->attrs[a].g));
         }
         ST_TRY(implicit_inputs(n));

@@ -1075,11 +1075,15 @@ static void test_constants(void)
 
 /* ---- attributes ---- */
 
-static Onnx__GraphProto *tiny_graph(const char *name)
+/* A subgraph whose one output is the enclosing graph's value outer_name. */
+static Onnx__GraphProto *tiny_graph(const char *name, const char *outer_name)
 {
     Onnx__GraphProto *g = alloc(sizeof *g);
     onnx__graph_proto__init(g);
     g->name = str(name);
+    g->n_output = 1;
+    g->output = alloc(sizeof *g->output);
+    g->output[0] = vinfo(outer_name, ST_F32, -1, NULL);
     return g;
 }
 
@@ -1116,7 +1120,7 @@ static void test_attributes(void)
     a->t->n_int32_data = 2;
     a->t->int32_data = (int32_t[]){5, -6};
     a = add_attr(n, "g", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    a->g = tiny_graph("body");
+    a->g = tiny_graph("body", "x");
     a = add_attr(n, "fs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
     a->n_floats = 3;
     a->floats = (float[]){0.5f, -0.0f, 1e30f};
@@ -1141,7 +1145,7 @@ static void test_attributes(void)
     a = add_attr(n, "gs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
     a->n_graphs = 1;
     a->graphs = alloc(sizeof *a->graphs);
-    a->graphs[0] = tiny_graph("branch");
+    a->graphs[0] = tiny_graph("branch", "x");
     a = add_attr(n, "sp", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
     a->sparse_tensor = tiny_sparse();
     a = add_attr(n, "sps", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS);
@@ -1192,7 +1196,9 @@ static void test_attributes(void)
             CHECK(strcmp(st_attr_string(nd, "s", ""), "NOTSET") == 0);
             CHECK((x = st_node_attr(nd, "t")) && x->type == ST_ATTR_TENSOR && x->t && x->t->dtype == ST_I32 &&
                   x->t->rank == 2 && x->t->dims[1] == 2 && ((int32_t *)x->t->data)[1] == -6);
-            CHECK((x = st_node_attr(nd, "g")) && x->type == ST_ATTR_GRAPH);
+            /* the subgraph reads x from the enclosing graph: an implicit input */
+            CHECK((x = st_node_attr(nd, "g")) && x->type == ST_ATTR_GRAPH && x->g && x->g->n_outer == 1 &&
+                  x->g->outer_src[0] == value_id(g, "x") && nd->n_implicit == 1 && nd->implicit[0] == value_id(g, "x"));
             int cnt = 0;
             const float *fs = st_attr_floats(nd, "fs", &cnt);
             CHECK(fs && cnt == 3 && fs[0] == 0.5f && fs[2] == 1e30f);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/pool.h"
@@ -711,9 +712,36 @@ st_status st_cpu_where(const st_kctx *k)
 
 /* ---- Cast ---- */
 
+/* Packed f16/bf16 <-> f32 and int32 -> f32 run the vector conversions
+ * (cvt_half.h, the same bits as st_convert) over fixed chunks on the pool;
+ * everything else goes element by element through st_copy_strided. */
+#define CAST_CHUNK 65536
+
+typedef struct cast_job {
+    st_cvt_fn fn;
+    char *y;
+    const char *x;
+    size_t ey, ex;
+    int64_t n;
+} cast_job;
+
+static void cast_chunk(void *arg, int64_t t)
+{
+    const cast_job *j = arg;
+    int64_t i = t * CAST_CHUNK, n = j->n - i < CAST_CHUNK ? j->n - i : CAST_CHUNK;
+    j->fn(j->y + i * (int64_t)j->ey, j->x + i * (int64_t)j->ex, n);
+}
+
 st_status st_cpu_cast(const st_kctx *k)
 {
-    st_copy_strided(&k->out[0], &k->in[0]);
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    st_cvt_fn fn = st_cvt_vec(y->dtype, x->dtype);
+    if (fn && st_operand_is_contiguous(x) && st_operand_is_contiguous(y)) {
+        cast_job j = {fn, y->data, x->data, st_dtype_size(y->dtype), st_dtype_size(x->dtype), st_operand_numel(y)};
+        st_parallel_for(k->pool, (j.n + CAST_CHUNK - 1) / CAST_CHUNK, cast_chunk, &j);
+        return ST_OK;
+    }
+    st_copy_strided(y, x);
     return ST_OK;
 }
 

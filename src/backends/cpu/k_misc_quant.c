@@ -5,22 +5,26 @@
  *
  * Rounding follows ONNX and ONNX Runtime: x / scale in f32, rounded to
  * nearest even, plus the zero point, saturated to the output type.
- * The integer products accumulate exactly in int64 (stored as int32, as
- * the ops define); QLinear ops then requantize with the f32 multiplier
- * a_scale * b_scale / y_scale.  Tasks are fixed blocks of output rows or
- * planes, each owning its outputs.
+ * The integer ops run on the int8 GEMM core (gemm_s8.h; the convs through
+ * conv_s8.h): exact int32 sums (wrapping, as the ops' int32 outputs do),
+ * zero points folded into the epilogue, and for the QLinear ops the
+ * requantization with the f32 multiplier a_scale * b_scale / y_scale in
+ * the same epilogue.  Tasks are fixed blocks of outputs, each owning its
+ * outputs, so results do not depend on the thread count.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/conv_s8.h"
+#include "backends/cpu/gemm_s8.h"
 #include "backends/cpu/k_misc.h"
+#include "backends/cpu/quantize_vec.h"
 #include "backends/cpu/pool.h"
 #include "ops/misc.h"
 
 #define ROW_TASK_ELEMS 16384
-#define QMM_ROWS 16
 
 static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
 
@@ -119,10 +123,70 @@ static void dq_rows(void *arg, int64_t task)
         }
 }
 
+/* Packed f32 in and u8 out: the range and the quantize run as vector
+ * loops (quantize_vec.h) over fixed chunks; min and max are exact, so the
+ * chunks' ranges combine to the same result in any order. */
+#define DQ_CHUNK 65536
+
+typedef struct dqv_job {
+    const float *x;
+    uint8_t *y;
+    int64_t n;
+    float *mn, *mx;                   /* per chunk */
+    float scale;
+    int32_t zp;
+} dqv_job;
+
+static void dqv_range(void *arg, int64_t t)
+{
+    dqv_job *j = arg;
+    int64_t i0 = t * DQ_CHUNK, n = j->n - i0 < DQ_CHUNK ? j->n - i0 : DQ_CHUNK;
+    j->mn[t] = j->mx[t] = 0.0f;
+    st_minmax_f32(j->x + i0, n, &j->mn[t], &j->mx[t]);
+}
+
+static void dqv_quantize(void *arg, int64_t t)
+{
+    dqv_job *j = arg;
+    int64_t i0 = t * DQ_CHUNK, n = j->n - i0 < DQ_CHUNK ? j->n - i0 : DQ_CHUNK;
+    if (j->scale != 0) st_quantize_u8_f32(j->x + i0, n, j->scale, j->zp, j->y + i0);
+    else memset(j->y + i0, j->zp, (size_t)n);
+}
+
+static bool packed(const st_operand *o)
+{
+    int64_t s = 1;
+    for (int d = o->rank - 1; d >= 0; d--) {
+        if (o->sizes[d] != 1 && o->strides[d] != s) return false;
+        s *= o->sizes[d];
+    }
+    return true;
+}
+
 st_status st_cpu_dynamic_quantize(const st_kctx *k)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
     size_t ex = st_dtype_size(x->dtype);
+    if (x->dtype == ST_F32 && packed(x) && packed(y)) {
+        dqv_job v = {x->data, y->data, st_operand_numel(x), NULL, NULL, 0, 0};
+        int64_t chunks = (v.n + DQ_CHUNK - 1) / DQ_CHUNK;
+        v.mn = malloc((size_t)(2 * chunks + 1) * sizeof *v.mn);
+        if (!v.mn) return st_error(ST_ERR_NOMEM, "out of memory");
+        v.mx = v.mn + chunks;
+        st_parallel_for(k->pool, chunks, dqv_range, &v);
+        float mn = 0, mx = 0;
+        for (int64_t t = 0; t < chunks; t++) {
+            if (v.mn[t] < mn) mn = v.mn[t];
+            if (v.mx[t] > mx) mx = v.mx[t];
+        }
+        v.scale = (mx - mn) / 255.0f;
+        if (v.scale != 0) v.zp = (int32_t)quantize((0.0f - mn) / v.scale, 0, 0, 255);
+        if (k->n_out > 1 && k->out[1].data) st_store_f32(k->out[1].dtype, k->out[1].data, v.scale);
+        if (k->n_out > 2 && k->out[2].data) *(uint8_t *)k->out[2].data = (uint8_t)v.zp;
+        st_parallel_for(k->pool, chunks, dqv_quantize, &v);
+        free(v.mn);
+        return ST_OK;
+    }
     /* the range always includes 0, so that 0 is exact */
     float mn = 0, mx = 0;
     st_iter it;
@@ -154,19 +218,6 @@ typedef struct qparam {
     int64_t step;                     /* stride along the row (A) or column (B) */
 } qparam;
 
-typedef struct qmm_job {
-    const st_kctx *k;
-    bool qlinear;
-    const st_operand *a, *b, *y;
-    qparam azp, bzp, as, bs;
-    const st_operand *ys, *yzp;
-    bool a_vec, b_vec;
-    int nb;                           /* batch rank of the output */
-    int64_t m, n, kk, blocks, batches;
-    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
-    st_status *err;
-} qmm_job;
-
 /* is_a: a parameter of A (per row), else of B (per column). */
 static void qparam_init(qparam *p, const st_operand *o, const st_operand *mat, bool is_a, int nb, bool vec)
 {
@@ -193,212 +244,195 @@ static int64_t qparam_off(const qparam *p, const int64_t *bidx, int nb, int64_t 
     return off;
 }
 
-static void qmm_task(void *arg, int64_t t)
+/* The parameter's n values for batch bidx, as int32 zero points or f32
+ * scales; returns false (and fills one value) when it is one value for
+ * all. */
+static bool qparam_ints(const qparam *p, const int64_t *bidx, int nb, int64_t n, int32_t *dst)
 {
-    const qmm_job *j = arg;
-    const st_operand *a = j->a, *b = j->b, *y = j->y;
-    int64_t batch = t / j->blocks, i0 = (t % j->blocks) * QMM_ROWS, i1 = i0 + QMM_ROWS < j->m ? i0 + QMM_ROWS : j->m;
-    int64_t bidx[ST_MAX_RANK], rem = batch, ao = 0, bo = 0, yo = 0;
-    for (int d = j->nb - 1; d >= 0; d--) {
-        bidx[d] = rem % y->sizes[d];
-        rem /= y->sizes[d];
-        ao += bidx[d] * j->sa[d];
-        bo += bidx[d] * j->sb[d];
-        yo += bidx[d] * y->strides[d];
-    }
-    int64_t K = j->kk, N = j->n;
-    int32_t *bt = malloc((size_t)(K * N + K + 1) * sizeof *bt), *ar = bt + K * N;
-    if (!bt) {
-        *j->err = ST_ERR_NOMEM;
-        return;
-    }
-    int64_t b_rs = j->b_vec ? b->strides[0] : b->strides[b->rank - 2], b_cs = j->b_vec ? 0 : b->strides[b->rank - 1];
-    int64_t a_rs = j->a_vec ? 0 : a->strides[a->rank - 2], a_cs = a->strides[a->rank - 1];
-    /* B - b_zero_point, transposed to [N, K] */
-    for (int64_t c = 0; c < N; c++) {
-        int64_t z = j->bzp.o ? st_load_i64(j->bzp.o->dtype, st_misc_at(j->bzp.o, qparam_off(&j->bzp, bidx, j->nb, c))) : 0;
-        for (int64_t q = 0; q < K; q++) bt[c * K + q] = (int32_t)(st_load_i64(b->dtype, st_misc_at(b, bo + q * b_rs + c * b_cs)) - z);
-    }
-    int64_t y_rs = j->a_vec ? 0 : y->strides[y->rank - (j->b_vec ? 1 : 2)], y_cs = j->b_vec ? 0 : y->strides[y->rank - 1];
-    float ysc = j->qlinear ? st_load_f32(j->ys->dtype, j->ys->data) : 0;
-    int64_t yz = j->qlinear ? st_load_i64(j->yzp->dtype, j->yzp->data) : 0, lo = lo_of(y->dtype), hi = hi_of(y->dtype);
-    for (int64_t i = i0; i < i1; i++) {
-        int64_t z = j->azp.o ? st_load_i64(j->azp.o->dtype, st_misc_at(j->azp.o, qparam_off(&j->azp, bidx, j->nb, i))) : 0;
-        for (int64_t q = 0; q < K; q++) ar[q] = (int32_t)(st_load_i64(a->dtype, st_misc_at(a, ao + i * a_rs + q * a_cs)) - z);
-        float asc = j->qlinear ? st_load_f32(j->as.o->dtype, st_misc_at(j->as.o, qparam_off(&j->as, bidx, j->nb, i))) : 0;
-        for (int64_t c = 0; c < N; c++) {
-            int64_t acc = 0;
-            const int32_t *bc = bt + c * K;
-            for (int64_t q = 0; q < K; q++) acc += (int64_t)ar[q] * bc[q];
-            char *yp = st_misc_at(y, yo + i * y_rs + c * y_cs);
-            if (!j->qlinear) {
-                *(int32_t *)yp = (int32_t)acc;
-            } else {
-                float bsc = st_load_f32(j->bs.o->dtype, st_misc_at(j->bs.o, qparam_off(&j->bs, bidx, j->nb, c)));
-                st_store_i64(y->dtype, yp, quantize((float)(int32_t)acc * (asc * bsc / ysc), yz, lo, hi));
-            }
-        }
-    }
-    free(bt);
+    bool per = p->o && (p->step || st_operand_numel(p->o) != 1);
+    if (!p->o) dst[0] = 0;
+    for (int64_t i = 0; p->o && i < (per ? n : 1); i++)
+        dst[i] = (int32_t)st_load_i64(p->o->dtype, st_misc_at(p->o, qparam_off(p, bidx, nb, i)));
+    return per;
+}
+
+static bool qparam_floats(const qparam *p, const int64_t *bidx, int nb, int64_t n, float *dst)
+{
+    bool per = p->step || st_operand_numel(p->o) != 1;
+    for (int64_t i = 0; i < (per ? n : 1); i++) dst[i] = st_load_f32(p->o->dtype, st_misc_at(p->o, qparam_off(p, bidx, nb, i)));
+    return per;
 }
 
 st_status st_cpu_qmatmul(const st_kctx *k)
 {
     const st_qmatmul_state *s = k->state;
-    qmm_job j;
-    memset(&j, 0, sizeof j);
-    st_status err = ST_OK;
-    j.k = k;
-    j.err = &err;
-    j.qlinear = s->qlinear;
-    j.a = &k->in[0];
-    j.b = &k->in[s->qlinear ? 3 : 1];
-    j.y = &k->out[0];
-    const st_operand *a = j.a, *b = j.b, *y = j.y;
-    j.a_vec = a->rank == 1;
-    j.b_vec = b->rank == 1;
-    j.m = j.a_vec ? 1 : a->sizes[a->rank - 2];
-    j.kk = a->sizes[a->rank - 1];
-    j.n = j.b_vec ? 1 : b->sizes[b->rank - 1];
-    j.nb = y->rank - (j.a_vec ? 0 : 1) - (j.b_vec ? 0 : 1);
-    int abr = a->rank - (j.a_vec ? 1 : 2), bbr = b->rank - (j.b_vec ? 1 : 2);
-    for (int d = 0; d < j.nb; d++) {
-        int ka = d - (j.nb - abr), kb = d - (j.nb - bbr);
-        j.sa[d] = ka < 0 || a->sizes[ka] == 1 ? 0 : a->strides[ka];
-        j.sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
-    }
-    if (s->qlinear) {
-        qparam_init(&j.as, &k->in[1], a, true, j.nb, j.a_vec);
-        qparam_init(&j.azp, &k->in[2], a, true, j.nb, j.a_vec);
-        qparam_init(&j.bs, &k->in[4], b, false, j.nb, j.b_vec);
-        qparam_init(&j.bzp, &k->in[5], b, false, j.nb, j.b_vec);
-        j.ys = &k->in[6];
-        j.yzp = &k->in[7];
-    } else {
-        qparam_init(&j.azp, opt_in(k, 2), a, true, j.nb, j.a_vec);
-        qparam_init(&j.bzp, opt_in(k, 3), b, false, j.nb, j.b_vec);
-    }
-    j.batches = st_numel(j.nb, y->sizes);
-    j.blocks = (j.m + QMM_ROWS - 1) / QMM_ROWS;
+    const st_operand *a = &k->in[0], *b = &k->in[s->qlinear ? 3 : 1], *y = &k->out[0];
     if (st_operand_numel(y) == 0) return ST_OK;
-    st_parallel_for(k->pool, j.batches * j.blocks, qmm_task, &j);
-    if (err != ST_OK) return st_error(err, "out of memory");
-    return ST_OK;
+    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
+    int64_t m = a_vec ? 1 : a->sizes[a->rank - 2], kk = a->sizes[a->rank - 1], n = b_vec ? 1 : b->sizes[b->rank - 1];
+    int nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+    int abr = a->rank - (a_vec ? 1 : 2), bbr = b->rank - (b_vec ? 1 : 2);
+    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
+    bool b_batched = false;
+    for (int d = 0; d < nb; d++) {
+        int ka = d - (nb - abr), kb = d - (nb - bbr);
+        sa[d] = ka < 0 || a->sizes[ka] == 1 ? 0 : a->strides[ka];
+        sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
+        if (sb[d]) b_batched = true;
+    }
+    qparam azp, bzp, as, bs;
+    memset(&as, 0, sizeof as);
+    memset(&bs, 0, sizeof bs);
+    if (s->qlinear) {
+        qparam_init(&as, &k->in[1], a, true, nb, a_vec);
+        qparam_init(&azp, &k->in[2], a, true, nb, a_vec);
+        qparam_init(&bs, &k->in[4], b, false, nb, b_vec);
+        qparam_init(&bzp, &k->in[5], b, false, nb, b_vec);
+    } else {
+        qparam_init(&azp, opt_in(k, 2), a, true, nb, a_vec);
+        qparam_init(&bzp, opt_in(k, 3), b, false, nb, b_vec);
+    }
+    int64_t b_rs = b_vec ? b->strides[0] : b->strides[b->rank - 2], b_cs = b_vec ? 0 : b->strides[b->rank - 1];
+    int64_t a_rs = a_vec ? 0 : a->strides[a->rank - 2], a_cs = a->strides[a->rank - 1];
+    int64_t y_rs = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)], y_cs = b_vec ? 0 : y->strides[y->rank - 1];
+    int32_t *ints = malloc((size_t)(m + n) * sizeof *ints);
+    float *fl = malloc((size_t)(2 * (m + n)) * sizeof *fl);
+    if (!ints || !fl) {
+        free(ints);
+        free(fl);
+        return st_error(ST_ERR_NOMEM, "out of memory");
+    }
+    int32_t *za = ints, *zb = ints + m;
+    float *asc = fl, *bsc = fl + m, *rsc = bsc + n, *csc = rsc + m;
+    st_s8_packed *bp = NULL;
+    st_status st = ST_OK;
+    int64_t batches = st_numel(nb, y->sizes);
+    for (int64_t batch = 0; batch < batches && st == ST_OK; batch++) {
+        int64_t bidx[ST_MAX_RANK], rem = batch, ao = 0, bo = 0, yo = 0;
+        for (int d = nb - 1; d >= 0; d--) {
+            bidx[d] = rem % y->sizes[d];
+            rem /= y->sizes[d];
+            ao += bidx[d] * sa[d];
+            bo += bidx[d] * sb[d];
+            yo += bidx[d] * y->strides[d];
+        }
+        /* B packed once, or per batch when its batch dims are not broadcast */
+        if (!bp || b_batched) {
+            st_gemm_s8_packed_free(bp);
+            bp = st_gemm_s8_pack_b(st_misc_at(b, bo), b->dtype, kk, n, b_rs, b_cs);
+            if (!bp) {
+                st = st_error(ST_ERR_NOMEM, "out of memory");
+                break;
+            }
+        }
+        st_s8_gemm g = {0};
+        g.m = m, g.n = n, g.k = kk;
+        g.a = st_misc_at(a, ao), g.a_type = a->dtype, g.a_rs = a_rs, g.a_cs = a_cs;
+        g.b = bp;
+        g.a_zp = za, g.a_zp_step = qparam_ints(&azp, bidx, nb, m, za);
+        g.b_zp = zb, g.b_zp_step = qparam_ints(&bzp, bidx, nb, n, zb);
+        g.out = ST_S8_OUT_I32;
+        if (s->qlinear) {
+            /* the multiplier a_scale * b_scale / y_scale, rounded as one
+             * expression per element; precomputed along the one axis that
+             * varies */
+            float ys = st_load_f32(k->in[6].dtype, k->in[6].data);
+            bool ap = qparam_floats(&as, bidx, nb, m, asc), bpr = qparam_floats(&bs, bidx, nb, n, bsc);
+            if (ap && bpr) {
+                g.row_scale = asc, g.col_scale = bsc, g.div = ys;
+            } else if (ap) {
+                for (int64_t i = 0; i < m; i++) rsc[i] = asc[i] * bsc[0] / ys;
+                g.row_scale = rsc;
+            } else {
+                for (int64_t j = 0; j < n; j++) csc[j] = asc[0] * bsc[bpr ? j : 0] / ys;
+                g.col_scale = csc;
+            }
+            g.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
+            g.zero_point = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+        }
+        g.c = st_misc_at(y, yo), g.c_rs = y_rs, g.c_cs = y_cs;
+        st = st_gemm_s8_run(k->pool, &g);
+    }
+    st_gemm_s8_packed_free(bp);
+    free(ints);
+    free(fl);
+    return st;
 }
 
 /* ---- ConvInteger, QLinearConv ---- */
 
-typedef struct qconv_job {
-    const st_qconv_state *s;
-    bool qlinear;
-    const st_operand *x, *w, *xzp, *wzp, *xs, *ws, *ys, *yzp, *bias, *y;
-    int64_t cg, mg, kvol, pixels;
-    int64_t in_sp[3], out_sp[3];
-    st_status *err;
-} qconv_job;
-
-static void qconv_plane(void *arg, int64_t t)
-{
-    const qconv_job *j = arg;
-    const st_qconv_state *s = j->s;
-    const st_operand *x = j->x, *w = j->w, *y = j->y;
-    int64_t M = y->sizes[1], n = t / M, m = t % M, g = m / j->mg;
-    int nsp = s->nsp;
-    int32_t *wk = malloc((size_t)(j->cg * j->kvol + 1) * sizeof *wk);
-    if (!wk) {
-        *j->err = ST_ERR_NOMEM;
-        return;
-    }
-    /* this output channel's weights minus their zero point */
-    int64_t wz = 0;
-    if (j->wzp) wz = st_load_i64(j->wzp->dtype, st_misc_at(j->wzp, st_operand_numel(j->wzp) == 1 ? 0 : m * j->wzp->strides[0]));
-    for (int64_t c = 0; c < j->cg; c++)
-        for (int64_t kk = 0; kk < j->kvol; kk++) {
-            int64_t off = m * w->strides[0] + c * w->strides[1], rem = kk;
-            for (int i = nsp - 1; i >= 0; i--) {
-                off += (rem % s->k[i]) * w->strides[2 + i];
-                rem /= s->k[i];
-            }
-            wk[c * j->kvol + kk] = (int32_t)(st_load_i64(w->dtype, st_misc_at(w, off)) - wz);
-        }
-    int64_t xz = j->xzp ? st_load_i64(j->xzp->dtype, j->xzp->data) : 0;
-    float mult = 0;
-    int64_t yz = 0, lo = lo_of(y->dtype), hi = hi_of(y->dtype), bias = 0;
-    if (j->qlinear) {
-        float wsc = st_load_f32(j->ws->dtype, st_misc_at(j->ws, st_operand_numel(j->ws) == 1 ? 0 : m * j->ws->strides[0]));
-        mult = st_load_f32(j->xs->dtype, j->xs->data) * wsc / st_load_f32(j->ys->dtype, j->ys->data);
-        yz = st_load_i64(j->yzp->dtype, j->yzp->data);
-        if (j->bias) bias = st_load_i64(j->bias->dtype, st_misc_at(j->bias, m * j->bias->strides[0]));
-    }
-    for (int64_t p = 0; p < j->pixels; p++) {
-        int64_t o[3] = {0, 0, 0}, pr = p;
-        for (int i = nsp - 1; i >= 0; i--) {
-            o[i] = pr % j->out_sp[i];
-            pr /= j->out_sp[i];
-        }
-        int64_t acc = 0;
-        for (int64_t c = 0; c < j->cg; c++) {
-            int64_t xc = n * x->strides[0] + (g * j->cg + c) * x->strides[1];
-            for (int64_t kk = 0; kk < j->kvol; kk++) {
-                int64_t rem = kk, off = xc;
-                bool inside = true;
-                for (int i = nsp - 1; i >= 0; i--) {
-                    int64_t pos = o[i] * s->s[i] - s->pb[i] + (rem % s->k[i]) * s->d[i];
-                    rem /= s->k[i];
-                    if (pos < 0 || pos >= j->in_sp[i]) inside = false;
-                    off += pos * x->strides[2 + i];
-                }
-                /* padding holds the zero point, which contributes nothing */
-                if (inside) acc += (st_load_i64(x->dtype, st_misc_at(x, off)) - xz) * wk[c * j->kvol + kk];
-            }
-        }
-        int64_t yo = n * y->strides[0] + m * y->strides[1];
-        for (int i = 0; i < nsp; i++) yo += o[i] * y->strides[2 + i];
-        if (j->qlinear) st_store_i64(y->dtype, st_misc_at(y, yo), quantize((float)(int32_t)(acc + bias) * mult, yz, lo, hi));
-        else *(int32_t *)st_misc_at(y, yo) = (int32_t)acc;
-    }
-    free(wk);
-}
-
 st_status st_cpu_qconv(const st_kctx *k)
 {
     const st_qconv_state *s = k->state;
-    qconv_job j;
-    memset(&j, 0, sizeof j);
-    st_status err = ST_OK;
-    j.err = &err;
-    j.s = s;
-    j.qlinear = s->qlinear;
-    j.x = &k->in[0];
-    j.y = &k->out[0];
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    const st_operand *w, *xzp, *wzp, *bias = NULL;
     if (s->qlinear) {
-        j.xs = &k->in[1];
-        j.xzp = &k->in[2];
-        j.w = &k->in[3];
-        j.ws = &k->in[4];
-        j.wzp = &k->in[5];
-        j.ys = &k->in[6];
-        j.yzp = &k->in[7];
-        j.bias = opt_in(k, 8);
+        xzp = &k->in[2];
+        w = &k->in[3];
+        wzp = &k->in[5];
+        bias = opt_in(k, 8);
     } else {
-        j.w = &k->in[1];
-        j.xzp = opt_in(k, 2);
-        j.wzp = opt_in(k, 3);
+        w = &k->in[1];
+        xzp = opt_in(k, 2);
+        wzp = opt_in(k, 3);
     }
-    j.cg = j.x->sizes[1] / s->group;
-    j.mg = j.y->sizes[1] / s->group;
-    j.kvol = 1;
-    j.pixels = 1;
+    st_conv_s8_window win;
+    memset(&win, 0, sizeof win);
+    win.nsp = s->nsp;
+    win.group = s->group;
     for (int i = 0; i < s->nsp; i++) {
-        j.kvol *= s->k[i];
-        j.in_sp[i] = j.x->sizes[2 + i];
-        j.out_sp[i] = j.y->sizes[2 + i];
-        j.pixels *= j.out_sp[i];
+        win.k[i] = s->k[i];
+        win.s[i] = s->s[i];
+        win.d[i] = s->d[i];
+        win.pb[i] = s->pb[i];
     }
-    if (st_operand_numel(j.y) == 0) return ST_OK;
-    st_parallel_for(k->pool, j.y->sizes[0] * j.y->sizes[1], qconv_plane, &j);
-    if (err != ST_OK) return st_error(err, "out of memory");
-    return ST_OK;
+    int64_t M = y->sizes[1];
+    /* W packed per run until the CPU backend gets a prepare step */
+    st_s8_packed *wp = st_conv_s8_pack(w, &win);
+    int32_t *ints = malloc((size_t)(2 * M) * sizeof *ints);
+    float *scale = malloc((size_t)M * sizeof *scale);
+    if (!wp || !ints || !scale) {
+        st_gemm_s8_packed_free(wp);
+        free(ints);
+        free(scale);
+        return st_error(ST_ERR_NOMEM, "out of memory");
+    }
+    st_conv_s8_args a;
+    memset(&a, 0, sizeof a);
+    a.win = &win;
+    a.x = x;
+    a.x_zp = xzp ? (int32_t)st_load_i64(xzp->dtype, xzp->data) : 0;
+    a.w = wp;
+    if (wzp) {
+        bool per = st_operand_numel(wzp) != 1;
+        for (int64_t m = 0; m < (per ? M : 1); m++) ints[m] = (int32_t)st_load_i64(wzp->dtype, st_misc_at(wzp, m * wzp->strides[0]));
+        a.w_zp = ints;
+        a.w_zp_step = per;
+    }
+    a.out = ST_S8_OUT_I32;
+    a.y = y;
+    if (s->qlinear) {
+        const st_operand *xs = &k->in[1], *ws = &k->in[4], *ys = &k->in[6];
+        bool per = st_operand_numel(ws) != 1;
+        /* x_scale * w_scale / y_scale per output channel, as one expression */
+        for (int64_t m = 0; m < M; m++) {
+            float wsc = st_load_f32(ws->dtype, st_misc_at(ws, per ? m * ws->strides[0] : 0));
+            scale[m] = st_load_f32(xs->dtype, xs->data) * wsc / st_load_f32(ys->dtype, ys->data);
+        }
+        a.scale = scale;
+        a.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
+        a.y_zp = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+        if (bias) {
+            for (int64_t m = 0; m < M; m++) ints[M + m] = (int32_t)st_load_i64(bias->dtype, st_misc_at(bias, m * bias->strides[0]));
+            a.bias = ints + M;
+        }
+    }
+    st_status st = st_conv_s8(k->pool, &a);
+    st_gemm_s8_packed_free(wp);
+    free(ints);
+    free(scale);
+    return st;
 }
 
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */

@@ -843,6 +843,7 @@ st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_g
 {
     *out = NULL;
     if (size == 0) return st_error(ST_ERR_MODEL, "the model file is empty");
+    ST_TRY(st_onnx_check_depth(data, size));
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
     if (!mp) {
         const char *kind = other_message(data, size);

@@ -19,6 +19,9 @@
 #define ST_MAX_OPSET 17
 
 st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_graph **out);
+/* Refuses a file whose subgraphs or types nest deeper than strata plans,
+ * before the (recursive) unpacker could overflow its stack (depth.c). */
+st_status st_onnx_check_depth(const void *data, size_t size);
 /* A serialized TensorProto, as the ONNX test data stores inputs and outputs.
  * *name receives a malloc'd copy of the tensor's name (may be empty). */
 st_status st_onnx_load_tensor(const void *data, size_t size, st_const **out, char **name);

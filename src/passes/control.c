@@ -262,10 +262,10 @@ static bool const_int(const st_plan *p, int v, int64_t *out)
     return true;
 }
 
-static st_status too_big(const st_node *n, int64_t nodes)
+static st_status too_big(const st_node *n, int64_t iterations, int64_t per)
 {
-    return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): expanding it would make %lld nodes, more than %d", n->name,
-                    n->op_type, (long long)nodes, ST_MAX_EXPANDED_NODES);
+    return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): %lld iterations of a body of %lld nodes would expand the graph to "
+                    "more than %d nodes", n->name, n->op_type, (long long)iterations, (long long)per, ST_MAX_EXPANDED_NODES);
 }
 
 /* ---- If ---- */
@@ -290,7 +290,7 @@ static st_status expand_if(st_plan *p, int i)
                             j, cond ? "then" : "else", st_dtype_name(got), st_dtype_name(want));
     }
     if ((int64_t)p->g->n_nodes + b->n_nodes + n->n_out > ST_MAX_EXPANDED_NODES)
-        return too_big(n, (int64_t)p->g->n_nodes + b->n_nodes);
+        return too_big(n, 1, b->n_nodes);
     ST_TRY(own_graph(p));
     st_graph *g = p->own_g;
     /* what the splice frees or moves, saved first */
@@ -380,7 +380,7 @@ static st_status expand_loop(st_plan *p, int i)
                         "not end", n->name);
     int64_t per = b->n_nodes + n_scan;
     if (trips > (ST_MAX_EXPANDED_NODES - p->g->n_nodes) / (per > 0 ? per : 1))
-        return too_big(n, (int64_t)p->g->n_nodes + trips * per);
+        return too_big(n, trips, per);
     if (trips == 0 && n_scan > 0)
         return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Loop): zero iterations with scan outputs (their shape comes from "
                         "the body, which never runs)", n->name);
@@ -488,7 +488,7 @@ static st_status expand_scan(st_plan *p, int i)
     }
     int64_t per = b->n_nodes + m + n_scan_out;
     if (len > (ST_MAX_EXPANDED_NODES - p->g->n_nodes) / (per > 0 ? per : 1))
-        return too_big(n, (int64_t)p->g->n_nodes + len * per);
+        return too_big(n, len, per);
     if (len == 0 && n_scan_out > 0)
         return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): a sequence of length 0 with scan outputs", n->name);
     ST_TRY(own_graph(p));

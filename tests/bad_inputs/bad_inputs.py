@@ -397,6 +397,109 @@ def c_random_input_huge(d):
     return [save(make_model(g), os.path.join(d, "m.onnx")), "--memory-limit", "1000000"], ["'x'", "memory limit"]
 
 
+# ---- control flow (If, Loop, Scan) ----
+
+
+def body_graph(nodes, inputs, outputs, name="body"):
+    onnx, TP, helper, nh = onnx_mods()
+    return helper.make_graph(nodes, name, inputs, outputs)
+
+
+def loop_model(d, trips, with_cond):
+    """y = x + 1, M times, through a Loop whose condition stays true."""
+    onnx, TP, helper, nh = onnx_mods()
+    body = body_graph([helper.make_node("Add", ["v_in", "one"], ["v_out"], name="add"),
+                       helper.make_node("Identity", ["c_in"], ["c_out"], name="keep")],
+                      [helper.make_tensor_value_info("i", TP.INT64, []), helper.make_tensor_value_info("c_in", TP.BOOL, []),
+                       helper.make_tensor_value_info("v_in", TP.FLOAT, [2, 3])],
+                      [helper.make_tensor_value_info("c_out", TP.BOOL, []), helper.make_tensor_value_info("v_out", TP.FLOAT, [2, 3])])
+    inits = [nh.from_array(np.array(trips, np.int64), "M"), nh.from_array(np.ones((2, 3), np.float32), "one")]
+    ins = ["M", "cond" if with_cond else "", "x"]
+    if with_cond:
+        inits.append(nh.from_array(np.array(True), "cond"))
+    g = base_graph(nodes=[helper.make_node("Loop", ins, ["y"], name="loop", body=body)],
+                   outputs=[helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])], inits=inits)
+    return save(make_model(g, 16), os.path.join(d, "m.onnx"))
+
+
+def c_loop_huge_trip_count(d):
+    # 2^62 iterations and no condition that could stop them: refused at once
+    return [loop_model(d, 1 << 62, False)], ["'loop'", "4611686018427387904 iterations", "nodes"]
+
+
+def c_loop_negative_trip_count(d):
+    return [loop_model(d, -5, True)], ["'loop'", "negative"]
+
+
+def if_model(d, then_outputs, then_dtype=None):
+    onnx, TP, helper, nh = onnx_mods()
+    dt = then_dtype if then_dtype is not None else TP.FLOAT
+    then_nodes = [helper.make_node("Relu", ["x"], ["t%d" % k], name="t%d" % k) for k in range(then_outputs)]
+    then_b = body_graph(then_nodes, [], [helper.make_tensor_value_info("t%d" % k, dt, [2, 3]) for k in range(then_outputs)], "then")
+    else_b = body_graph([helper.make_node("Neg", ["x"], ["e"], name="e")], [],
+                        [helper.make_tensor_value_info("e", TP.FLOAT, [2, 3])], "else")
+    g = base_graph(nodes=[helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_b, else_branch=else_b)],
+                   outputs=[helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
+                   inits=[nh.from_array(np.array(True), "c")])
+    return save(make_model(g, 16), os.path.join(d, "m.onnx"))
+
+
+def c_if_branch_output_count(d):
+    return [if_model(d, 2)], ["'branch'", "then branch has 2 outputs", "1"]
+
+
+def c_if_branch_output_type(d):
+    onnx, TP, helper, nh = onnx_mods()
+    return [if_model(d, 1, TP.INT64)], ["'branch'", "int64", "float32"]
+
+
+def c_subgraph_unknown_value(d):
+    # the branch reads 'nowhere', which no scope defines
+    onnx, TP, helper, nh = onnx_mods()
+    then_b = body_graph([helper.make_node("Relu", ["nowhere"], ["t"], name="t")], [],
+                        [helper.make_tensor_value_info("t", TP.FLOAT, [2, 3])], "then")
+    g = base_graph(nodes=[helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_b, else_branch=then_b)],
+                   outputs=[helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
+                   inits=[nh.from_array(np.array(True), "c")])
+    return [save(make_model(g, 16), os.path.join(d, "m.onnx"))], ["'branch'", "'nowhere'", "enclosing"]
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(num, payload):
+    return varint((num << 3) | 2) + varint(len(payload)) + payload
+
+
+def c_subgraphs_nested_10000_deep(d):
+    # If inside If ... 10,000 deep, written as bytes level by level (the onnx
+    # package itself recurses too deep to build it): refused before the
+    # protobuf unpacker, which recurses per level, could overflow its stack
+    onnx, TP, helper, nh = onnx_mods()
+    leaf = body_graph([helper.make_node("Identity", ["x"], ["e"])], [],
+                      [helper.make_tensor_value_info("e", TP.FLOAT, [2, 3])], "leaf").SerializeToString()
+    out_vi = helper.make_tensor_value_info("y", TP.FLOAT, [2, 3]).SerializeToString()
+    g = leaf
+    for level in range(10000):
+        then_a = field(1, b"then_branch") + field(6, g) + varint(20 << 3) + varint(5)
+        else_a = field(1, b"else_branch") + field(6, leaf) + varint(20 << 3) + varint(5)
+        node = field(1, b"c") + field(2, b"y") + field(3, b"if%d" % level) + field(4, b"If") + field(5, then_a) + field(5, else_a)
+        g = field(1, node) + field(2, b"g%d" % level) + field(12, out_vi)
+    top = g + field(11, helper.make_tensor_value_info("x", TP.FLOAT, [2, 3]).SerializeToString()) + \
+        field(5, nh.from_array(np.array(True), "c").SerializeToString())
+    model = varint(1 << 3) + varint(8) + field(8, helper.make_opsetid("", 16).SerializeToString()) + field(7, top)
+    return [write(os.path.join(d, "m.onnx"), model)], ["nests subgraphs", "64"]
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("c_")}
 
 

@@ -18,9 +18,10 @@
  *     their bytes, alternating between slots as their lives allow), and
  *     each scan output an Unsqueeze per iteration feeding one Concat, which
  *     concat placement fills in place;
- *   - Scan (opset 9 and later) over a sequence length known from the
- *     shapes: the same, each iteration reading its slice of every scan
- *     input through a Gather of a constant index (a view).
+ *   - Scan over a sequence length known from the shapes: the same, each
+ *     iteration reading its slice of every scan input through a Gather of
+ *     a constant index (a view); opset 8's form with a batch axis runs one
+ *     such Scan per batch entry, stacked back along the batch axis.
  * Nested control nodes expand in their turn, on the next pass.  What is
  * not known at plan time (a condition computed from the data, a trip count
  * from a tensor the model computes) is refused with a message that says so;
@@ -449,12 +450,150 @@ static st_status expand_loop(st_plan *p, int i)
 
 /* ---- Scan ---- */
 
+/* A Gather of constant index idx along axis 0 of src into a new value. */
+static st_status take(st_graph *g, int at, const char *name, int src, int64_t idx, int opset, int *out)
+{
+    int iv = st_graph_add_const(g, "index", ST_I64, 0, NULL, &idx);
+    *out = st_graph_add_value(g, name);
+    if (iv < 0 || *out < 0) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", name);
+    int in[2] = {src, iv};
+    st_attr a = int_attr("axis", 0);
+    return new_node(g, at, "Gather", name, opset > 11 ? opset : 11, in, 2, *out, &a);
+}
+
+/* Opset 8's Scan: every input and output has a batch axis 0, the scan
+ * inputs their sequence on axis 1, and sequence_lens (when given) must be
+ * the full length for every batch entry: each batch entry is a Scan of
+ * its own, stacked back along axis 0. */
+static st_status expand_scan8(st_plan *p, int i)
+{
+    const st_node *n = &p->g->nodes[i];
+    const st_graph *b = st_attr_graph(n, "body");
+    if (!b) return st_error(ST_ERR_MODEL, "node '%s' (Scan): no body attribute", n->name);
+    int64_t m = st_attr_int(n, "num_scan_inputs", -1);
+    int n_state = n->n_in - 1 - (int)m, n_scan_out = n->n_out - n_state;
+    if (m < 1 || n_state < 0 || n_scan_out < 0 || b->n_inputs != n_state + m || b->n_outputs != n->n_out)
+        return st_error(ST_ERR_MODEL, "node '%s' (Scan): %lld scan inputs of %d inputs, and a body of %d inputs and %d "
+                        "outputs for %d outputs do not fit", n->name, (long long)m, n->n_in, b->n_inputs, b->n_outputs,
+                        n->n_out);
+    int cnt;
+    const int64_t *dirs = st_attr_ints(n, "directions", &cnt);
+    if (dirs && cnt != m) return st_error(ST_ERR_MODEL, "node '%s' (Scan): directions has %d values", n->name, cnt);
+    const st_pvalue *x0 = &p->values[n->in[1 + n_state]];
+    if (x0->t.rank < 2) return st_error(ST_ERR_SHAPE, "node '%s' (Scan): scan inputs need [batch, sequence, ...]", n->name);
+    int64_t batch = x0->t.dims[0], len = x0->t.dims[1];
+    for (int j = 0; j < m; j++) {
+        const st_pvalue *pv = &p->values[n->in[1 + n_state + j]];
+        if (pv->t.rank < 2 || pv->t.dims[0] != batch || pv->t.dims[1] != len)
+            return st_error(ST_ERR_SHAPE, "node '%s' (Scan): scan input %d is not [%lld, %lld, ...]", n->name, j,
+                            (long long)batch, (long long)len);
+    }
+    if (n->in[0] >= 0) {
+        const st_pvalue *sl = &p->values[n->in[0]];
+        if (sl->kind != ST_PV_CONST || !sl->t.data)
+            return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): sequence_lens computed at run time", n->name);
+        for (int64_t k = 0; k < st_numel(sl->t.rank, sl->t.dims); k++)
+            if (st_load_i64(sl->t.dtype, (const char *)sl->t.data + k * (int64_t)st_dtype_size(sl->t.dtype)) != len)
+                return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): sequences shorter than the scan inputs' length",
+                                n->name);
+    }
+    int64_t per_batch = m + n_state + len * (m + b->n_nodes) + n_scan_out * (len + 1);
+    int64_t total = batch * per_batch + (int64_t)(n_state + n_scan_out) * (batch + 1);
+    if (batch * per_batch > ST_MAX_EXPANDED_NODES - p->g->n_nodes) return too_big(n, batch * len, b->n_nodes);
+    if ((len == 0 || batch == 0) && n_scan_out > 0)
+        return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): an empty batch or sequence with scan outputs", n->name);
+    ST_TRY(own_graph(p));
+    st_graph *g = p->own_g;
+    st_node x = g->nodes[i];
+    int ins[x.n_in > 0 ? x.n_in : 1], outs[x.n_out > 0 ? x.n_out : 1];
+    memcpy(ins, x.in, (size_t)x.n_in * sizeof *ins);
+    memcpy(outs, x.out, (size_t)x.n_out * sizeof *outs);
+    int64_t dir[m];
+    for (int j = 0; j < m; j++) dir[j] = dirs ? dirs[j] : 0;
+    int impl_n = x.n_implicit;
+    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
+    for (int k = 0; k < impl_n; k++) {
+        impl[k] = x.implicit[k];
+        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
+    }
+    st_node owner = x;
+    owner.implicit = impl;
+    owner.implicit_src = impl_src;
+    if (!st_graph_splice(g, i, (int)total)) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+    int nb = (int)(batch > 0 ? batch : 1), nl = (int)(len > 0 ? len : 1);
+    int *state = malloc(((size_t)n_state + 1) * sizeof *state), *seqs = malloc(((size_t)m + 1) * sizeof *seqs);
+    int *fin = malloc(((size_t)n_state * nb + 1) * sizeof *fin);
+    int *slices = malloc(((size_t)n_scan_out * nl + 1) * sizeof *slices);
+    int *stacked = malloc(((size_t)n_scan_out * nb + 1) * sizeof *stacked);
+    st_status s = state && seqs && fin && slices && stacked ? ST_OK : st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+    int at = i;
+    for (int64_t bi = 0; bi < batch && s == ST_OK; bi++) {
+        char name[320];
+        for (int j = 0; j < n_state && s == ST_OK; j++) {
+            snprintf(name, sizeof name, "%s/b%lld/state_%d", x.name, (long long)bi, j);
+            s = take(g, at++, name, ins[1 + j], bi, x.opset, &state[j]);
+        }
+        for (int j = 0; j < m && s == ST_OK; j++) {
+            snprintf(name, sizeof name, "%s/b%lld/seq_%d", x.name, (long long)bi, j);
+            s = take(g, at++, name, ins[1 + n_state + j], bi, x.opset, &seqs[j]);
+        }
+        for (int64_t t = 0; t < len && s == ST_OK; t++) {
+            const char *prefix = st_graph_strf(g, "%s/b%lld/%lld", x.name, (long long)bi, (long long)t);
+            if (!prefix) {
+                s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+                break;
+            }
+            inst in;
+            s = inst_begin(&in, g, b, &owner, prefix);
+            for (int j = 0; j < n_state && s == ST_OK; j++) in.map[b->inputs[j]] = state[j];
+            for (int j = 0; j < m && s == ST_OK; j++) {
+                snprintf(name, sizeof name, "%s/slice_%d", prefix, j);
+                int sv;
+                s = take(g, at++, name, seqs[j], dir[j] ? len - 1 - t : t, x.opset, &sv);
+                in.map[b->inputs[n_state + j]] = sv;
+            }
+            if (s == ST_OK) s = inst_nodes(&in, at, &at);
+            for (int j = 0; j < n_state && s == ST_OK; j++) state[j] = in.map[b->outputs[j]];
+            for (int j = 0; j < n_scan_out && s == ST_OK; j++) slices[j * len + t] = in.map[b->outputs[n_state + j]];
+            inst_end(&in);
+        }
+        for (int j = 0; j < n_state && s == ST_OK; j++) fin[j * batch + bi] = state[j];
+        for (int j = 0; j < n_scan_out && s == ST_OK; j++) {
+            snprintf(name, sizeof name, "%s/b%lld/scan_%d", x.name, (long long)bi, j);
+            stacked[j * batch + bi] = st_graph_add_value(g, name);
+            if (stacked[j * batch + bi] < 0) s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+            else s = stack_slices(g, at, name, slices + j * len, (int)len, 0, false, stacked[j * batch + bi], x.opset, &at);
+        }
+    }
+    /* back along the batch axis: unused outputs still get their nodes, which
+     * dead-node removal drops (the slots were counted for them) */
+    for (int j = 0; j < n_state && s == ST_OK; j++) {
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, "%s/state_out_%d", x.name, j);
+        int dst = outs[j] >= 0 ? outs[j] : st_graph_add_value(g, prefix);
+        s = dst < 0 ? st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name)
+                    : stack_slices(g, at, prefix, fin + j * batch, (int)batch, 0, false, dst, x.opset, &at);
+    }
+    for (int j = 0; j < n_scan_out && s == ST_OK; j++) {
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, "%s/scan_out_%d", x.name, j);
+        int dst = outs[n_state + j] >= 0 ? outs[n_state + j] : st_graph_add_value(g, prefix);
+        s = dst < 0 ? st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name)
+                    : stack_slices(g, at, prefix, stacked + j * batch, (int)batch, 0, false, dst, x.opset, &at);
+    }
+    free(state);
+    free(seqs);
+    free(fin);
+    free(slices);
+    free(stacked);
+    st_graph_relink(g);
+    return s;
+}
+
 static st_status expand_scan(st_plan *p, int i)
 {
     const st_node *n = &p->g->nodes[i];
-    if (n->opset < 9)
-        return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): opset %d's Scan (with a batch axis and sequence_lens) is "
-                        "not supported; opset 9 and later are", n->name, n->opset);
+    if (n->opset < 9) return expand_scan8(p, i);
     const st_graph *b = st_attr_graph(n, "body");
     if (!b) return st_error(ST_ERR_MODEL, "node '%s' (Scan): no body attribute", n->name);
     int64_t m = st_attr_int(n, "num_scan_inputs", -1);

@@ -32,5 +32,6 @@ run_gen() {
 run_gen seed "$ROOT/scripts/models/seed.py" "$ROOT/scripts/ort/run.js"
 run_gen yolo "$ROOT/scripts/models/yolo.py"
 run_gen mixed "$ROOT/scripts/models/mixed.py"
+run_gen staged "$ROOT/scripts/models/staged.py" "$ROOT/scripts/ort/run.js"
 run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"
 run_gen samples "$ROOT/scripts/samples/render_sample.py"

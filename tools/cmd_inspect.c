@@ -17,6 +17,7 @@
 
 const st_plan *st_session_plan(const st_session *s);
 const st_dag *st_session_dag(const st_session *s);
+bool st_session_stage(const st_session *s, int k, const st_plan **plan, const st_dag **dag);
 
 static void print_shape(FILE *f, const st_value *v, bool json)
 {
@@ -328,7 +329,20 @@ int st_cmd_inspect(int argc, char **argv)
         o.quiet = true;
         rc = tool_bind_inputs(&o, m, s);
         if (!rc && (st_session_run(s) != ST_OK || st_session_wait(s) != ST_OK)) rc = tool_fail_st(o.model);
-        if (!rc) rc = plan_summary(&o, st_session_plan(s), st_session_dag(s));
+        /* a staged plan (plan/stage.c): each stage's plan in turn (as
+         * a JSON array of plans) */
+        const st_plan *p, *p2;
+        const st_dag *dag;
+        bool staged = st_session_stage(s, 1, &p2, &dag);
+        if (staged && o.json) printf("[");
+        for (int k = 0; !rc && st_session_stage(s, k, &p, &dag); k++) {
+            if (staged && o.json && k) printf(",\n");
+            if (staged && !o.json)
+                printf("%sstage %d: %s%s\n", k ? "\n" : "", k + 1, p->cut_note[0] ? "stops where " : "the rest",
+                       p->cut_note[0] ? p->cut_note : "");
+            rc = plan_summary(&o, p, dag);
+        }
+        if (staged && o.json) printf("]\n");
         st_session_free(s);
     }
     st_model_free(m);

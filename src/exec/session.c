@@ -19,7 +19,10 @@
 #include "exec/session.h"
 #include "graph/model.h"
 
-#define ST_PLAN_CACHE 8
+#define ST_PLAN_CACHE 16
+/* A staged plan's stages each take a cache entry; at most half of it, so
+ * the entries a run is using are never the least recently used. */
+#define ST_MAX_STAGES (ST_PLAN_CACHE / 2)
 
 typedef struct bound_input {
     bool set;
@@ -40,10 +43,15 @@ typedef struct st_cached {
     st_plan *plan;
     st_dag *dag;
     uint64_t used;
+    /* A staged plan (plan/stage.c): the model of the rest of the graph,
+     * and its inputs, read from this plan's outputs after each run. */
+    st_model *next;
+    bound_input *next_bound;
 } st_cached;
 
 static void forget_plan(st_session *s, st_cached *c);
-static st_status upload_and_submit(st_session *s, st_cached *c);
+static void free_cached(st_cached *c);
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound);
 
 struct st_session {
     const st_model *model;
@@ -62,6 +70,9 @@ struct st_session {
     st_storage *host_arena;   /* NULL until a mixed plan needs one */
     uint64_t arena_gen;       /* counts arena replacements */
     uint64_t plans_built;     /* for tests: a repeated shape must not plan again */
+    /* the plans of the last run's stages, by serial (plan/stage.c) */
+    uint64_t stage_serial[ST_MAX_STAGES];
+    int n_stages;
 };
 
 void st_session_options_init(st_session_options *o)
@@ -175,10 +186,7 @@ void st_session_free(st_session *s)
     t->exec = NULL;
     pthread_mutex_unlock(&t->mu);
     st_tracker_release(t);
-    for (int i = 0; i < s->n_cache; i++) {
-        st_dag_free(s->cache[i].dag);
-        st_plan_free(s->cache[i].plan);
-    }
+    for (int i = 0; i < s->n_cache; i++) free_cached(&s->cache[i]);
     st_storage_release(s->arena);
     st_storage_release(s->host_arena);
     for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
@@ -308,27 +316,46 @@ static void forget_plan(st_session *s, st_cached *c)
     if (e && e->vt->forget && c->dag) e->vt->forget(e, c->dag);
 }
 
-static st_status get_plan(st_session *s, st_cached **out)
+static void free_bound(bound_input *bound, int n)
 {
-    const st_graph *g = s->model->g;
+    if (!bound) return;
+    for (int i = 0; i < n; i++) free(bound[i].data);
+    free(bound);
+}
+
+/* Frees a cache entry (its executor state forgotten first). */
+static void free_cached(st_cached *c)
+{
+    st_dag_free(c->dag);
+    st_plan_free(c->plan);
+    if (c->next) free_bound(c->next_bound, c->next->g->n_inputs);
+    st_model_release(c->next);
+}
+
+/* The plan of model m (the session's, or a later stage's) for inputs
+ * bound, from the cache or built. */
+static st_status get_plan(st_session *s, const st_model *m, const bound_input *bound, st_cached **out)
+{
+    const st_graph *g = m->g;
     int rank[g->n_inputs + 1];
     const void *data[g->n_inputs + 1];
     int64_t (*dims)[ST_MAX_RANK] = calloc((size_t)g->n_inputs + 1, sizeof *dims);
     if (!dims) return st_error(ST_ERR_NOMEM, "out of memory planning");
     for (int i = 0; i < g->n_inputs; i++) {
-        rank[i] = s->bound[i].rank;
-        data[i] = s->bound[i].data;
-        memcpy(dims[i], s->bound[i].dims, sizeof dims[i]);
+        rank[i] = bound[i].rank;
+        data[i] = bound[i].data;
+        memcpy(dims[i], bound[i].dims, sizeof dims[i]);
     }
     for (int i = 0; i < s->n_cache; i++)
-        if (st_plan_matches(s->cache[i].plan, rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
+        if (s->cache[i].plan->model == m &&
+            st_plan_matches(s->cache[i].plan, rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
             s->cache[i].used = ++s->clock;
             *out = &s->cache[i];
             free(dims);
             return ST_OK;
         }
     st_plan *p = NULL;
-    st_status r = st_plan_build(s->model, &s->target, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
+    st_status r = st_plan_build(m, &s->target, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
     free(dims);
     if (r != ST_OK) return r;
     if (p->arena_bytes + p->host_arena_bytes > s->opt.memory_limit) {
@@ -341,7 +368,18 @@ static st_status get_plan(st_session *s, st_cached **out)
     r = st_plan_bind(p, s->backend, s->host, s->arena, s->host_arena);
     if (r == ST_OK) r = st_dag_build(p, s->opt.hazard_mode, &dag);
     if (r == ST_OK && s->opt.sanitize) r = st_dag_check(dag);
+    st_model *next = NULL;
+    bound_input *next_bound = NULL;
+    if (r == ST_OK && p->next_g) {
+        /* the rest of the graph, planned once this stage has run */
+        r = st_model_stage(m, p->next_g, &next);
+        p->next_g = NULL;
+        if (r == ST_OK && !(next_bound = calloc((size_t)next->g->n_inputs + 1, sizeof *next_bound)))
+            r = st_error(ST_ERR_NOMEM, "out of memory planning");
+    }
     if (r != ST_OK) {
+        free(next_bound);
+        st_model_release(next);
         st_dag_free(dag);
         st_plan_free(p);
         return r;
@@ -351,8 +389,7 @@ static st_status get_plan(st_session *s, st_cached **out)
         for (int i = 1; i < s->n_cache; i++)
             if (s->cache[i].used < s->cache[lru].used) lru = i;
         forget_plan(s, &s->cache[lru]);
-        st_dag_free(s->cache[lru].dag);
-        st_plan_free(s->cache[lru].plan);
+        free_cached(&s->cache[lru]);
         s->cache[lru] = s->cache[--s->n_cache];
         /* cur points into the array: follow the entry that moved */
         if (s->cur == &s->cache[lru]) s->cur = NULL;
@@ -364,26 +401,53 @@ static st_status get_plan(st_session *s, st_cached **out)
     c->plan = p;
     c->dag = dag;
     c->used = s->clock;
+    c->next = next;
+    c->next_bound = next_bound;
     *out = c;
     return ST_OK;
 }
 
-static st_status run_locked(st_session *s)
+/* After stage c ran: its outputs, read to the host, are the next stage's
+ * inputs (plan/stage.c).  The caller waited for the run. */
+static st_status stage_inputs(st_cached *c)
 {
-    const st_graph *g = s->model->g;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (!s->bound[i].set)
-            return st_error(ST_ERR_INVALID_ARG, "input '%s' was not set", g->values[g->inputs[i]].name);
-    st_tracker *t = s->tracker;
-    /* one DAG in flight: the previous run must be done before the arena changes */
-    pthread_mutex_lock(&t->mu);
-    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
-    t->dag = NULL;
-    pthread_mutex_unlock(&t->mu);
-    (void)r; /* the previous run's failure was reported by its own wait */
+    const st_graph *ng = c->next->g;
+    for (int i = 0; i < ng->n_inputs; i++) {
+        int v = ng->inputs[i];
+        const st_pvalue *pv = &c->plan->values[v];
+        bound_input *b = &c->next_bound[i];
+        size_t bytes = (size_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->model_dtype);
+        if (bytes + 1 > b->cap) {
+            void *d = realloc(b->data, bytes + 1);
+            if (!d) return st_error(ST_ERR_NOMEM, "out of memory passing '%s' to the next stage", ng->values[v].name);
+            b->data = d;
+            b->cap = bytes + 1;
+        }
+        if (pv->kind == ST_PV_CONST) {
+            memcpy(b->data, pv->t.data, bytes);
+        } else {
+            st_tensor *t;
+            ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, NULL, &t));
+            st_status r = st_tensor_read(t, pv->model_dtype, b->data, bytes);
+            st_tensor_free(t);
+            ST_TRY(r);
+        }
+        b->set = true;
+        b->uploaded = false;
+        b->dtype = pv->model_dtype;
+        b->rank = pv->t.rank;
+        memcpy(b->dims, pv->t.dims, sizeof b->dims);
+        b->bytes = bytes;
+    }
+    return ST_OK;
+}
 
+/* Plans (or finds) and submits the plan of model m for inputs bound. */
+static st_status submit_stage(st_session *s, const st_model *m, bound_input *bound, st_cached **out)
+{
+    st_tracker *t = s->tracker;
     st_cached *c = NULL;
-    ST_TRY(get_plan(s, &c));
+    ST_TRY(get_plan(s, m, bound, &c));
     st_plan *p = c->plan;
     if (p->arena_bytes > s->arena->size) {
         st_storage *a;
@@ -409,21 +473,61 @@ static st_status run_locked(st_session *s)
     pthread_mutex_lock(&t->mu);
     t->plan = 0;
     t->runner = pthread_self();
-    r = upload_and_submit(s, c);
+    st_status r = upload_and_submit(s, c, m, bound);
     if (r == ST_OK) {
         t->dag = c->dag;
         t->plan = p->serial;
     }
     pthread_mutex_unlock(&t->mu);
     if (r == ST_OK) s->cur = c;
+    *out = c;
     return r;
+}
+
+static st_status run_locked(st_session *s)
+{
+    const st_graph *g = s->model->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!s->bound[i].set)
+            return st_error(ST_ERR_INVALID_ARG, "input '%s' was not set", g->values[g->inputs[i]].name);
+    st_tracker *t = s->tracker;
+    /* one DAG in flight: the previous run must be done before the arena changes */
+    pthread_mutex_lock(&t->mu);
+    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
+    t->dag = NULL;
+    pthread_mutex_unlock(&t->mu);
+    (void)r; /* the previous run's failure was reported by its own wait */
+
+    /* A staged plan runs stage by stage: each waits for the one before,
+     * whose results on the host are the next one's inputs (plan/stage.c).
+     * The stages' cache entries are the most recently used, so planning
+     * a later stage evicts none of them (ST_MAX_STAGES). */
+    const st_model *m = s->model;
+    bound_input *bound = s->bound;
+    s->n_stages = 0;
+    for (int stage = 0;; stage++) {
+        if (stage == ST_MAX_STAGES)
+            return st_error(ST_ERR_UNSUPPORTED, "the model needs more than %d stages (plans that wait for data the "
+                            "model computes, plan/stage.c)", ST_MAX_STAGES);
+        st_cached *c;
+        ST_TRY(submit_stage(s, m, bound, &c));
+        s->stage_serial[s->n_stages++] = c->plan->serial;
+        if (!c->next) return ST_OK;
+        pthread_mutex_lock(&t->mu);
+        r = t->exec->vt->wait(t->exec, NULL, -1);
+        pthread_mutex_unlock(&t->mu);
+        ST_TRY(r);
+        ST_TRY(stage_inputs(c));
+        m = c->next;
+        bound = c->next_bound;
+    }
 }
 
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
  * the caller holds the tracker's lock. */
-static st_status upload_and_submit(st_session *s, st_cached *c)
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound)
 {
-    const st_graph *g = s->model->g;
+    const st_graph *g = m->g;
     st_tracker *t = s->tracker;
     st_plan *p = c->plan;
     st_status r;
@@ -435,7 +539,7 @@ static st_status upload_and_submit(st_session *s, st_cached *c)
     }
     for (int i = 0; i < g->n_inputs; i++) {
         const st_pvalue *pv = &p->values[g->inputs[i]];
-        bound_input *bi = &s->bound[i];
+        bound_input *bi = &bound[i];
         if (pv->kind != ST_PV_INPUT || bi->bytes == 0) continue; /* value inputs are constants */
         /* unchanged since the last upload into this arena for this plan:
          * nothing to copy (the sanitizer's poison overwrote it, though) */
@@ -480,6 +584,9 @@ st_status st_session_wait(st_session *s)
 static st_status value_tensor(st_session *s, int v, st_tensor **out)
 {
     const st_pvalue *pv = &s->cur->plan->values[v];
+    if (pv->kind == ST_PV_DEAD) /* a staged run's last stage does not read this input */
+        return st_error(ST_ERR_INVALID_ARG, "'%s' is not held after the last stage of this run (plan/stage.c)",
+                        s->model->g->values[v].name);
     if (pv->kind == ST_PV_CONST) {
         /* a constant output gets its own storage, so it outlives the plan */
         st_backend *cpu = st_cpu_backend();
@@ -536,3 +643,17 @@ uint64_t st_session_plans_built(const st_session *s) { return s ? s->plans_built
 /* For tools and tests that inspect the plan of the last run and its DAG. */
 const st_plan *st_session_plan(const st_session *s) { return s && s->cur ? s->cur->plan : NULL; }
 const st_dag *st_session_dag(const st_session *s) { return s && s->cur ? s->cur->dag : NULL; }
+
+/* The plan and DAG of stage k of the last run (0 first; a run that was not
+ * staged has one stage), or false. */
+bool st_session_stage(const st_session *s, int k, const st_plan **plan, const st_dag **dag)
+{
+    if (!s || k < 0 || k >= s->n_stages) return false;
+    for (int i = 0; i < s->n_cache; i++)
+        if (s->cache[i].plan->serial == s->stage_serial[k]) {
+            *plan = s->cache[i].plan;
+            *dag = s->cache[i].dag;
+            return true;
+        }
+    return false;
+}

@@ -21,6 +21,10 @@ st_graph *st_graph_derive(const st_graph *src)
     if (!g) return NULL;
     *g = *src;
     g->derived = true;
+    g->refs = 1;
+    /* a graph derived from a derived graph borrows what that one owns */
+    g->base = src->derived ? (st_graph *)src : NULL;
+    if (g->base) g->base->refs++;
     g->owned = NULL;
     g->n_owned = g->cap_owned = 0;
     g->cap_values = src->n_values + 1;
@@ -56,7 +60,7 @@ st_graph *st_graph_derive(const st_graph *src)
 
 void st_graph_free_derived(st_graph *g)
 {
-    if (!g) return;
+    if (!g || --g->refs > 0) return;
     for (int i = 0; i < g->n_nodes; i++) {
         free(g->nodes[i].in);
         free(g->nodes[i].out);
@@ -69,7 +73,9 @@ void st_graph_free_derived(st_graph *g)
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    st_graph *base = g->base;
     free(g);
+    st_graph_free_derived(base);
 }
 
 void *st_graph_own(st_graph *g, void *p)
@@ -173,4 +179,27 @@ void st_graph_relink(st_graph *g)
                 g->values[g->nodes[i].out[k]].producer = i;
                 g->values[g->nodes[i].out[k]].producer_slot = k;
             }
+}
+
+static void free_node_ids(st_node *n)
+{
+    free(n->in);
+    free(n->out);
+    free(n->implicit);
+    free(n->implicit_src);
+}
+
+void st_graph_drop_front(st_graph *g, int n)
+{
+    for (int i = 0; i < n; i++) free_node_ids(&g->nodes[i]);
+    memmove(g->nodes, g->nodes + n, (size_t)(g->n_nodes - n) * sizeof *g->nodes);
+    g->n_nodes -= n;
+    st_graph_relink(g);
+}
+
+void st_graph_drop_back(st_graph *g, int n)
+{
+    for (int i = n; i < g->n_nodes; i++) free_node_ids(&g->nodes[i]);
+    g->n_nodes = n;
+    st_graph_relink(g);
 }

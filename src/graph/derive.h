@@ -18,7 +18,16 @@
 #include "graph/graph.h"
 
 st_graph *st_graph_derive(const st_graph *g);
+/* Drops one holder of a derived graph (st_graph_free does this for a
+ * derived graph); the last frees it.  A graph derived from a derived graph
+ * holds that one, whose names and constants it may borrow.  Holders are
+ * the plan and session objects of one session, so one thread at a time. */
 void st_graph_free_derived(st_graph *g);
+/* Removes nodes [0, n) (the first stage of a staged plan, plan/stage.c):
+ * their values lose their producer. */
+void st_graph_drop_front(st_graph *g, int n);
+/* Removes nodes [n, end). */
+void st_graph_drop_back(st_graph *g, int n);
 
 /* Records p as owned by g (freed with it); returns p, or NULL (and frees
  * p) when out of memory. */

@@ -132,6 +132,9 @@ typedef struct st_graph {
      * are its own; names, attributes and constants are borrowed from the
      * model's graphs, except what it made (owned). */
     bool derived;
+    int refs;                        /* a derived graph: its holders (graph/derive.h) */
+    struct st_graph *base;           /* a derived graph derived from another: held, since
+                                        names and constants may be borrowed from it */
     void **owned;
     int n_owned, cap_owned;
     int cap_values, cap_nodes;

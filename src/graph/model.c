@@ -17,7 +17,9 @@ void st_model_release(const st_model *m)
     if (!mm || atomic_fetch_sub(&mm->refs, 1) != 1) return;
     st_graph_free(mm->g);
     free(mm->path);
+    const st_model *parent = mm->parent;
     free(mm);
+    st_model_release(parent);
 }
 
 static st_status wrap(st_graph *g, const char *path, st_model **out)
@@ -34,6 +36,14 @@ static st_status wrap(st_graph *g, const char *path, st_model **out)
     m->g = g;
     m->path = p;
     *out = m;
+    return ST_OK;
+}
+
+st_status st_model_stage(const st_model *parent, st_graph *g, st_model **out)
+{
+    ST_TRY(wrap(g, parent->path, out));
+    st_model_retain(parent);
+    (*out)->parent = parent;
     return ST_OK;
 }
 

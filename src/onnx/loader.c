@@ -337,7 +337,10 @@ static st_status attr_from_proto(Onnx__AttributeProto *p, const char *node, cons
 static st_status apply_type(st_value *v, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
-    if (!tp) return ST_OK;
+    /* Exporters write value_info entries with an empty TypeProto (the
+     * PyTorch exporter does inside If branches): nothing is declared, so
+     * inference decides, as if the entry were absent. */
+    if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return ST_OK;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return st_error(ST_ERR_UNSUPPORTED, "value '%s': only tensor types are supported (not sequences, maps or optionals)",
                         v->name);

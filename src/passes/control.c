@@ -241,15 +241,6 @@ static st_status alias(st_graph *g, int at, const char *prefix, int src, int dst
     return new_node(g, at, "Identity", name, opset, &src, 1, dst, NULL);
 }
 
-/* The plan's own graph, derived on first use. */
-static st_status own_graph(st_plan *p)
-{
-    if (p->own_g) return ST_OK;
-    p->own_g = st_graph_derive(p->g);
-    if (!p->own_g) return st_error(ST_ERR_NOMEM, "out of memory copying the graph for control flow");
-    p->g = p->own_g;
-    return ST_OK;
-}
 
 /* A constant input's value as an int64 (a scalar or one element), or
  * false when the input is not a known constant. */
@@ -292,7 +283,7 @@ static st_status expand_if(st_plan *p, int i)
     }
     if ((int64_t)p->g->n_nodes + b->n_nodes + n->n_out > ST_MAX_EXPANDED_NODES)
         return too_big(n, 1, b->n_nodes);
-    ST_TRY(own_graph(p));
+    ST_TRY(st_plan_own_graph(p));
     st_graph *g = p->own_g;
     /* what the splice frees or moves, saved first */
     st_node x = g->nodes[i];
@@ -382,10 +373,17 @@ static st_status expand_loop(st_plan *p, int i)
     int64_t per = b->n_nodes + n_scan;
     if (trips > (ST_MAX_EXPANDED_NODES - p->g->n_nodes) / (per > 0 ? per : 1))
         return too_big(n, trips, per);
-    if (trips == 0 && n_scan > 0)
-        return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Loop): zero iterations with scan outputs (their shape comes from "
-                        "the body, which never runs)", n->name);
-    ST_TRY(own_graph(p));
+    /* zero iterations: each scan output is empty, [0, ...] with the
+     * shape the body declares for it (the body never runs to say) */
+    for (int j = 0; trips == 0 && j < n_scan; j++) {
+        const st_value *bo = &b->values[b->outputs[1 + n_carried + j]];
+        bool known = bo->dtype != ST_UNDEFINED && bo->rank >= 0 && bo->rank < ST_MAX_RANK;
+        for (int d = 0; known && d < bo->rank; d++) known = bo->dims[d] >= 0;
+        if (!known)
+            return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Loop): zero iterations, and the body does not declare the "
+                            "full shape of scan output %d (the body never runs to give it)", n->name, j);
+    }
+    ST_TRY(st_plan_own_graph(p));
     st_graph *g = p->own_g;
     st_node x = g->nodes[i];
     int nio = x.n_in + x.n_out;
@@ -438,6 +436,15 @@ static st_status expand_loop(st_plan *p, int i)
         if (outs[j] >= 0) s = alias(g, at++, x.name, carried[j], outs[j], x.opset);
     for (int j = 0; j < n_scan && s == ST_OK; j++) {
         if (outs[n_carried + j] < 0) continue;
+        if (trips == 0) {
+            const st_value *bo = &b->values[b->outputs[1 + n_carried + j]];
+            int64_t dims[ST_MAX_RANK] = {0};
+            for (int d = 0; d < bo->rank; d++) dims[d + 1] = bo->dims[d];
+            int e = st_graph_add_const(g, "empty", bo->dtype, bo->rank + 1, dims, NULL);
+            s = e < 0 ? st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name)
+                      : alias(g, at++, x.name, e, outs[n_carried + j], x.opset);
+            continue;
+        }
         char prefix[300];
         snprintf(prefix, sizeof prefix, "%s/scan_%d", x.name, j);
         s = stack_slices(g, at, prefix, slices + j * trips, (int)trips, 0, false, outs[n_carried + j], x.opset, &at);
@@ -502,7 +509,7 @@ static st_status expand_scan8(st_plan *p, int i)
     if (batch * per_batch > ST_MAX_EXPANDED_NODES - p->g->n_nodes) return too_big(n, batch * len, b->n_nodes);
     if ((len == 0 || batch == 0) && n_scan_out > 0)
         return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): an empty batch or sequence with scan outputs", n->name);
-    ST_TRY(own_graph(p));
+    ST_TRY(st_plan_own_graph(p));
     st_graph *g = p->own_g;
     st_node x = g->nodes[i];
     int ins[x.n_in > 0 ? x.n_in : 1], outs[x.n_out > 0 ? x.n_out : 1];
@@ -630,7 +637,7 @@ static st_status expand_scan(st_plan *p, int i)
         return too_big(n, len, per);
     if (len == 0 && n_scan_out > 0)
         return st_error(ST_ERR_UNSUPPORTED, "node '%s' (Scan): a sequence of length 0 with scan outputs", n->name);
-    ST_TRY(own_graph(p));
+    ST_TRY(st_plan_own_graph(p));
     st_graph *g = p->own_g;
     st_node x = g->nodes[i];
     int ins[x.n_in > 0 ? x.n_in : 1], outs[x.n_out > 0 ? x.n_out : 1];

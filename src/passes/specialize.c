@@ -133,12 +133,17 @@ static st_status lower_precision(st_plan *p, const st_graph *g)
     return ST_OK;
 }
 
-/* Marks the small graph inputs (at most ST_VALUE_INPUT_MAX elements) that
- * value v is computed from, so the plan can treat their values as known
- * and key the plan cache on them: a Reshape whose shape, or a Resize whose
- * scales, arrive as graph inputs.  Ops whose output shape depends on data
- * (NonMaxSuppression, NonZero) use the same path and are then folded.
- * Returns how many inputs were newly marked. */
+/* Marks the graph inputs whose values value v is computed from, so the
+ * plan can treat them as known and key the plan cache on them: a Reshape
+ * whose shape, or a Resize whose scales, arrive as graph inputs; an If on
+ * a flag input.  Taken are v itself when it is an input (at most
+ * ST_VALUE_INPUT_MAX elements, or ST_STAGE_VALUE_MAX in a later stage,
+ * whose inputs the stage before computed), and small integer or bool
+ * inputs it is computed from.  A float input that v is computed from is
+ * data: v is then left to a stage cut (plan/stage.c), which runs the
+ * nodes before and reads v, instead of folding the whole computation on
+ * the host for each new input.  Returns how many inputs were newly
+ * marked. */
 static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
 {
     int marked = 0;
@@ -156,12 +161,16 @@ static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
         int x = stack[--top];
         const st_value *gv = &g->values[x];
         if (gv->is_input) {
-            for (int i = 0; i < g->n_inputs; i++)
-                if (g->inputs[i] == x && !p->value_inputs[i] && p->in_data && p->in_data[i] &&
-                    st_numel(p->in_rank[i], p->in_dims[i]) <= ST_VALUE_INPUT_MAX) {
+            for (int i = 0; i < g->n_inputs; i++) {
+                if (g->inputs[i] != x || p->value_inputs[i] || !p->in_data || !p->in_data[i]) continue;
+                int64_t n = st_numel(p->in_rank[i], p->in_dims[i]);
+                bool take = x == v ? n <= (p->model->parent ? ST_STAGE_VALUE_MAX : ST_VALUE_INPUT_MAX)
+                                   : n <= ST_VALUE_INPUT_MAX && !st_dtype_is_float(gv->dtype);
+                if (take) {
                     p->value_inputs[i] = true;
                     marked++;
                 }
+            }
             continue;
         }
         if (gv->producer < 0) continue;
@@ -177,6 +186,17 @@ static int mark_value_inputs(st_plan *p, const st_graph *g, int v)
     free(stack);
     free(seen);
     return marked;
+}
+
+/* Node i needs value v as data and no input can supply it: when nodes
+ * before i compute it, the plan stops there (a stage cut). */
+static bool stage_cut(st_plan *p, const st_graph *g, int i, int v)
+{
+    int pr = g->values[v].producer;
+    if (pr < 0 || pr >= i) return false;
+    p->cut = i;
+    p->cut_value = v;
+    return true;
 }
 
 st_status st_specialize(st_plan *p)
@@ -221,8 +241,13 @@ st_status st_specialize(st_plan *p)
             int decide = !strcmp(n->op_type, "Scan") ? -1 : 0;
             for (int k = 0; decide >= 0 && k <= (!strcmp(n->op_type, "Loop") ? 1 : 0) && k < n->n_in; k++) {
                 int v = n->in[k];
-                if (v >= 0 && p->values[v].kind != ST_PV_CONST && (p->needs_values = mark_value_inputs(p, g, v))) {
+                if (v < 0 || p->values[v].kind == ST_PV_CONST) continue;
+                if ((p->needs_values = mark_value_inputs(p, g, v))) {
                     s = st_error(ST_ERR_SHAPE, "replan with input values");
+                    break;
+                }
+                if (stage_cut(p, g, i, v)) {
+                    s = st_error(ST_ERR_SHAPE, "stage cut");
                     break;
                 }
             }
@@ -251,6 +276,7 @@ st_status st_specialize(st_plan *p)
              * the caller to plan again with those inputs' values known */
             p->needs_values = mark_value_inputs(p, g, n->in[missing]);
             if (p->needs_values) s = st_error(ST_ERR_SHAPE, "replan with input values");
+            else if (stage_cut(p, g, i, n->in[missing])) s = st_error(ST_ERR_SHAPE, "stage cut");
         }
         if (s == ST_OK) s = check_outputs(n, &c);
         if (s != ST_OK) break;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "graph/derive.h"
 #include "graph/model.h"
 #include "plan/plan.h"
 
@@ -243,6 +244,15 @@ static void plan_reset(st_plan *p)
     memset(p->nodes, 0, (size_t)p->n_nodes * sizeof *p->nodes);
 }
 
+st_status st_plan_own_graph(st_plan *p)
+{
+    if (p->own_g) return ST_OK;
+    p->own_g = st_graph_derive(p->g);
+    if (!p->own_g) return st_error(ST_ERR_NOMEM, "out of memory copying the graph");
+    p->g = p->own_g;
+    return ST_OK;
+}
+
 st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_session_options *o,
                         const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
                         st_plan **out)
@@ -251,6 +261,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     st_plan *p = calloc(1, sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory planning");
     p->model = m;
+    st_model_retain(m); /* a later stage's model lives as long as its plans */
     p->g = m->g;
     p->target = *t;
     p->precision = o->precision ? o->precision : ST_F32;
@@ -279,11 +290,20 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     /* each retry makes at least one more input a known value, or expands
      * one more control-flow node into its body (the graph's size is
      * bounded, passes/control.c), so this ends */
+    p->cut = -1;
     for (;;) {
         p->needs_values = 0;
         p->expanded = false;
+        p->cut = -1;
         s = init_values(p);
         if (s == ST_OK) s = st_specialize(p);
+        if (s != ST_OK && p->cut >= 0) {
+            /* the first stage is planned again on its own (and stops no
+             * more: the nodes it keeps specialized before the cut) */
+            s = p->next_g ? st_error(ST_ERR_INTERNAL, "a stage of the plan was cut twice") : st_plan_split(p);
+            if (s != ST_OK) break;
+            p->expanded = true;
+        }
         if (s == ST_OK && !p->expanded) break;
         if (s != ST_OK && !p->needs_values) break;
         plan_reset(p);
@@ -428,6 +448,8 @@ void st_plan_free(st_plan *p)
     free(p->in_dims);
     free(p->value_inputs);
     free(p->value_data);
+    st_graph_free(p->next_g);
     st_graph_free(p->own_g);
+    st_model_release(p->model);
     free(p);
 }

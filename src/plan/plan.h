@@ -145,6 +145,15 @@ typedef struct st_plan {
     const void *const *in_data;   /* the bound data, during planning only */
     void **value_data;            /* copies of the value inputs' data */
     int needs_values;             /* set by specialize: replan with more value inputs */
+    /* A staged plan (plan/stage.c): specialization reached node `cut`,
+     * which needs data the graph computes (an If's condition, the boxes
+     * NonMaxSuppression keeps), so this plan runs the nodes before it and
+     * next_g, the rest of the graph, is planned at run time on their
+     * results.  cut_note says where it stopped ("" in a plan that runs
+     * the whole graph). */
+    int cut, cut_value;
+    st_graph *next_g;
+    char cut_note[200];           /* what stopped it, for inspect */
 
     int n_values;
     st_pvalue *values;
@@ -179,6 +188,16 @@ typedef struct st_plan {
 } st_plan;
 
 #define ST_VALUE_INPUT_MAX 4096
+/* A later stage's input that a rule needs as data was computed by the
+ * stage before and is on the host already: larger ones are taken. */
+#define ST_STAGE_VALUE_MAX (1 << 22)
+
+/* Splits a plan whose specialization stopped at p->cut: p->g keeps the
+ * nodes before it, their results that the rest reads become its outputs,
+ * and p->next_g gets the rest (plan/stage.c). */
+st_status st_plan_split(st_plan *p);
+/* The plan's own copy of its graph, made on first use (graph/derive.h). */
+st_status st_plan_own_graph(st_plan *p);
 
 /* Builds the whole plan for the given input shapes; in_data (the bound
  * inputs) lets the plan specialize on small integer inputs' values. */

@@ -50,6 +50,8 @@ enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2, R_PASS_FALLBACK = 3 };
 static const char *RNAME[] = {"PASS", "FAIL", "UNSUPPORTED", "PASS"};
 
 const st_plan *st_session_plan(const st_session *s);
+struct st_dag;
+bool st_session_stage(const st_session *s, int k, const st_plan **plan, const struct st_dag **dag);
 
 typedef struct opts {
     const char *data, *must_pass, *filter, *list, *native;
@@ -214,13 +216,16 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
         snprintf(msg, cap, "no test data sets");
         result = R_FAIL;
     }
-    const st_plan *p = result == R_PASS ? st_session_plan(sess) : NULL;
-    for (int i = 0; p && i < p->n_nodes; i++)
-        if (p->nodes[i].kind == ST_PN_EXEC && p->nodes[i].device == ST_DEV_HOST) {
-            snprintf(msg, cap, "node '%s' (%s) ran on the CPU", p->g->nodes[i].name, p->g->nodes[i].op_type);
-            result = R_PASS_FALLBACK;
-            break;
-        }
+    /* every stage of a staged plan (plan/stage.c) */
+    const st_plan *p;
+    const struct st_dag *dag;
+    for (int k = 0; result == R_PASS && st_session_stage(sess, k, &p, &dag); k++)
+        for (int i = 0; i < p->n_nodes; i++)
+            if (p->nodes[i].kind == ST_PN_EXEC && p->nodes[i].device == ST_DEV_HOST) {
+                snprintf(msg, cap, "node '%s' (%s) ran on the CPU", p->g->nodes[i].name, p->g->nodes[i].op_type);
+                result = R_PASS_FALLBACK;
+                break;
+            }
     st_session_free(sess);
     st_model_free(m);
     return result;

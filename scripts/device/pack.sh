@@ -22,6 +22,7 @@ cp -L "$B/$(readelf -d "$B/libstrata.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p
 tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
 cp -r "$B/models/seed" "$D/models/"
 [ -d "$B/models/mixed" ] && cp -r "$B/models/mixed" "$D/models/"
+[ -d "$B/models/staged" ] && cp -r "$B/models/staged" "$D/models/"
 # YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
 for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
 if [ "${NODE_TESTS:-}" = all ]; then

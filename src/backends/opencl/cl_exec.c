@@ -10,7 +10,7 @@
  * would let the device run a conflicting pair in either order.
  *
  * The queue is in-order where the device has no out-of-order queues, and
- * where the driver is known to break with one: PoCL before 4 (a reference
+ * where the driver is known to break with one: PoCL (3.1 and 5.0: a reference
  * count bug in its cache of compiled kernels aborts the process when two
  * launches of one kernel with different grid sizes run at once).
  * STRATA_OPENCL_OUT_OF_ORDER=1 forces the out-of-order queue anyway,

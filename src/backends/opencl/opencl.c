@@ -348,15 +348,17 @@ static st_status device_init(st_cl_device *d, const cand *c)
     cl_command_queue_properties qp = 0;
     clGetDeviceInfo(c->device, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
     d->out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
-    /* PoCL before 4 keeps one loaded binary per (kernel, work-group size,
-     * widest grid dim) but releases them by (kernel, work-group size) only:
-     * two launches of one kernel with different grids running at once (an
-     * out-of-order queue) trip its assertion `found->ref_count > 0` */
+    /* PoCL keeps one loaded binary per (kernel, work-group size, widest
+     * grid dim) but releases them by (kernel, work-group size) only: two
+     * launches of one kernel with different grids running at once (an
+     * out-of-order queue) trip its assertion `found->ref_count > 0`.  Seen
+     * in 3.1 (Debian 12) and still in 5.0 (Ubuntu 24.04: a Conv feeding two
+     * Sigmoids of different sizes aborted), so every PoCL gets in order. */
     char pver[128] = "";
     clGetPlatformInfo(c->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
     pver[sizeof pver - 1] = 0;
     const char *pocl = strstr(pver, "PoCL ");
-    d->ooo_unsafe = pocl && atoi(pocl + 5) < 4;
+    d->ooo_unsafe = pocl != NULL;
     const char *conv = getenv("STRATA_OPENCL_CONV");
     d->conv_tiled = conv && *conv ? strcmp(conv, "tiled") == 0 : c->gpu;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/status.h"
+#include "exec/bind.h"
 #include "exec/session.h"
 #include "graph/model.h"
 

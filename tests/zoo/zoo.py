@@ -14,9 +14,12 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
       judges the outputs the last check left, without running again.
   zoo.py bench [ID...] [--strata PATH] [--work DIR] [--threads 2] [--json FILE] [--reuse-checks]
       checks each model (or, with --reuse-checks, takes the verdict of its
-      last check when that is newer than models.json), then times strata (`strata bench`) and ONNX Runtime
-      (tests/zoo/ort_zoo.js bench), alternating them in rounds, and prints
-      the README's table (median over rounds of each round's median)
+      last check when that is newer than models.json), then times strata
+      (tests/zoo/st_bench.py, the Python package over the C API) and ONNX
+      Runtime (tests/zoo/ort_zoo.js bench) on 2 threads, alternating them in
+      rounds, each cycling through the model's steps with its own state fed
+      back; prints the README's table (median over rounds of each round's
+      median run)
 
   zoo.py lint
       models.json, known_failures.txt and the README's "Model zoo" table
@@ -40,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MANIFEST = os.path.join(HERE, "models.json")
 KNOWN = os.path.join(HERE, "known_failures.txt")
 ORT_ZOO = os.path.join(HERE, "ort_zoo.js")
+ST_BENCH = os.path.join(HERE, "st_bench.py")
 DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "int32": np.int32,
           "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
 
@@ -366,26 +370,41 @@ def median(xs):
 
 
 def bench_one(m, strata, work, threads):
-    d = os.path.join(work, m["id"])
+    """Median over rounds of each round's median run, strata (st_bench.py,
+    the Python package over the C API) and ONNX Runtime (ort_zoo.js bench)
+    alternating, both cycling through the model's steps with their own state
+    fed back; models with per-step inputs get a fresh one every run.
+    strata's time is None when it cannot run the model."""
+    d = os.path.join(work, m["id"], "bench")
+    shutil.rmtree(d, ignore_errors=True)
     model = model_path(m, work)
-    files = write_inputs(gen_inputs(m)[:1], os.path.join(d, "bench"))
     b = m["bench"]
+    if any(spec.get("stream") for spec in m["inputs"].values()):
+        # a fresh chunk for every run: a runtime may not reuse work done on
+        # the same bytes (strata folds a graph whose If depends on the input
+        # onto that input's values, and keeps the result)
+        m = dict(m, steps=b["warmup"] + b["runs"])
+    files = write_inputs(gen_inputs(m), d)
+    job = {"model": model, "threads": threads, "steps": files, "state": m["state"],
+           "runs": b["runs"], "warmup": b["warmup"]}
+    jf = os.path.join(d, "bench_job.json")
+    with open(jf, "w") as f:
+        json.dump(job, f)
+    lib = os.path.join(os.path.dirname(os.path.abspath(strata)), "libstrata.so.0")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), STRATA_LIBRARY=lib)
     st, ort = [], []
     st_err = None
-    for rnd in range(b["rounds"]):
-        if not st_err and rnd < b.get("strata_rounds", b["rounds"]):
-            cmd = [strata, "bench", model, "--json", "--threads", str(threads),
-                   "--runs", str(b.get("strata_runs", b["runs"])), "--warmup", str(b.get("strata_warmup", b["warmup"]))]
-            for name, p in files[0].items():
-                cmd += ["-i", "%s=%s" % (name, p)]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    for _ in range(b["rounds"]):
+        if not st_err:
+            r = subprocess.run([sys.executable, ST_BENCH, jf], capture_output=True, text=True, timeout=3600, env=env)
             if r.returncode == 0:
-                st.append(json.loads(r.stdout)["median_ms"])
+                st.append(median(json.loads(r.stdout)["times_ms"]))
             else:
-                st_err = strata_error(r)
-        out = run_ort(model, m, files, os.path.join(d, "bench", "ort"), mode="bench", threads=threads,
-                      bench={"runs": b["runs"], "warmup": b["warmup"]})
-        ort.append(median(json.loads(out)["times_ms"]))
+                st_err = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+        r = subprocess.run(["node", ORT_ZOO, "bench", jf], capture_output=True, text=True, timeout=3600)
+        if r.returncode != 0:
+            raise RuntimeError("ONNX Runtime failed: " + r.stderr.strip())
+        ort.append(median(json.loads(r.stdout)["times_ms"]))
     return (median(st) if st else None), median(ort)
 
 

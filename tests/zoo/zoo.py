@@ -380,9 +380,8 @@ def bench_one(m, strata, work, threads):
     model = model_path(m, work)
     b = m["bench"]
     if any(spec.get("stream") for spec in m["inputs"].values()):
-        # a fresh chunk for every run: a runtime may not reuse work done on
-        # the same bytes (strata folds a graph whose If depends on the input
-        # onto that input's values, and keeps the result)
+        # a fresh chunk for every run: a runtime may keep work done on the
+        # same bytes (strata once folded an input-dependent If onto the input)
         m = dict(m, steps=b["warmup"] + b["runs"])
     files = write_inputs(gen_inputs(m), d)
     job = {"model": model, "threads": threads, "steps": files, "state": m["state"],

@@ -26,6 +26,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_internal.h"
+#include "core/fault.h"
 #include "core/status.h"
 #include "backends/cuda/cuda_ctx.h"
 #include "ops/op.h"
@@ -40,7 +41,10 @@ static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 st_status st_cuda_check(int err, const char *what)
 {
     if (err == cudaSuccess) return ST_OK;
-    return st_error(ST_ERR_BACKEND, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)err));
+    /* out of memory is the caller's to handle (a smaller model, a lower
+     * limit), not a broken device: it gets its own code wherever it arises */
+    st_status code = err == cudaErrorMemoryAllocation ? ST_ERR_NOMEM : ST_ERR_BACKEND;
+    return st_error(code, "cuda: %s: %s", what, cudaGetErrorString((cudaError_t)err));
 }
 
 static st_cuda_device *cb(st_backend *b) { return (st_cuda_device *)b; }
@@ -61,7 +65,8 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
     void *p = NULL;
     if (size) {
-        cudaError_t e = cudaMalloc(&p, size);
+        /* a test's injected failure takes the driver's own out-of-memory path */
+        cudaError_t e = st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size) ? cudaErrorMemoryAllocation : cudaMalloc(&p, size);
         if (e != cudaSuccess) {
             free(s);
             cudaGetLastError(); /* clear the sticky-free error state */
@@ -215,7 +220,7 @@ static st_status host_alloc(st_backend *b, uint64_t size, const char *label, st_
     st_storage *s = calloc(1, sizeof *s);
     if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
     void *p = NULL;
-    if (size && cudaMallocHost(&p, size) != cudaSuccess) {
+    if (size && (st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size) || cudaMallocHost(&p, size) != cudaSuccess)) {
         free(s);
         cudaGetLastError();
         return st_error(ST_ERR_NOMEM, "cuda: cannot allocate %llu bytes of pinned host memory for %s", (unsigned long long)size,

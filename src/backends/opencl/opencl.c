@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "core/fault.h"
 #include "core/status.h"
 #include "ops/op.h"
 
@@ -182,10 +183,14 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     cl_mem m = NULL;
     if (size) {
         cl_int err = CL_SUCCESS;
-        m = clCreateBuffer(d->context, CL_MEM_READ_WRITE, (size_t)size, NULL, &err);
+        /* a test's injected failure takes the driver's own out-of-memory path */
+        if (st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size)) err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+        else m = clCreateBuffer(d->context, CL_MEM_READ_WRITE, (size_t)size, NULL, &err);
         if (err != CL_SUCCESS) {
             free(s);
-            return st_error(err == CL_INVALID_BUFFER_SIZE ? ST_ERR_NOMEM : ST_ERR_BACKEND,
+            bool nomem = err == CL_INVALID_BUFFER_SIZE || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                         err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES;
+            return st_error(nomem ? ST_ERR_NOMEM : ST_ERR_BACKEND,
                             "opencl: cannot allocate %llu bytes for %s on '%s': %s (%d)", (unsigned long long)size,
                             label, d->name, st_cl_error_name(err), (int)err);
         }

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ST_ERROR_MAX 1024
-
 static _Thread_local char st_msg[ST_ERROR_MAX];
 
 st_status st_error(st_status code, const char *fmt, ...)

@@ -18,6 +18,8 @@
 #define ST_PRINTF(a, b)
 #endif
 
+#define ST_ERROR_MAX 1024
+
 /* Sets the message and returns code, so `return st_error(...)` reads well. */
 st_status st_error(st_status code, const char *fmt, ...) ST_PRINTF(2, 3);
 /* Puts text in front of the current message; returns code unchanged. */

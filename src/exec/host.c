@@ -17,10 +17,10 @@ st_status st_host_create(const st_session_options *o, st_host **out)
     if (!h) return st_error(ST_ERR_NOMEM, "out of memory creating the host executor");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int n = o->threads > 0 ? o->threads : cores > 0 ? (int)cores : 1;
-    h->pool = st_pool_create(n);
-    if (!h->pool) {
+    st_status r = st_pool_start(n, &h->pool);
+    if (r != ST_OK) {
         free(h);
-        return st_error(ST_ERR_BACKEND, "cannot start CPU worker threads for host commands");
+        return st_error_prefix(r, "the host executor: ");
     }
     *out = h;
     return ST_OK;

@@ -383,10 +383,10 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     const char *prof = getenv("STRATA_CPU_PROFILE");
     e->profile = prof && *prof && strcmp(prof, "0") != 0;
     e->profile_nodes = e->profile && !strcmp(prof, "nodes");
-    e->pool = st_pool_create(o->threads > 0 ? o->threads : default_threads());
-    if (!e->pool) {
+    st_status r = st_pool_start(o->threads > 0 ? o->threads : default_threads(), &e->pool);
+    if (r != ST_OK) {
         free(e);
-        return st_error(ST_ERR_BACKEND, "cannot start CPU worker threads");
+        return st_error_prefix(r, "the CPU executor: ");
     }
     st_task_source src = {e, exec_next, exec_run, exec_done};
     st_pool_set_source(e->pool, &src);

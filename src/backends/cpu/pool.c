@@ -1,13 +1,22 @@
 /* pool.c — worker threads serving loop chunks and DAG tasks (see pool.h). */
 #include "backends/cpu/pool.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
 
 typedef struct job {
     void (*fn)(void *arg, int64_t i);
     void *arg;
     int64_t n, next, finished;
     struct job *link;
+    /* A chunk that fails says why with st_error, whose message is the
+     * thread's own; the first message a worker's chunk sets is carried
+     * back to the thread that started the loop, which reports it. */
+    char msg[ST_ERROR_MAX];
 } job;
 
 struct st_pool {
@@ -28,12 +37,14 @@ static job *open_job(st_pool *p)
     return NULL;
 }
 
-static void run_chunk(st_pool *p, job *j)
+static void run_chunk(st_pool *p, job *j, bool worker)
 {
     int64_t i = j->next++;
     pthread_mutex_unlock(&p->mu);
+    if (worker) st_error_clear();
     j->fn(j->arg, i);
     pthread_mutex_lock(&p->mu);
+    if (worker && !j->msg[0] && st_last_error()[0]) snprintf(j->msg, sizeof j->msg, "%s", st_last_error());
     if (++j->finished == j->n) pthread_cond_broadcast(&p->cv);
 }
 
@@ -44,7 +55,7 @@ static void *worker(void *arg)
     while (!p->stop) {
         job *j = open_job(p);
         if (j) {
-            run_chunk(p, j);
+            run_chunk(p, j, true);
             continue;
         }
         int task;
@@ -64,25 +75,35 @@ static void *worker(void *arg)
 
 st_pool *st_pool_create(int threads)
 {
+    st_pool *p = NULL;
+    return st_pool_start(threads, &p) == ST_OK ? p : NULL;
+}
+
+st_status st_pool_start(int threads, st_pool **out)
+{
+    *out = NULL;
     st_pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) return st_error(ST_ERR_NOMEM, "out of memory creating a pool of %d threads", threads);
     if (threads < 1) threads = 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->tids = calloc((size_t)threads, sizeof *p->tids);
     if (!p->tids) {
-        free(p);
-        return NULL;
+        st_pool_destroy(p);
+        return st_error(ST_ERR_NOMEM, "out of memory creating a pool of %d threads", threads);
     }
+    int err = 0;
     for (int i = 0; i < threads; i++) {
-        if (pthread_create(&p->tids[i], NULL, worker, p) != 0) break;
+        if ((err = pthread_create(&p->tids[i], NULL, worker, p)) != 0) break;
         p->threads++;
     }
+    /* fewer threads than asked still run everything; none cannot */
     if (p->threads == 0) {
         st_pool_destroy(p);
-        return NULL;
+        return st_error(err == EAGAIN ? ST_ERR_NOMEM : ST_ERR_BACKEND, "cannot start a worker thread: %s", strerror(err));
     }
-    return p;
+    *out = p;
+    return ST_OK;
 }
 
 void st_pool_destroy(st_pool *p)
@@ -121,15 +142,17 @@ void st_parallel_for(st_pool *p, int64_t n, void (*fn)(void *arg, int64_t i), vo
         for (int64_t i = 0; i < n; i++) fn(arg, i);
         return;
     }
-    job j = {fn, arg, n, 0, 0, NULL};
+    job j = {fn, arg, n, 0, 0, NULL, ""};
+    st_error_clear(); /* a message after the loop is a chunk's */
     pthread_mutex_lock(&p->mu);
     j.link = p->jobs;
     p->jobs = &j;
     pthread_cond_broadcast(&p->cv);
-    while (j.next < j.n) run_chunk(p, &j);
+    while (j.next < j.n) run_chunk(p, &j, false);
     while (j.finished < j.n) pthread_cond_wait(&p->cv, &p->mu);
     job **pp = &p->jobs;
     while (*pp != &j) pp = &(*pp)->link;
     *pp = j.link;
     pthread_mutex_unlock(&p->mu);
+    if (j.msg[0] && !st_last_error()[0]) st_error(ST_OK, "%s", j.msg);
 }

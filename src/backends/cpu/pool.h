@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "strata.h"
+
 typedef struct st_pool st_pool;
 
 typedef struct st_task_source {
@@ -30,6 +32,10 @@ typedef struct st_task_source {
     void (*done)(void *ctx, int task);
 } st_task_source;
 
+/* Starts up to threads workers (at least one); ST_ERR_NOMEM when there
+ * is no memory for the pool or for a thread. */
+st_status st_pool_start(int threads, st_pool **out);
+/* The same, NULL on failure (the message is set). */
 st_pool *st_pool_create(int threads);
 void st_pool_destroy(st_pool *p);
 int st_pool_threads(const st_pool *p);

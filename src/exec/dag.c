@@ -81,8 +81,12 @@ static bool seg_split(segmap *m, int64_t x)
     seg right = m->v[i];
     right.lo = x;
     if (!readers_copy(&right, &m->v[i])) return false;
+    if (!seg_insert(m, i + 1, right)) {
+        free(right.readers);
+        return false;
+    }
     m->v[i].hi = x;
-    return seg_insert(m, i + 1, right);
+    return true;
 }
 
 static bool add_reader(seg *s, int c)
@@ -123,7 +127,10 @@ static bool seg_read(segmap *m, int64_t lo, int64_t hi, int c)
         }
         int64_t end = i < m->n && m->v[i].lo < hi ? m->v[i].lo : hi;
         seg s = {at, end, -1, 0, 0, NULL};
-        if (!add_reader(&s, c) || !seg_insert(m, i, s)) return false;
+        if (!add_reader(&s, c) || !seg_insert(m, i, s)) {
+            free(s.readers);
+            return false;
+        }
         at = end;
         i++;
     }

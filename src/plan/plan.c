@@ -196,7 +196,8 @@ static st_status init_values(st_plan *p)
 
 static void release_nodes(st_plan *p)
 {
-    for (int i = 0; i < p->n_nodes; i++) {
+    /* a plan whose node array failed to allocate has n_nodes set already */
+    for (int i = 0; p->nodes && i < p->n_nodes; i++) {
         st_pnode *pn = &p->nodes[i];
         if (pn->prepared && pn->kernel && pn->kernel->release) pn->kernel->release(pn->priv);
         pn->prepared = false;
@@ -307,8 +308,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         if (s != ST_OK) break;
     }
     p->in_data = NULL;
-    if (s == ST_OK) st_pass_fuse(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) st_pass_fuse_affine(p);
+    if (s == ST_OK) s = st_pass_fuse(p);
+    if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
     /* devices and kernels, concat placement and the final layout */
     if (s == ST_OK) s = st_plan_place(p);
     if (s == ST_OK) s = st_plan_transfers(p);

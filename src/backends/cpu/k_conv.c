@@ -114,7 +114,13 @@ static void conv_task(void *arg, int64_t t)
         dst = out;
         ldc = np;
     }
-    st_sgemm(&wg, false, &cm, false, 1.0f, 0.0f, dst, ldc, j->mg, np, kdim);
+    st_status r = st_sgemm(&wg, false, &cm, false, 1.0f, 0.0f, dst, ldc, j->mg, np, kdim);
+    if (r != ST_OK) {
+        free(col);
+        free(out);
+        j->err = r;
+        return;
+    }
     for (int64_t m = 0; m < j->mg; m++) st_gemm_epi_row(&j->epi, g * j->mg + m, dst + m * ldc, np);
     if (!j->y_packed) {
         size_t ey = st_dtype_size(y->dtype);

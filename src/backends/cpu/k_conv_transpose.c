@@ -147,7 +147,7 @@ static void ct_task(void *arg, int64_t t)
         bm.cs = 1;
         bm.rows = j->cg;
         bm.cols = np;
-        st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg);
+        if (st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg) != ST_OK) goto nomem;
         col2im(j, cols, mcount, row0, rows, acc);
     }
     if (!j->y_direct) {
@@ -235,7 +235,7 @@ static void ct_tile_task(void *arg, int64_t t)
     a.p += g * j->cg * a.rs + m0 * j->kvol * a.cs;
     a.rows = j->cg;
     a.cols = mcount * j->kvol;
-    st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg);
+    if (st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg) != ST_OK) goto nomem;
     bool f32 = y->dtype == ST_F32;
     if (f32 && j->k[2] == 2 && j->yst[2] == 1) {
         /* 2 wide: the two column taps of an output row interleave into one

@@ -114,17 +114,19 @@ typedef struct ein_gemm {
     const void *a, *b;              /* [bt, m, k] and [bt, k, n], packed */
     void *c;                        /* [bt, m, n] */
     int64_t m, n, k, mtiles;
+    st_status err;
 } ein_gemm;
 
 static void ein_gemm_task(void *arg, int64_t t)
 {
-    const ein_gemm *g = arg;
+    ein_gemm *g = arg;
     int64_t bi = t / g->mtiles, m0 = (t % g->mtiles) * GEMM_ROWS, rows = min64(GEMM_ROWS, g->m - m0);
     int64_t ao = (bi * g->m + m0) * g->k, bo = bi * g->k * g->n, co = (bi * g->m + m0) * g->n;
     if (g->ct == ST_F32) {
         st_mat ma = {(const float *)g->a + ao, rows, g->k, g->k, 1};
         st_mat mb = {(const float *)g->b + bo, g->k, g->n, g->n, 1};
-        st_sgemm(&ma, false, &mb, false, 1.0f, 0.0f, (float *)g->c + co, g->n, rows, g->n, g->k);
+        st_status r = st_sgemm(&ma, false, &mb, false, 1.0f, 0.0f, (float *)g->c + co, g->n, rows, g->n, g->k);
+        if (r != ST_OK) g->err = r; /* any one failure is reported */
     } else if (g->ct == ST_F64) {
         const double *a = (const double *)g->a + ao, *b = (const double *)g->b + bo;
         double *c = (double *)g->c + co;
@@ -196,10 +198,15 @@ static st_status ein_contract(st_pool *pool, const st_einsum_state *s, ein_op *a
         res->owned = NULL;
         return st_error(ST_ERR_NOMEM, "out of memory in Einsum");
     }
-    ein_gemm g = {ct, pa, pb, res->owned, m, n, k, ceil_div(m, GEMM_ROWS)};
+    ein_gemm g = {ct, pa, pb, res->owned, m, n, k, ceil_div(m, GEMM_ROWS), ST_OK};
     if (cnt > 0) st_parallel_for(pool, bt * g.mtiles, ein_gemm_task, &g);
     free(pa);
     free(pb);
+    if (g.err != ST_OK) {
+        free(res->owned);
+        res->owned = NULL;
+        return st_error(g.err, "out of memory in Einsum");
+    }
     res->o.data = res->owned;
     res->o.dtype = ct;
     int r = 0;

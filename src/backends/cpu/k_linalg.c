@@ -101,8 +101,8 @@ st_status st_mat_f32(const st_operand *o, int rdim, int cdim, int64_t base_off, 
     return ST_OK;
 }
 
-void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, float beta, float *c, int64_t ldc,
-              int64_t m, int64_t n, int64_t k)
+st_status st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, float beta, float *c, int64_t ldc,
+                   int64_t m, int64_t n, int64_t k)
 {
     /* logical A is [m, k] = op(a); a.cs == 1 means a is row-major */
     bool a_rm = a->cs == 1, b_rm = b->cs == 1;
@@ -114,11 +114,11 @@ void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, f
     int64_t need_a = (opa == CblasNoTrans) ? k : m, need_b = (opb == CblasNoTrans) ? n : k;
     if (lda < need_a) lda = need_a;
     if (ldb < need_b) ldb = need_b;
-    if (m == 0 || n == 0) return;
+    if (m == 0 || n == 0) return ST_OK;
     if (k == 0) {
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-        return;
+        return ST_OK;
     }
     if (st_gemm_fast()) {
         /* element (i, p) of op(a) and (p, j) of op(b), as strides */
@@ -126,13 +126,16 @@ void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, f
         int64_t brs = tb ? b->cs : b->rs, bcs = tb ? b->rs : b->cs;
         if (m == 1) ars = 0;
         if (n == 1) bcs = 0;
-        if (st_sgemm_fast(a->p, ars, acs, b->p, brs, bcs, alpha, beta, c, ldc, m, n, k)) return;
+        if (st_sgemm_fast(a->p, ars, acs, b->p, brs, bcs, alpha, beta, c, ldc, m, n, k)) return ST_OK;
+        return st_error(ST_ERR_NOMEM, "out of memory packing a %lld x %lld x %lld matrix product", (long long)m,
+                        (long long)n, (long long)k);
     }
     pthread_once(&blas_once, blas_load);
     if (blas_sgemm)
         blas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, alpha, a->p, (int)lda, b->p, (int)ldb, beta, c, (int)ldc);
     else
         loops_sgemm(opa == CblasTrans, opb == CblasTrans, m, n, k, alpha, a->p, lda, b->p, ldb, beta, c, ldc);
+    return ST_OK;
 }
 
 /* ---- MatMul ---- */
@@ -208,8 +211,8 @@ static void mm_task(void *arg, int64_t t)
             ldc = ncols;
         }
     }
+    if (s == ST_OK) s = st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
     if (s == ST_OK) {
-        st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
         if (!direct) {
             size_t es = st_dtype_size(y->dtype);
             for (int64_t i = 0; i < rows; i++)
@@ -322,7 +325,8 @@ static void gemm_task(void *arg, int64_t t)
         ldc = j->n;
     }
     if (ldc < j->n) ldc = j->n;
-    st_sgemm(&ma, j->s->trans_a, &j->mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, j->n, j->kk);
+    st_status r = st_sgemm(&ma, j->s->trans_a, &j->mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, j->n, j->kk);
+    if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
 
 st_status st_cpu_gemm(const st_kctx *k)
@@ -400,7 +404,8 @@ st_status st_cpu_gemm(const st_kctx *k)
                 for (int64_t c = 0; c < n; c++) ((float *)acc.data)[i * acc.strides[0] + c * acc.strides[1]] = 0.0f;
         }
         st_parallel_for(k->pool, (m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS, gemm_task, &j);
-        if (!j.direct) {
+        r = j.err;
+        if (r == ST_OK && !j.direct) {
             st_view v;
             st_view_init(&v, ST_F32, 2, y->sizes);
             st_operand src = st_operand_of(&v, j.tmp);

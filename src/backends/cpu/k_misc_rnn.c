@@ -66,7 +66,7 @@ static double act_apply(const st_rnn_act *a, double x)
 
 /* out[m, n] = a[m, k] * W[row0 .. row0 + n)^T, all packed.  fa and fo are
  * f32 scratch of m * k and m * n. */
-static void mm_wt(const rnn_w *w, int64_t row0, int64_t n, const double *a, int64_t m, double *out, float *fa, float *fo)
+static bool mm_wt(const rnn_w *w, int64_t row0, int64_t n, const double *a, int64_t m, double *out, float *fa, float *fo)
 {
     int64_t k = w->cols;
     if (w->d) {
@@ -77,12 +77,13 @@ static void mm_wt(const rnn_w *w, int64_t row0, int64_t n, const double *a, int6
                 for (int64_t q = 0; q < k; q++) acc += ar[q] * wr[q];
                 out[i * n + j] = acc;
             }
-        return;
+        return true;
     }
     for (int64_t i = 0; i < m * k; i++) fa[i] = (float)a[i];
     st_mat am = {fa, m, k, k > 0 ? k : 1, 1}, bm = {w->f + row0 * k, n, k, k > 0 ? k : 1, 1};
-    st_sgemm(&am, false, &bm, true, 1.0f, 0.0f, fo, n, m, n, k);
+    if (st_sgemm(&am, false, &bm, true, 1.0f, 0.0f, fo, n, m, n, k) != ST_OK) return false;
     for (int64_t i = 0; i < m * n; i++) out[i] = fo[i];
+    return true;
 }
 
 /* Packs operand o's [dir, rows, cols] slice. */
@@ -161,12 +162,17 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
             h[b * H + i] = h0 ? st_load_f64(h0->dtype, st_misc_at(h0, state_off(h0, s->layout, dir, b) + i * h0->strides[2])) : 0.0;
             c[b * H + i] = c0 ? st_load_f64(c0->dtype, st_misc_at(c0, state_off(c0, s->layout, dir, b) + i * c0->strides[2])) : 0.0;
         }
-    mm_wt(&w, 0, GH, j->x, T * B, xw, fa, fo);
+    if (!mm_wt(&w, 0, GH, j->x, T * B, xw, fa, fo)) {
+        st = ST_ERR_NOMEM;
+        goto done;
+    }
     double *zb = aux, *rh = aux + B * H;
     for (int64_t step = 0; step < T; step++) {
         bool lbr = s->linear_before_reset;
-        if (s->cell == ST_CELL_GRU && !lbr) mm_wt(&r, 0, 2 * H, h, B, gh, fa, fo);
-        else mm_wt(&r, 0, GH, h, B, gh, fa, fo);
+        if (!mm_wt(&r, 0, s->cell == ST_CELL_GRU && !lbr ? 2 * H : GH, h, B, gh, fa, fo)) {
+            st = ST_ERR_NOMEM;
+            goto done;
+        }
         if (s->cell == ST_CELL_GRU && !lbr) {
             /* z and r first: the candidate multiplies R_h by r * h */
             for (int64_t b = 0; b < B; b++) {
@@ -184,7 +190,10 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
                     rh[b * H + i] = rr * h[b * H + i];
                 }
             }
-            mm_wt(&r, 2 * H, H, rh, B, gh, fa, fo);
+            if (!mm_wt(&r, 2 * H, H, rh, B, gh, fa, fo)) {
+                st = ST_ERR_NOMEM;
+                goto done;
+            }
         }
         for (int64_t b = 0; b < B; b++) {
             if (step >= j->lens[b]) continue;

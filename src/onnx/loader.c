@@ -40,6 +40,36 @@ static st_status oom(const char *what)
     return st_error(ST_ERR_NOMEM, "out of memory while loading %s", what);
 }
 
+/* protobuf-c allocates through this, for two reasons: unpack returns NULL
+ * both for bytes that do not parse and for an allocation that failed, and
+ * only the flag tells the two apart; and the buffers strata takes over
+ * (raw_data, below) then come from the malloc that frees them. */
+typedef struct pb_heap {
+    ProtobufCAllocator a;
+    bool failed;
+} pb_heap;
+
+static void *pb_alloc(void *ctx, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) ((pb_heap *)ctx)->failed = true;
+    return p;
+}
+
+static void pb_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static void pb_heap_init(pb_heap *h)
+{
+    h->a.alloc = pb_alloc;
+    h->a.free = pb_free;
+    h->a.allocator_data = h;
+    h->failed = false;
+}
+
 /* ---- tensors ---- */
 
 static bool dtype_loadable(int32_t t)
@@ -797,6 +827,7 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
     st_graph *g = b->g;
     g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     g->producer_name = dup_str(mp->producer_name);
+    if (!g->producer_name) return oom("the producer's name");
 
     if (mp->n_opset_import == 0 && g->ir_version >= 3)
         return st_error(ST_ERR_MODEL, "model declares no opset_import");
@@ -825,19 +856,19 @@ static st_status build(builder *b, Onnx__ModelProto *mp)
 /* What bytes that are not a ModelProto hold, when they are another ONNX
  * message people mistake for a model (a graph saved alone, a test's
  * input_0.pb); NULL otherwise. */
-static const char *other_message(const void *data, size_t size)
+static const char *other_message(const void *data, size_t size, pb_heap *h)
 {
     const char *kind = NULL;
-    Onnx__GraphProto *g = onnx__graph_proto__unpack(NULL, size, data);
+    Onnx__GraphProto *g = onnx__graph_proto__unpack(&h->a, size, data);
     if (g) {
         if (g->n_node || g->n_output) kind = "GraphProto (a graph without the model around it)";
-        onnx__graph_proto__free_unpacked(g, NULL);
+        onnx__graph_proto__free_unpacked(g, &h->a);
         if (kind) return kind;
     }
-    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, data);
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(&h->a, size, data);
     if (t) {
         if (t->has_data_type && t->data_type) kind = "TensorProto (a tensor, not a model)";
-        onnx__tensor_proto__free_unpacked(t, NULL);
+        onnx__tensor_proto__free_unpacked(t, &h->a);
     }
     return kind;
 }
@@ -847,28 +878,32 @@ st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_g
     *out = NULL;
     if (size == 0) return st_error(ST_ERR_MODEL, "the model file is empty");
     ST_TRY(st_onnx_check_depth(data, size));
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
+    pb_heap heap;
+    pb_heap_init(&heap);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&heap.a, size, data);
+    if (!mp && heap.failed) return oom("the model's protobuf");
     if (!mp) {
-        const char *kind = other_message(data, size);
+        const char *kind = other_message(data, size, &heap);
+        if (heap.failed) return oom("the model's protobuf");
         if (kind) return st_error(ST_ERR_MODEL, "not an ONNX model: the file holds an ONNX %s", kind);
         return st_error(ST_ERR_MODEL, "not a valid ONNX model: the protobuf does not parse (truncated or corrupt, %zu bytes)",
                         size);
     }
     if (!mp->graph || (!mp->has_ir_version && mp->n_opset_import == 0)) {
         const char *missing = !mp->graph ? "graph" : "ir_version or opset_import";
-        onnx__model_proto__free_unpacked(mp, NULL);
+        onnx__model_proto__free_unpacked(mp, &heap.a);
         return st_error(ST_ERR_MODEL, "not an ONNX model: the protobuf parses but has no %s", missing);
     }
     builder b = {0};
     b.base_dir = base_dir;
     b.g = calloc(1, sizeof *b.g);
     if (!b.g) {
-        onnx__model_proto__free_unpacked(mp, NULL);
+        onnx__model_proto__free_unpacked(mp, &heap.a);
         return oom("the graph");
     }
     st_status s = build(&b, mp);
     st_strmap_free(&b.names);
-    onnx__model_proto__free_unpacked(mp, NULL);
+    onnx__model_proto__free_unpacked(mp, &heap.a);
     if (s != ST_OK) {
         st_graph_free(b.g);
         return s;
@@ -879,7 +914,10 @@ st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_g
 
 st_status st_onnx_load_tensor(const void *data, size_t size, st_const **out, char **name)
 {
-    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, data);
+    pb_heap heap;
+    pb_heap_init(&heap);
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(&heap.a, size, data);
+    if (!t && heap.failed) return oom("a TensorProto");
     if (!t) return st_error(ST_ERR_MODEL, "not a valid TensorProto (%zu bytes)", size);
     st_status s = tensor_from_proto(t, "tensor", NULL, out);
     if (s == ST_OK && name) {
@@ -889,6 +927,6 @@ st_status st_onnx_load_tensor(const void *data, size_t size, st_const **out, cha
             s = oom("a tensor");
         }
     }
-    onnx__tensor_proto__free_unpacked(t, NULL);
+    onnx__tensor_proto__free_unpacked(t, &heap.a);
     return s;
 }

@@ -134,13 +134,14 @@ void st_plan_count_readers(const st_plan *p, int *count)
     }
 }
 
-/* Div(Mul(X, Clip(Add(X, 3), 0, 6)), 6) -> HardSwish(X), on node `div`. */
-static void rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int div)
+/* Div(Mul(X, Clip(Add(X, 3), 0, 6)), 6) -> HardSwish(X), on node `div`.
+ * False only when out of memory. */
+static bool rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int div)
 {
     const st_node *dn = &g->nodes[div];
-    if (dn->n_in != 2 || dn->out[0] < 0 || const_scalar(p, dn->in[1]) != 6.0f) return;
+    if (dn->n_in != 2 || dn->out[0] < 0 || const_scalar(p, dn->in[1]) != 6.0f) return true;
     int m = dn->in[0], mul = producer_is(p, g, m, "Mul");
-    if (mul < 0 || u->count[m] != 1) return;
+    if (mul < 0 || u->count[m] != 1) return true;
     const st_node *mn = &g->nodes[mul];
     for (int side = 0; side < 2; side++) {
         int x = mn->in[side], c = mn->in[1 - side], clip = producer_is(p, g, c, "Clip");
@@ -163,7 +164,7 @@ static void rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int
         if (!hs || !in || !st) {
             free(in);
             free(st);
-            return;
+            return hs == NULL;
         }
         st->code = ST_U_HARD_SWISH;
         in[0] = x;
@@ -178,19 +179,28 @@ static void rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int
             p->values[g->nodes[gone[k]].out[0]].kind = ST_PV_DEAD;
         }
         if (p->values[x].last_use < div) p->values[x].last_use = div;
-        return;
+        return true;
     }
+    return true;
 }
 
-void st_pass_fuse(st_plan *p)
+/* Fusion changes the bits of a result (an epilogue rounds once where
+ * separate ops round twice), so a plan that could not fuse for want of
+ * memory is an error, not a plan that gives other answers. */
+static st_status fuse_nomem(void) { return st_error(ST_ERR_NOMEM, "out of memory fusing activations into their producers"); }
+
+st_status st_pass_fuse(st_plan *p)
 {
     const st_graph *g = p->g;
     users u = {calloc((size_t)p->n_values + 1, sizeof(int))};
-    if (!u.count) return; /* fusion is an optimisation */
+    if (!u.count) return fuse_nomem();
     st_plan_count_readers(p, u.count);
     for (int i = 0; i < g->n_nodes; i++)
         if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
-            rewrite_hardswish(p, g, &u, i);
+            if (!rewrite_hardswish(p, g, &u, i)) {
+                free(u.count);
+                return fuse_nomem();
+            }
             if (p->nodes[i].op) st_plan_count_readers(p, u.count);
         }
     for (int i = 0; i < g->n_nodes; i++) {
@@ -228,4 +238,5 @@ void st_pass_fuse(st_plan *p)
         absorb(p, g, i, m->out[0], e, fused, 2);
     }
     free(u.count);
+    return ST_OK;
 }

@@ -159,22 +159,23 @@ static bool affine_of(const st_plan *p, int a, int x, const st_tinfo *xt, float 
     return true;
 }
 
-static void fuse_conv(st_plan *p, int *count, int i)
+/* False only when out of memory. */
+static bool fuse_conv(st_plan *p, int *count, int i)
 {
     const st_graph *g = p->g;
     const st_node *n = &g->nodes[i];
     st_conv_state *cs = p->nodes[i].state;
     int x0 = st_plan_out(p, n, i, 0);
-    if (!cs || x0 < 0 || g->values[x0].is_output) return;
+    if (!cs || x0 < 0 || g->values[x0].is_output) return true;
     const st_tinfo xt = p->values[x0].t;
-    if (xt.rank < 3 || xt.dtype == ST_F64 || !st_dtype_is_float(xt.dtype)) return;
+    if (xt.rank < 3 || xt.dtype == ST_F64 || !st_dtype_is_float(xt.dtype)) return true;
     int64_t m = xt.dims[1];
     float *buf = calloc((size_t)m * 9 + 1, sizeof *buf);
     int *fused = calloc((size_t)g->n_nodes + 1, sizeof *fused);
     if (!buf || !fused) {
         free(buf);
         free(fused);
-        return; /* fusion is an optimisation */
+        return false;
     }
     float *S = buf, *T = buf + m, *PS = buf + 2 * m, *PT = buf + 3 * m, *v = buf + 4 * m, *tmp = buf + 5 * m;
     for (int64_t k = 0; k < m; k++) S[k] = PS[k] = 1.0f;
@@ -200,8 +201,10 @@ static void fuse_conv(st_plan *p, int *count, int i)
         fused[nf++] = a;
         x = y;
     }
+    bool ok = true;
     if (nf > 0) {
         float *keep = st_plan_alloc(p, (uint64_t)m * 4 * sizeof(float));
+        ok = keep != NULL;
         if (keep) {
             memcpy(keep, buf, (size_t)m * 4 * sizeof(float));
             cs->epi = e;
@@ -230,17 +233,21 @@ static void fuse_conv(st_plan *p, int *count, int i)
     }
     free(buf);
     free(fused);
+    return ok;
 }
 
-void st_pass_fuse_affine(st_plan *p)
+/* As in passes/fuse.c: a fusion left out for want of memory would change
+ * the result's bits, so it is an error. */
+st_status st_pass_fuse_affine(st_plan *p)
 {
     const st_graph *g = p->g;
     int *count = count_users(p);
-    if (!count) return;
-    for (int i = 0; i < g->n_nodes; i++) {
+    bool ok = count != NULL;
+    for (int i = 0; ok && i < g->n_nodes; i++) {
         const st_node *n = &g->nodes[i];
         if (!is_exec(p, i) || strcmp(st_plan_op(p, n, i)->name, "Conv") != 0 || n->domain[0]) continue;
-        fuse_conv(p, count, i);
+        ok = fuse_conv(p, count, i);
     }
     free(count);
+    return ok ? ST_OK : st_error(ST_ERR_NOMEM, "out of memory folding affine ops into convolutions");
 }

@@ -27,14 +27,13 @@ static bool needs_fold(const st_plan *p, const st_node *n)
     return true;
 }
 
-/* Marks the nodes and values the graph outputs depend on. */
-static void liveness(st_plan *p, const st_graph *g, bool *live_node)
+/* Marks the nodes and values the graph outputs depend on.  False when
+ * out of memory (running every node instead would run dead nodes a plan
+ * otherwise never runs, and could fail on them). */
+static bool liveness(st_plan *p, const st_graph *g, bool *live_node)
 {
     bool *live_val = calloc((size_t)g->n_values + 1, sizeof *live_val);
-    if (!live_val) {
-        for (int i = 0; i < g->n_nodes; i++) live_node[i] = true;
-        return;
-    }
+    if (!live_val) return false;
     for (int i = 0; i < g->n_outputs; i++) live_val[g->outputs[i]] = true;
     for (int i = g->n_nodes - 1; i >= 0; i--) {
         const st_node *n = &g->nodes[i];
@@ -47,6 +46,7 @@ static void liveness(st_plan *p, const st_graph *g, bool *live_node)
     }
     (void)p;
     free(live_val);
+    return true;
 }
 
 static st_status check_outputs(const st_node *n, const st_infer *c)
@@ -204,8 +204,10 @@ st_status st_specialize(st_plan *p)
     const st_graph *g = p->g;
     bool *live = calloc((size_t)g->n_nodes + 1, sizeof *live);
     st_tinfo *tin = NULL, *tout = NULL;
-    if (!live) return st_error(ST_ERR_NOMEM, "out of memory planning");
-    liveness(p, g, live);
+    if (!live || !liveness(p, g, live)) {
+        free(live);
+        return st_error(ST_ERR_NOMEM, "out of memory planning");
+    }
 
     /* Rules index inputs they expect (in[0], in[1], ...) before checking
      * how many a node has; room for 16 zeroed ones (not present) keeps a

@@ -212,8 +212,8 @@ void st_plan_free(st_plan *p);
 
 /* Passes, in order (each file's header says what it owns). */
 st_status st_specialize(st_plan *p);
-void st_pass_fuse(st_plan *p);
-void st_pass_fuse_affine(st_plan *p);
+st_status st_pass_fuse(st_plan *p);
+st_status st_pass_fuse_affine(st_plan *p);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);

@@ -69,7 +69,9 @@ typedef enum st_status {
     ST_ERR_BACKEND,       /* the device or its driver failed */
     ST_ERR_HAZARD,        /* the sanitizer found unordered conflicting commands */
     ST_ERR_BUSY,          /* the session is in use by another thread */
-    ST_ERR_INTERNAL       /* a bug in strata */
+    ST_ERR_INTERNAL,      /* a bug in strata */
+    ST_ERR_CANCELLED,     /* the run was cancelled (st_session_cancel; since 0.2.0) */
+    ST_ERR_TIMEOUT        /* the run passed its deadline (st_session_set_deadline; since 0.2.0) */
 } st_status;
 
 /* ONNX TensorProto.DataType numbering, so values pass through unchanged. */
@@ -191,6 +193,25 @@ st_status st_session_wait(st_session *s);
 st_status st_session_output(st_session *s, const char *name, st_tensor **out);
 /* The same for a graph input, so a caller can write it in place. */
 st_status st_session_input(st_session *s, const char *name, st_tensor **out);
+
+/* ---- cancelling runs, and deadlines (since 0.2.0) ----
+ * A cancelled run, or one past its deadline, starts no more commands: on
+ * the CPU, no kernel that has not begun; on a GPU, nothing not yet queued
+ * on the device, and no CPU node of a mixed plan (a device cannot take
+ * back work it was given, so queued commands complete).  Its
+ * st_session_wait, and reads of its outputs, then return ST_ERR_CANCELLED
+ * or ST_ERR_TIMEOUT, once nothing of the run is pending any more; the
+ * session's next run is unaffected.  A run all of whose commands had
+ * started is complete, and succeeds. */
+/* Cancels the session's latest run (the one in flight, or being planned).
+ * Callable from any thread while another is inside the session (it never
+ * returns ST_ERR_BUSY), but not concurrently with st_session_free.  A run
+ * started after the call is not cancelled. */
+st_status st_session_cancel(st_session *s);
+/* Each run started after this call must finish within ns nanoseconds of
+ * its st_session_run, or it stops as if cancelled and reports
+ * ST_ERR_TIMEOUT.  0 (the default) removes the deadline. */
+st_status st_session_set_deadline(st_session *s, uint64_t ns);
 
 /* ---- tensors ---- */
 st_dtype st_tensor_dtype(const st_tensor *t);      /* the model's dtype */

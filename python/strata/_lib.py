@@ -29,7 +29,8 @@ _NAME = "libstrata.so.%d" % ABI_MAJOR
 # st_status, in strata.h's order (existing values never change within a
 # major version; a code a newer library adds shows as its number)
 STATUS = ["ST_OK", "ST_ERR_INVALID_ARG", "ST_ERR_IO", "ST_ERR_MODEL", "ST_ERR_UNSUPPORTED", "ST_ERR_SHAPE",
-          "ST_ERR_DTYPE", "ST_ERR_NOMEM", "ST_ERR_BACKEND", "ST_ERR_HAZARD", "ST_ERR_BUSY", "ST_ERR_INTERNAL"]
+          "ST_ERR_DTYPE", "ST_ERR_NOMEM", "ST_ERR_BACKEND", "ST_ERR_HAZARD", "ST_ERR_BUSY", "ST_ERR_INTERNAL",
+          "ST_ERR_CANCELLED", "ST_ERR_TIMEOUT"]
 
 
 class Error(Exception):

@@ -59,18 +59,24 @@ typedef struct st_exec_vt {
     /* Optional: dag is about to be freed; drop what was cached for it (a
      * captured CUDA graph, per-command descriptors). */
     void (*forget)(st_exec *e, const struct st_dag *dag);
+    /* How many commands of the last run may still run: 0 once nothing of
+     * it is pending (what a cancelled run must leave; tests ask). */
+    int (*pending)(st_exec *e);
 } st_exec_vt;
 
 struct st_exec {
     const st_exec_vt *vt;
     st_backend *backend;
+    /* The session's cancel and deadline state (exec/runctl.h), set after
+     * exec_create; executors take the run's part of it at submit. */
+    const struct st_run_ctl *ctl;
 };
 
 /* A backend built as a module (the CUDA one, libstrata_cuda.so, loaded on
  * first use): what its one entry point hands over.  The module defines
  * the entry with this header in view, so the compiler checks it; the
  * loader checks abi, so a module of another build is refused, not run. */
-#define ST_BACKEND_ABI 2
+#define ST_BACKEND_ABI 3
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
     const st_kernel_table *kernels;           /* readable without a device */

@@ -52,6 +52,8 @@ const char *st_status_name(st_status s)
     case ST_ERR_HAZARD: return "hazard";
     case ST_ERR_BUSY: return "busy";
     case ST_ERR_INTERNAL: return "internal error";
+    case ST_ERR_CANCELLED: return "cancelled";
+    case ST_ERR_TIMEOUT: return "deadline passed";
     }
     return "unknown status";
 }

@@ -17,6 +17,7 @@
 
 #include "core/status.h"
 #include "exec/bind.h"
+#include "exec/runctl.h"
 #include "exec/session.h"
 #include "graph/model.h"
 
@@ -74,6 +75,8 @@ struct st_session {
     /* the plans of the last run's stages, by serial (plan/stage.c) */
     uint64_t stage_serial[ST_MAX_STAGES];
     int n_stages;
+    st_run_ctl ctl;           /* runs' numbers, cancel and deadline (exec/runctl.h) */
+    atomic_uint_fast64_t deadline_ns; /* st_session_set_deadline; 0: none */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -152,10 +155,15 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->target.strict = opt.no_fallback != 0;
     s->bound = bound;
     atomic_init(&s->busy, 0);
+    atomic_init(&s->ctl.run, 0);
+    atomic_init(&s->ctl.cancel, 0);
+    atomic_init(&s->ctl.deadline, 0);
+    atomic_init(&s->deadline_ns, 0);
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->mu, NULL);
     s->tracker = t;
     st_status r = b->exec_create(b, &opt, &t->exec);
+    if (r == ST_OK) t->exec->ctl = &s->ctl;
     if (r == ST_OK) r = b->storage_alloc(b, 0, "arena", &s->arena);
     /* a mixed plan's host arena starts empty too, so that plans bind to it
      * and follow it when it grows (rebind_arena) */
@@ -467,6 +475,9 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
         s->host_arena = a;
     }
     rebind_arena(s, c);
+    /* cancelled or late while planning: nothing has changed yet */
+    st_run_ref ref = st_run_current(&s->ctl);
+    ST_TRY(st_run_check(&ref, NULL, NULL));
     /* From the first byte the arena changes until the run is submitted,
      * hold the tracker's lock: a tensor read on another thread then sees
      * the last run's bytes or (waiting for its writers) this run's, never
@@ -496,6 +507,10 @@ static st_status run_locked(st_session *s)
     pthread_mutex_lock(&t->mu);
     st_status r = t->exec->vt->wait(t->exec, NULL, -1);
     t->dag = NULL;
+    /* from here the last run's outputs are not this run's: a run that
+     * stops before it is submitted (a planning error, a cancel) must not
+     * leave them readable as if they were */
+    t->plan = 0;
     pthread_mutex_unlock(&t->mu);
     (void)r; /* the previous run's failure was reported by its own wait */
 
@@ -567,6 +582,10 @@ st_status st_session_run(st_session *s)
 {
     if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_run: NULL session");
     if (!enter(s)) return ST_ERR_BUSY;
+    /* a new run: its deadline, then its number, which a cancel from now on takes */
+    uint64_t dl = atomic_load(&s->deadline_ns), now = st_run_now_ns();
+    atomic_store(&s->ctl.deadline, !dl ? 0 : dl > UINT64_MAX - now ? UINT64_MAX : now + dl);
+    atomic_fetch_add(&s->ctl.run, 1);
     st_status r = run_locked(s);
     leave(s);
     return r;
@@ -636,6 +655,34 @@ st_status st_session_input(st_session *s, const char *name, st_tensor **out)
                          : st_error(ST_ERR_INVALID_ARG, "st_session_input: no run has been made yet");
     leave(s);
     return r;
+}
+
+/* No lock and no st_session_enter: a cancel must get through while
+ * another thread is inside the session, waiting for the run it stops. */
+st_status st_session_cancel(st_session *s)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_cancel: NULL session");
+    atomic_store(&s->ctl.cancel, atomic_load(&s->ctl.run));
+    return ST_OK;
+}
+
+st_status st_session_set_deadline(st_session *s, uint64_t ns)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_set_deadline: NULL session");
+    atomic_store(&s->deadline_ns, ns);
+    return ST_OK;
+}
+
+/* For tests: how many commands of the last run may still run (0 once
+ * nothing of it is pending; a cancelled run must leave none). */
+int st_session_pending(st_session *s)
+{
+    if (!s) return 0;
+    st_tracker *t = s->tracker;
+    pthread_mutex_lock(&t->mu);
+    int n = t->exec->vt->pending ? t->exec->vt->pending(t->exec) : 0;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 /* For tests: how many plans this session has built. */

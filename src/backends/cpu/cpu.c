@@ -35,6 +35,7 @@
 #include "backends/cpu/pool.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/runctl.h"
 #include "exec/schedule.h"
 
 #define ST_CPU_ALIGN 64
@@ -133,6 +134,7 @@ typedef struct cpu_exec {
     int n_running;
     st_status err;
     char errmsg[1024];
+    st_run_ref run;             /* the run's cancel and deadline (exec/runctl.h) */
     int cap;
     /* STRATA_CPU_PROFILE: milliseconds and calls per op type */
     bool profile, profile_nodes;
@@ -232,6 +234,14 @@ static bool exec_next(void *ctx, int *task)
     int c = e->ready[pick];
     e->ready[pick] = e->ready[--e->n_ready];
     e->n_active++;
+    /* a cancelled run, or one past its deadline, starts nothing more */
+    if (e->err == ST_OK) {
+        st_status r = st_run_check(&e->run, e->dag->cmds[c].gnode->name, e->dag->cmds[c].op->name);
+        if (r != ST_OK) {
+            e->err = r;
+            snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
+        }
+    }
     /* after a failure the rest of the run is skipped, but still retired in
      * DAG order so waiters wake */
     e->state[c] = e->err == ST_OK ? CMD_RUNNING : CMD_SKIPPED;
@@ -311,6 +321,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     }
     st_pool_lock(e->pool);
     e->dag = d;
+    e->run = st_run_current(base->ctl);
     e->n_ready = e->n_late = e->n_running = e->n_executed = e->n_active = 0;
     e->err = ST_OK;
     e->errmsg[0] = 0;
@@ -363,7 +374,16 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL};
+static int exec_pending(st_exec *base)
+{
+    cpu_exec *e = (cpu_exec *)base;
+    st_pool_lock(e->pool);
+    int n = e->dag ? e->dag->n_cmds - e->n_executed : 0;
+    st_pool_unlock(e->pool);
+    return n;
+}
+
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL, exec_pending};
 
 static int default_threads(void)
 {

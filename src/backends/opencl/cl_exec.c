@@ -38,18 +38,33 @@
  * itself.  Transfers between the device and the host arena are read and
  * write commands on the queue (st_cl_transfer).
  *
+ * Cancelling (exec/runctl.h): a device cannot take back commands it was
+ * given, so on a CPU device (PoCL), where a run can take seconds, a long
+ * DAG is queued in segments of ST_CL_SEGMENT commands, two ahead of the
+ * device: the host thread queues segment k + 2 once segment k is done,
+ * unless the run was cancelled or passed its deadline, and then the run
+ * ends after at most the two segments already queued.  GPUs get the
+ * whole DAG at once (a run takes milliseconds there, and refilling the
+ * queue from a thread could leave the device idle between segments);
+ * STRATA_OPENCL_WINDOW=N sets the segment length anywhere, 0 queues every
+ * run at once.  A random schedule is queued whole (it opens its gate only
+ * once every command is on the device).
+ *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
  * whole-run wait, the device time per op type (2: and per command), a
  * diagnostic on stderr.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "core/fault.h"
 #include "core/status.h"
 #include "exec/dag.h"
 #include "exec/host.h"
+#include "exec/runctl.h"
 #include "exec/schedule.h"
 
 typedef struct dag_state {
@@ -59,13 +74,18 @@ typedef struct dag_state {
     st_cl_slot *slots;
 } dag_state;
 
-/* A host command waiting for the host thread. */
+/* The segment length on a CPU device (see the header). */
+#define ST_CL_SEGMENT 16
+
+/* A host command waiting for the host thread, or a segment to queue. */
 typedef struct host_job {
+    int feed;                  /* >= 0: queue segment feed of the run, not a host command */
     int c;
     const st_dag *dag;
     cl_event done;             /* the user event that stands for it */
     cl_uint n_wait;
     cl_event *wait;            /* its predecessors' events, retained */
+    st_run_ref run;            /* a cancelled run runs no more host commands */
 } host_job;
 
 typedef struct cl_exec {
@@ -95,6 +115,15 @@ typedef struct cl_exec {
     int cap_cmds, cap_wait;
     st_status err;
     char errmsg[1024];
+    st_run_ref run;              /* the run's cancel and deadline (exec/runctl.h) */
+    /* queuing in segments (see the header): window commands a segment, 0
+     * for all at once; pos[c] is command c's place in the enqueue order,
+     * fed how many of them are queued, feeding whether more may come
+     * (both under hmu) */
+    int window;
+    int *pos;
+    int fed;
+    bool feeding;
 } cl_exec;
 
 /* ---- what kernels call (cl_internal.h) ---- */
@@ -203,7 +232,10 @@ st_status st_cl_run(st_cl_ctx *c, cl_kernel k, st_clk id, cl_uint dims, const si
     cl_uint nw;
     wait_list(c, chain, &w, &nw);
     cl_event ev = NULL;
-    cl_int err = clEnqueueNDRangeKernel(c->queue, k, dims, NULL, g, local, nw, w, &ev);
+    /* a test's injected failure is the enqueue's own answer */
+    cl_int err = st_fault_hit(ST_FAULT_CL_RESOURCES, st_clk_names[id], 0)
+                     ? CL_OUT_OF_RESOURCES
+                     : clEnqueueNDRangeKernel(c->queue, k, dims, NULL, g, local, nw, w, &ev);
     if (err != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", st_clk_names[id]);
@@ -251,6 +283,61 @@ st_status st_cl_transfer(const st_kctx *k)
 
 /* ---- the host thread ---- */
 
+static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate);
+static st_status queue_feed(cl_exec *e, dag_state *st, int k);
+
+/* Records the run's first failure seen on the host thread. */
+static void host_fail(cl_exec *e, st_status r)
+{
+    pthread_mutex_lock(&e->hmu);
+    if (e->host_err == ST_OK) {
+        e->host_err = r;
+        snprintf(e->host_msg, sizeof e->host_msg, "%s", st_last_error());
+    }
+    pthread_mutex_unlock(&e->hmu);
+}
+
+/* Queues segment job->feed once the segment two before it is done (the
+ * job's wait list), unless the run has failed, was cancelled or passed
+ * its deadline; then queues the job for the segment after it. */
+static void feed(cl_exec *e, const host_job *job, bool failed)
+{
+    dag_state *st = (dag_state *)job->dag; /* a feed job carries its state here (enqueue_feed) */
+    const st_dag *d = st->dag;
+    int lo = job->feed * e->window, hi = lo + e->window < d->n_cmds ? lo + e->window : d->n_cmds;
+    st_status r = ST_OK;
+    if (job->n_wait && clWaitForEvents(job->n_wait, job->wait) != CL_SUCCESS)
+        r = st_error(ST_ERR_BACKEND, "opencl: the run stopped before node '%s' (%s): a command before it failed on the device",
+                     d->cmds[e->order[lo]].gnode->name, d->cmds[e->order[lo]].op->name);
+    for (cl_uint i = 0; i < job->n_wait; i++) clReleaseEvent(job->wait[i]);
+    free(job->wait);
+    if (r == ST_OK && failed) r = ST_ERR_BACKEND; /* reported already */
+    if (r == ST_OK) r = st_run_check(&job->run, d->cmds[e->order[lo]].gnode->name, d->cmds[e->order[lo]].op->name);
+    for (int i = lo; i < hi && r == ST_OK; i++) {
+        int c = e->order[i];
+        r = enqueue_cmd(e, st, c, NULL);
+        if (r != ST_OK) st_error_prefix(r, "node '%s' (%s): ", d->cmds[c].gnode->name, d->cmds[c].op->name);
+        pthread_mutex_lock(&e->hmu);
+        if (r == ST_OK) e->fed = i + 1;
+        pthread_cond_broadcast(&e->hcv);
+        pthread_mutex_unlock(&e->hmu);
+    }
+    if (r == ST_OK) r = st_cl_check(clFlush(e->queue), "clFlush");
+    if (r == ST_OK && hi < d->n_cmds) r = queue_feed(e, st, job->feed + 1);
+    if (r != ST_OK) {
+        if (!failed) host_fail(e, r);
+        pthread_mutex_lock(&e->hmu);
+        e->feeding = false;
+        pthread_cond_broadcast(&e->hcv);
+        pthread_mutex_unlock(&e->hmu);
+    } else if (hi == d->n_cmds) {
+        pthread_mutex_lock(&e->hmu);
+        e->feeding = false;
+        pthread_cond_broadcast(&e->hcv);
+        pthread_mutex_unlock(&e->hmu);
+    }
+}
+
 static void *host_main(void *arg)
 {
     cl_exec *e = arg;
@@ -264,10 +351,18 @@ static void *host_main(void *arg)
         host_job job = e->jobs[e->next_job];
         bool failed = e->host_err != ST_OK;
         pthread_mutex_unlock(&e->hmu);
+        if (job.feed >= 0) {
+            feed(e, &job, failed);
+            pthread_mutex_lock(&e->hmu);
+            e->next_job++;
+            pthread_cond_broadcast(&e->hcv);
+            continue;
+        }
         st_status r = ST_OK;
         if (job.n_wait && clWaitForEvents(job.n_wait, job.wait) != CL_SUCCESS)
             r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
                          job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
+        if (r == ST_OK && !failed) r = st_run_check(&job.run, job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
         if (r == ST_OK && !failed) r = st_host_run(e->host, job.dag, job.c);
         pthread_mutex_lock(&e->hmu);
         if (r != ST_OK && e->host_err == ST_OK) {
@@ -296,20 +391,49 @@ static void host_drain(cl_exec *e)
     pthread_mutex_unlock(&e->hmu);
 }
 
+static st_status host_start(cl_exec *e)
+{
+    if (!e->host_started) {
+        int err = pthread_create(&e->host_thread, NULL, host_main, e);
+        if (err != 0)
+            return st_error(err == EAGAIN ? ST_ERR_NOMEM : ST_ERR_BACKEND, "opencl: cannot start the host command thread: %s",
+                            strerror(err));
+        e->host_started = true;
+    }
+    return ST_OK;
+}
+
+/* Queues the job that queues segment k, behind segment k - 2's events. */
+static st_status queue_feed(cl_exec *e, dag_state *st, int k)
+{
+    ST_TRY(host_start(e));
+    host_job job = {k, -1, (const st_dag *)st, NULL, 0, NULL, e->run};
+    int lo = (k - 2) * e->window, hi = lo + e->window;
+    job.wait = malloc((size_t)e->window * sizeof *job.wait);
+    if (!job.wait) return st_error(ST_ERR_NOMEM, "out of memory queuing a run in segments");
+    for (int i = lo; i < hi; i++) {
+        cl_event ev = st->events[e->order[i]];
+        if (!ev) continue;
+        clRetainEvent(ev);
+        job.wait[job.n_wait++] = ev;
+    }
+    pthread_mutex_lock(&e->hmu);
+    e->jobs[e->n_jobs++] = job;
+    pthread_cond_broadcast(&e->hcv);
+    pthread_mutex_unlock(&e->hmu);
+    return ST_OK;
+}
+
 /* Queues host command c behind the events in wait[0..nw); its event is a
  * user event the host thread completes. */
 static st_status enqueue_host(cl_exec *e, dag_state *st, int c, const cl_event *wait, cl_uint nw)
 {
     if (!e->host) ST_TRY(st_host_create(&(st_session_options){.threads = e->threads}, &e->host));
-    if (!e->host_started) {
-        if (pthread_create(&e->host_thread, NULL, host_main, e) != 0)
-            return st_error(ST_ERR_BACKEND, "opencl: cannot start the host command thread");
-        e->host_started = true;
-    }
+    ST_TRY(host_start(e));
     cl_int err;
     cl_event u = clCreateUserEvent(e->dev->context, &err);
     ST_TRY(st_cl_check(err, "clCreateUserEvent"));
-    host_job job = {c, st->dag, u, nw, NULL};
+    host_job job = {-1, c, st->dag, u, nw, NULL, e->run};
     if (nw) {
         job.wait = malloc(nw * sizeof *job.wait);
         if (!job.wait) {
@@ -392,7 +516,9 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
         if (o) e->order = o;
         int *r = realloc(e->scratch, 2 * (size_t)n_cmds * sizeof *r);
         if (r) e->scratch = r;
-        if (!o || !r) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        int *ps = realloc(e->pos, (size_t)n_cmds * sizeof *ps);
+        if (ps) e->pos = ps;
+        if (!o || !r || !ps) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
         e->cap_cmds = n_cmds;
     }
     if (n_wait > e->cap_wait) {
@@ -401,6 +527,34 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
         e->wait_buf = w;
         e->cap_wait = n_wait;
     }
+    return ST_OK;
+}
+
+/* A test's injected device failure: *ev is replaced by a user event that
+ * ends in CL_OUT_OF_RESOURCES once the real command is done, the way a
+ * device reports a command it could not run (NVIDIA's answer to a kernel
+ * fault).  What waits on it then sees a failed event, as it would. */
+static void CL_CALLBACK fail_event(cl_event real, cl_int status, void *arg)
+{
+    (void)real;
+    (void)status;
+    clSetUserEventStatus((cl_event)arg, CL_OUT_OF_RESOURCES);
+    clReleaseEvent((cl_event)arg);
+}
+
+static st_status fail_event_later(cl_exec *e, cl_event *ev)
+{
+    cl_int err;
+    cl_event u = clCreateUserEvent(e->dev->context, &err);
+    ST_TRY(st_cl_check(err, "clCreateUserEvent"));
+    clRetainEvent(u); /* the callback's reference */
+    err = clSetEventCallback(*ev, CL_COMPLETE, fail_event, u);
+    if (err != CL_SUCCESS) {
+        clSetUserEventStatus(u, CL_OUT_OF_RESOURCES);
+        clReleaseEvent(u);
+    }
+    clReleaseEvent(*ev);
+    *ev = u;
     return ST_OK;
 }
 
@@ -443,6 +597,7 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     }
     for (int i = 0; i < ctx.n_tails; i++) clReleaseEvent(ctx.tails[i]);
     free(ctx.tails);
+    if (r == ST_OK && st_fault_hit(ST_FAULT_CL_EVENT, cmd->gnode->name, 0)) r = fail_event_later(e, &ev);
     st->events[c] = ev;
     return r;
 }
@@ -467,38 +622,67 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     ST_TRY(reserve(e, d->n_cmds > 0 ? d->n_cmds : 1, max_wait));
     /* the last run's host commands are done (the session waited) */
     pthread_mutex_lock(&e->hmu);
-    if (d->n_cmds > e->cap_jobs) {
-        host_job *j = realloc(e->jobs, (size_t)d->n_cmds * sizeof *j);
+    /* a job per host command, and one per segment queued later */
+    int need = d->n_cmds + (e->window ? d->n_cmds / e->window + 1 : 0);
+    if (need > e->cap_jobs) {
+        host_job *j = realloc(e->jobs, (size_t)need * sizeof *j);
         if (!j) {
             pthread_mutex_unlock(&e->hmu);
             return st_error(ST_ERR_NOMEM, "out of memory starting a run");
         }
         e->jobs = j;
-        e->cap_jobs = d->n_cmds;
+        e->cap_jobs = need;
     }
     e->n_jobs = e->next_job = 0;
     e->host_err = ST_OK;
+    e->fed = 0;
+    e->feeding = true;
     pthread_mutex_unlock(&e->hmu);
     e->cur = st;
+    e->run = st_run_current(base->ctl);
     st_sched_order(&e->sched, d, e->order, e->scratch);
+    for (int i = 0; i < d->n_cmds; i++) e->pos[e->order[i]] = i;
+    /* the first two segments now, the rest from the host thread (a random
+     * schedule's gate needs the whole DAG queued) */
+    int now = e->window && !e->sched.random && d->n_cmds > 2 * e->window ? 2 * e->window : d->n_cmds;
     cl_event gate = NULL;
     if (e->sched.random) {
         cl_int err;
         gate = clCreateUserEvent(e->dev->context, &err);
         ST_TRY(st_cl_check(err, "clCreateUserEvent"));
     }
-    for (int i = 0; i < d->n_cmds && e->err == ST_OK; i++) {
+    for (int i = 0; i < now && e->err == ST_OK; i++) {
         int c = e->order[i];
-        st_status r = enqueue_cmd(e, st, c, gate);
+        /* a cancelled run, or one past its deadline, queues nothing more */
+        st_status r = st_run_check(&e->run, d->cmds[c].gnode->name, d->cmds[c].op->name);
+        if (r != ST_OK) {
+            fail(e, r, NULL);
+            break;
+        }
+        r = enqueue_cmd(e, st, c, gate);
         if (r != ST_OK) fail(e, r, &d->cmds[c]);
+    }
+    pthread_mutex_lock(&e->hmu);
+    e->fed = e->err == ST_OK ? now : 0;
+    e->feeding = e->err == ST_OK && now < d->n_cmds;
+    pthread_mutex_unlock(&e->hmu);
+    /* the last thing this thread queues: from here the host thread does */
+    if (e->err == ST_OK && now < d->n_cmds) {
+        st_status r = queue_feed(e, st, 2);
+        if (r != ST_OK) {
+            fail(e, r, NULL);
+            pthread_mutex_lock(&e->hmu);
+            e->feeding = false;
+            pthread_mutex_unlock(&e->hmu);
+        }
     }
     if (gate) {
         clSetUserEventStatus(gate, CL_COMPLETE);
         clReleaseEvent(gate);
     }
     if (e->err != ST_OK) {
-        clFinish(e->queue); /* leave nothing half-enqueued running */
         host_drain(e);
+        clFinish(e->queue); /* leave nothing half-enqueued running */
         st_error(e->err, "%s", e->errmsg);
         return e->err;
     }
@@ -556,23 +740,45 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     dag_state *st = e->cur;
     if (!st) return ST_OK;
     st_status r = ST_OK;
-    if (n < 0) {
+    cl_event *evs = n > 0 ? malloc((size_t)n * sizeof *evs) : NULL;
+    if (n < 0 || (n > 0 && !evs)) { /* all of it (also when there is no memory for the list) */
+        host_drain(e); /* the host thread queues no more after this */
         r = st_cl_check(clFinish(e->queue), "clFinish");
-        host_drain(e);
         for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) r = event_status(e, st, c);
         if (r == ST_OK && e->profile && !st->profiled) {
             st->profiled = true;
             print_profile(st, e->profile > 1);
         }
     } else if (n > 0) {
-        if (reserve(e, 1, n) != ST_OK) return st_cl_check(clFinish(e->queue), "clFinish");
+        /* commands of a run queued in segments may not be on the queue yet
+         * (the host thread writes their events before it counts them fed) */
+        int last = -1;
+        for (int i = 0; i < n; i++)
+            if (e->pos[cmds[i]] > last) last = e->pos[cmds[i]];
+        pthread_mutex_lock(&e->hmu);
+        while (e->feeding && e->fed <= last) pthread_cond_wait(&e->hcv, &e->hmu);
+        bool missing = e->fed <= last; /* the run stopped before queuing them */
+        pthread_mutex_unlock(&e->hmu);
         cl_uint m = 0;
         for (int i = 0; i < n; i++)
-            if (st->events[cmds[i]]) e->wait_buf[m++] = st->events[cmds[i]];
-        cl_int err = m ? clWaitForEvents(m, e->wait_buf) : CL_SUCCESS;
+            if (st->events[cmds[i]]) evs[m++] = st->events[cmds[i]];
+        cl_int err = m ? clWaitForEvents(m, evs) : CL_SUCCESS;
         for (int i = 0; i < n && r == ST_OK; i++) r = event_status(e, st, cmds[i]);
         if (r == ST_OK && err != CL_SUCCESS) r = st_cl_check(err, "clWaitForEvents");
+        if (missing) {
+            /* the run stopped: what it queued must be done before its
+             * waits report that (nothing of a stopped run stays pending) */
+            host_drain(e);
+            clFinish(e->queue);
+        }
+        if (r == ST_OK && missing && e->err == ST_OK) {
+            pthread_mutex_lock(&e->hmu);
+            r = st_error(e->host_err != ST_OK ? e->host_err : ST_ERR_INTERNAL, "%s",
+                         e->host_err != ST_OK ? e->host_msg : "opencl: the run stopped before queuing the commands waited for");
+            pthread_mutex_unlock(&e->hmu);
+        }
     }
+    free(evs);
     if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
     if (r == ST_OK) {
         pthread_mutex_lock(&e->hmu);
@@ -587,8 +793,8 @@ static void exec_forget(st_exec *base, const st_dag *d)
     cl_exec *e = (cl_exec *)base;
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) {
-            clFinish(e->queue);
             host_drain(e);
+            clFinish(e->queue);
             if (e->cur == &e->states[i]) e->cur = NULL;
             state_free(&e->states[i]);
             if (i != e->n_states - 1) {
@@ -604,6 +810,7 @@ static void exec_forget(st_exec *base, const st_dag *d)
 static void exec_destroy(st_exec *base)
 {
     cl_exec *e = (cl_exec *)base;
+    host_drain(e);
     if (e->queue) clFinish(e->queue);
     if (e->host_started) {
         pthread_mutex_lock(&e->hmu);
@@ -623,11 +830,30 @@ static void exec_destroy(st_exec *base)
     if (e->queue) clReleaseCommandQueue(e->queue);
     free(e->order);
     free(e->scratch);
+    free(e->pos);
     free(e->wait_buf);
     free(e);
 }
 
-static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+/* Commands whose events have not reached CL_COMPLETE (or an error), and
+ * host commands the host thread has not finished. */
+static int exec_pending(st_exec *base)
+{
+    cl_exec *e = (cl_exec *)base;
+    int n = 0;
+    for (int c = 0; e->cur && c < e->cur->dag->n_cmds; c++) {
+        cl_int s = CL_COMPLETE;
+        if (e->cur->events[c] &&
+            clGetEventInfo(e->cur->events[c], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL) == CL_SUCCESS && s > CL_COMPLETE)
+            n++;
+    }
+    pthread_mutex_lock(&e->hmu);
+    n += e->n_jobs - e->next_job;
+    pthread_mutex_unlock(&e->hmu);
+    return n;
+}
+
+static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending};
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {
@@ -643,6 +869,9 @@ st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec 
     pthread_cond_init(&e->hcv, NULL);
     e->threads = o->threads;
     st_sched_init(&e->sched, o);
+    const char *win = getenv("STRATA_OPENCL_WINDOW");
+    e->window = win && *win ? atoi(win) : d->is_gpu ? 0 : ST_CL_SEGMENT;
+    if (e->window < 0) e->window = 0;
     const char *io = getenv("STRATA_OPENCL_IN_ORDER"), *ooo = getenv("STRATA_OPENCL_OUT_OF_ORDER"),
                *prof = getenv("STRATA_OPENCL_PROFILE");
     e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0) &&

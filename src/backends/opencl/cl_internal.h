@@ -68,12 +68,11 @@ typedef struct st_cl_device {
     size_t max_wg;
     cl_uint addr_align;               /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits */
     char name[256], vendor[128], version[128], driver[128], platform_name[128];
-    /* the program: built (or loaded from the disk cache) on first use */
+    /* the program: built (or loaded from the disk cache) on first use;
+     * NULL until a build succeeds (a failed one is tried again) */
     pthread_mutex_t program_lock;
     cl_program program;
-    bool program_tried, program_cached;
-    st_status program_status;
-    char program_error[2048];
+    bool program_cached;
     double program_seconds;
     /* cl_mem -> storage, for st_cl_resolve (sorted by handle value) */
     pthread_mutex_t mem_lock;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "core/fault.h"
 #include "core/status.h"
 #include "opencl/st_cl_source.h"
 
@@ -163,12 +164,18 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* What a test's injected build failure compiles: the real source with a
+ * line that stops the compiler, so the driver's own failure path runs
+ * (and the build log says it was injected). */
+static const char fault_line[] = "\n#error \"strata: a build failure injected by a test (core/fault.h)\"\n";
+
 static st_status build(st_cl_device *d)
 {
     char options[256], key[33], dir[4096], path[4200];
     build_options(d, options, sizeof options);
     cache_key(d, options, key);
-    bool cached = cache_dir(dir, sizeof dir);
+    bool inject = st_fault_hit(ST_FAULT_CL_BUILD, d->name, 0);
+    bool cached = !inject && cache_dir(dir, sizeof dir);
     if (cached) snprintf(path, sizeof path, "%s/%s.bin", dir, key);
     double t0 = now();
     cl_int err;
@@ -189,9 +196,9 @@ static st_status build(st_cl_device *d)
             if (p) clReleaseProgram(p); /* refused: rebuild from source below */
         }
     }
-    const char *src = st_cl_source;
-    size_t len = sizeof st_cl_source - 1;
-    cl_program p = clCreateProgramWithSource(d->context, 1, &src, &len, &err);
+    const char *srcs[2] = {st_cl_source, fault_line};
+    size_t lens[2] = {sizeof st_cl_source - 1, sizeof fault_line - 1};
+    cl_program p = clCreateProgramWithSource(d->context, inject ? 2 : 1, srcs, lens, &err);
     ST_TRY(st_cl_check(err, "clCreateProgramWithSource"));
     err = clBuildProgram(p, 1, &d->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -214,16 +221,13 @@ static st_status build(st_cl_device *d)
     return ST_OK;
 }
 
+/* A build that failed is tried again by the next session: the failure
+ * may have been the driver's want of memory, and a failed session must
+ * not leave the device unusable for the rest of the process. */
 st_status st_cl_program(st_cl_device *d, cl_program *out)
 {
     pthread_mutex_lock(&d->program_lock);
-    if (!d->program_tried) {
-        d->program_tried = true;
-        d->program_status = build(d);
-        if (d->program_status != ST_OK) snprintf(d->program_error, sizeof d->program_error, "%s", st_last_error());
-    }
-    st_status s = d->program_status;
-    if (s != ST_OK) st_error(s, "%s", d->program_error);
+    st_status s = d->program ? ST_OK : build(d);
     *out = d->program;
     pthread_mutex_unlock(&d->program_lock);
     return s;

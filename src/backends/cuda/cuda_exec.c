@@ -37,9 +37,11 @@
 
 #include "backends/cuda/cuda_ctx.h"
 #include "backends/cuda/cuda_internal.h"
+#include "core/fault.h"
 #include "core/status.h"
 #include "exec/dag.h"
 #include "exec/host.h"
+#include "exec/runctl.h"
 #include "exec/schedule.h"
 
 #define ST_CUDA_STREAMS 4
@@ -90,6 +92,7 @@ typedef struct cuda_exec {
     st_sched sched;              /* exec/schedule.h */
     st_status err;
     char errmsg[1024];
+    st_run_ref run;              /* the run's cancel and deadline (exec/runctl.h) */
 } cuda_exec;
 
 static void state_free(dag_state *st)
@@ -194,7 +197,9 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
 static void CUDART_CB host_fn(void *arg)
 {
     host_call *h = arg;
-    st_status r = st_host_run(h->e->host, h->dag, h->c);
+    /* a cancelled run, or one past its deadline, runs no more host commands */
+    st_status r = st_run_check(&h->e->run, h->dag->cmds[h->c].gnode->name, h->dag->cmds[h->c].op->name);
+    if (r == ST_OK) r = st_host_run(h->e->host, h->dag, h->c);
     if (r == ST_OK) return;
     pthread_mutex_lock(&h->e->hmu);
     if (h->e->host_err == ST_OK) {
@@ -254,6 +259,13 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         int c = order ? order[i] : i;
         const st_cmd *cmd = &d->cmds[c];
         int s = st->stream_of[c];
+        /* a cancelled run, or one past its deadline, queues nothing more
+         * (not while capturing: a graph is every command, cancelled or not) */
+        st_status stop = capturing ? ST_OK : st_run_check(&e->run, cmd->gnode->name, cmd->op->name);
+        if (stop != ST_OK) {
+            fail(e, stop, NULL);
+            break;
+        }
         for (int k = 0; k < cmd->n_pred; k++) {
             int p = d->preds[cmd->pred_first + k];
             if (st->stream_of[p] != s) cudaStreamWaitEvent(e->streams[s], st->dep[p], 0);
@@ -283,7 +295,13 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
                            e->tf32, e->cb->sm_count, e->error_word_dev, c};
         st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
-        st_status r = st->fn[c](&k);
+        st_status r;
+        if (st_fault_hit(ST_FAULT_LAUNCH, cmd->gnode->name, 0)) { /* a test's: the launch is refused */
+            st_cuda_fault_launch(e->streams[s]);
+            r = ST_OK;
+        } else {
+            r = st->fn[c](&k);
+        }
         if (r == ST_ERR_UNSUPPORTED)
             r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
@@ -318,6 +336,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         if (e->states[i].dag == d) st = &e->states[i];
     if (!st) ST_TRY(state_new(e, d, &st));
     e->cur = st;
+    e->run = st_run_current(base->ctl);
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
     /* uploads are asynchronous on the device's transfer stream (cuda.c):
      * the run starts after every one queued so far (inputs, constants) */
@@ -420,7 +439,17 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+/* Streams with work not done (CUDA cannot count the commands on them). */
+static int exec_pending(st_exec *base)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    int n = 0;
+    for (int s = 0; s < e->n_streams; s++) n += cudaStreamQuery(e->streams[s]) == cudaErrorNotReady;
+    return n;
+}
+
+static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending};
 
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {

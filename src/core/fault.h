@@ -25,8 +25,7 @@ typedef enum st_fault_site {
     ST_FAULT_DEVICE_ALLOC = 0, /* cudaMalloc, cudaMallocHost, clCreateBuffer: what = the storage's label */
     ST_FAULT_LAUNCH,           /* a kernel launch of a command: what = the node's name */
     ST_FAULT_CL_BUILD,         /* building the OpenCL program from source */
-    ST_FAULT_CL_RESOURCES,     /* an OpenCL enqueue answers CL_OUT_OF_RESOURCES: what = the node's name */
-    ST_FAULT_CL_EVENT,         /* an OpenCL command's event ends in CL_OUT_OF_RESOURCES on the device */
+    ST_FAULT_CL_RESOURCES,     /* an OpenCL enqueue answers CL_OUT_OF_RESOURCES: what = the kernel's name */
     ST_FAULT_SITES
 } st_fault_site;
 

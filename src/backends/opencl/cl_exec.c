@@ -283,6 +283,21 @@ st_status st_cl_transfer(const st_kctx *k)
 
 /* ---- the host thread ---- */
 
+/* clWaitForEvents one event at a time: PoCL 3.1 can wait forever for
+ * several events when one of them has failed (a device fault passed on to
+ * its dependants), where a wait for that one alone returns
+ * CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, as the standard says a
+ * wait for several should. */
+static cl_int wait_events(cl_uint n, const cl_event *ev)
+{
+    cl_int result = CL_SUCCESS;
+    for (cl_uint i = 0; i < n; i++) {
+        cl_int r = clWaitForEvents(1, &ev[i]);
+        if (r != CL_SUCCESS && result == CL_SUCCESS) result = r;
+    }
+    return result;
+}
+
 static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate);
 static st_status queue_feed(cl_exec *e, dag_state *st, int k);
 
@@ -306,7 +321,7 @@ static void feed(cl_exec *e, const host_job *job, bool failed)
     const st_dag *d = st->dag;
     int lo = job->feed * e->window, hi = lo + e->window < d->n_cmds ? lo + e->window : d->n_cmds;
     st_status r = ST_OK;
-    if (job->n_wait && clWaitForEvents(job->n_wait, job->wait) != CL_SUCCESS)
+    if (job->n_wait && wait_events(job->n_wait, job->wait) != CL_SUCCESS)
         r = st_error(ST_ERR_BACKEND, "opencl: the run stopped before node '%s' (%s): a command before it failed on the device",
                      d->cmds[e->order[lo]].gnode->name, d->cmds[e->order[lo]].op->name);
     for (cl_uint i = 0; i < job->n_wait; i++) clReleaseEvent(job->wait[i]);
@@ -359,7 +374,7 @@ static void *host_main(void *arg)
             continue;
         }
         st_status r = ST_OK;
-        if (job.n_wait && clWaitForEvents(job.n_wait, job.wait) != CL_SUCCESS)
+        if (job.n_wait && wait_events(job.n_wait, job.wait) != CL_SUCCESS)
             r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
                          job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
         if (r == ST_OK && !failed) r = st_run_check(&job.run, job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
@@ -530,34 +545,6 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
     return ST_OK;
 }
 
-/* A test's injected device failure: *ev is replaced by a user event that
- * ends in CL_OUT_OF_RESOURCES once the real command is done, the way a
- * device reports a command it could not run (NVIDIA's answer to a kernel
- * fault).  What waits on it then sees a failed event, as it would. */
-static void CL_CALLBACK fail_event(cl_event real, cl_int status, void *arg)
-{
-    (void)real;
-    (void)status;
-    clSetUserEventStatus((cl_event)arg, CL_OUT_OF_RESOURCES);
-    clReleaseEvent((cl_event)arg);
-}
-
-static st_status fail_event_later(cl_exec *e, cl_event *ev)
-{
-    cl_int err;
-    cl_event u = clCreateUserEvent(e->dev->context, &err);
-    ST_TRY(st_cl_check(err, "clCreateUserEvent"));
-    clRetainEvent(u); /* the callback's reference */
-    err = clSetEventCallback(*ev, CL_COMPLETE, fail_event, u);
-    if (err != CL_SUCCESS) {
-        clSetUserEventStatus(u, CL_OUT_OF_RESOURCES);
-        clReleaseEvent(u);
-    }
-    clReleaseEvent(*ev);
-    *ev = u;
-    return ST_OK;
-}
-
 /* Enqueues command c; its event goes to st->events[c]. */
 static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
 {
@@ -597,7 +584,6 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     }
     for (int i = 0; i < ctx.n_tails; i++) clReleaseEvent(ctx.tails[i]);
     free(ctx.tails);
-    if (r == ST_OK && st_fault_hit(ST_FAULT_CL_EVENT, cmd->gnode->name, 0)) r = fail_event_later(e, &ev);
     st->events[c] = ev;
     return r;
 }
@@ -734,6 +720,19 @@ static st_status event_status(cl_exec *e, const dag_state *st, int c)
                     st_cl_error_name(s), (int)s);
 }
 
+/* The failure to report once some command failed: the first failed one
+ * in enqueue order, whose predecessors all succeeded.  Its successors
+ * fail too on drivers that pass a failure on (PoCL marks them -1), and
+ * naming one of them would hide the cause. */
+static st_status root_failure(cl_exec *e, const dag_state *st, st_status found)
+{
+    for (int i = 0; i < st->dag->n_cmds; i++) {
+        st_status r = event_status(e, st, e->order[i]);
+        if (r != ST_OK) return r;
+    }
+    return found;
+}
+
 static st_status exec_wait(st_exec *base, const int *cmds, int n)
 {
     cl_exec *e = (cl_exec *)base;
@@ -745,6 +744,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         host_drain(e); /* the host thread queues no more after this */
         r = st_cl_check(clFinish(e->queue), "clFinish");
         for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) r = event_status(e, st, c);
+        if (r != ST_OK) r = root_failure(e, st, r);
         if (r == ST_OK && e->profile && !st->profiled) {
             st->profiled = true;
             print_profile(st, e->profile > 1);
@@ -762,15 +762,17 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         cl_uint m = 0;
         for (int i = 0; i < n; i++)
             if (st->events[cmds[i]]) evs[m++] = st->events[cmds[i]];
-        cl_int err = m ? clWaitForEvents(m, evs) : CL_SUCCESS;
+        cl_int err = wait_events(m, evs);
         for (int i = 0; i < n && r == ST_OK; i++) r = event_status(e, st, cmds[i]);
         if (r == ST_OK && err != CL_SUCCESS) r = st_cl_check(err, "clWaitForEvents");
-        if (missing) {
-            /* the run stopped: what it queued must be done before its
-             * waits report that (nothing of a stopped run stays pending) */
+        if (r != ST_OK || missing) {
+            /* the run failed or stopped: what it queued must be done before
+             * its waits report that (nothing of it stays pending), and then
+             * every event is there to find the cause in */
             host_drain(e);
             clFinish(e->queue);
         }
+        if (r != ST_OK) r = root_failure(e, st, r);
         if (r == ST_OK && missing && e->err == ST_OK) {
             pthread_mutex_lock(&e->hmu);
             r = st_error(e->host_err != ST_OK ? e->host_err : ST_ERR_INTERNAL, "%s",

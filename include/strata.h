@@ -8,6 +8,15 @@
  * is per thread, so two threads driving two sessions never see each
  * other's errors.
  *
+ * Arguments: every function checks them.  A NULL pointer or an
+ * out-of-range value (an index, a rank, a dtype, a buffer size, a field
+ * of st_session_options) is refused with ST_ERR_INVALID_ARG (or
+ * ST_ERR_SHAPE, ST_ERR_DTYPE where those say more) and changes nothing;
+ * an output pointer is set to NULL first.  Functions that return a value
+ * return a neutral one for a NULL handle (0, -1, ST_UNDEFINED), void
+ * functions ignore NULL, and names of unknown codes are "unknown status"
+ * and "undefined".  (tests/faults/test_misuse.c calls each one so.)
+ *
  * Threading: a model is immutable once loaded and may be shared by any
  * number of sessions on any threads.  A session is driven by one thread at
  * a time; a call made while another thread is inside the same session
@@ -119,13 +128,14 @@ typedef struct st_tensor st_tensor;
 
 typedef struct st_session_options {
     st_backend_kind backend;
-    int threads;              /* 0: one per core */
+    int threads;              /* 0: one per core; at most 1024 */
     st_dtype precision;       /* ST_F32 (default), ST_F16 or ST_BF16 */
-    int sanitize;             /* 1: check every conflicting pair is ordered, poison fresh memory */
+    int sanitize;             /* 1: check every conflicting pair is ordered, poison fresh memory
+                                 (0 or 1, like serial and no_fallback) */
     st_schedule schedule;
     uint64_t seed;            /* for ST_SCHEDULE_RANDOM */
     st_hazard_mode hazard_mode;
-    int device;               /* GPU ordinal */
+    int device;               /* GPU ordinal, >= 0 */
     uint64_t memory_limit;    /* bytes a session may allocate; 0: the machine's memory */
     int serial;               /* 1: one command at a time (no inter-op parallelism; for
                                  measuring what it gains) */

@@ -25,6 +25,11 @@
 /* A staged plan's stages each take a cache entry; at most half of it, so
  * the entries a run is using are never the least recently used. */
 #define ST_MAX_STAGES (ST_PLAN_CACHE / 2)
+/* More threads than this is a mistake (a count of bytes, a negative
+ * number cast), not a machine: each one is a real thread. */
+#define ST_MAX_THREADS 1024
+#define ST_STR_(x) #x
+#define ST_STR(x) ST_STR_(x)
 
 typedef struct bound_input {
     bool set;
@@ -81,6 +86,7 @@ struct st_session {
 
 void st_session_options_init(st_session_options *o)
 {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->backend = ST_BACKEND_CPU;
     o->precision = ST_F32;
@@ -102,6 +108,27 @@ static bool enter(st_session *s)
 
 static void leave(st_session *s) { atomic_store(&s->busy, 0); }
 
+/* Every other field in range: a value no backend, schedule or mode has
+ * is the caller's mistake, not something to guess the meaning of. */
+static st_status check_options(const st_session_options *o)
+{
+    const char *bad = NULL;
+    long long v = 0;
+    if (o->backend != ST_BACKEND_CPU && o->backend != ST_BACKEND_CUDA && o->backend != ST_BACKEND_OPENCL)
+        bad = "backend", v = o->backend;
+    else if (o->threads < 0 || o->threads > ST_MAX_THREADS) bad = "threads", v = o->threads;
+    else if (o->schedule != ST_SCHEDULE_DEFAULT && o->schedule != ST_SCHEDULE_RANDOM) bad = "schedule", v = o->schedule;
+    else if (o->hazard_mode != ST_HAZARD_RANGES && o->hazard_mode != ST_HAZARD_STORAGE && o->hazard_mode != ST_HAZARD_BASE_POINTER)
+        bad = "hazard_mode", v = o->hazard_mode;
+    else if (o->device < 0) bad = "device", v = o->device;
+    else if (o->sanitize != 0 && o->sanitize != 1) bad = "sanitize", v = o->sanitize;
+    else if (o->serial != 0 && o->serial != 1) bad = "serial", v = o->serial;
+    else if (o->no_fallback != 0 && o->no_fallback != 1) bad = "no_fallback", v = o->no_fallback;
+    if (!bad) return ST_OK;
+    return st_error(ST_ERR_INVALID_ARG, "st_session_create: options.%s = %lld is out of range%s", bad, v,
+                    !strcmp(bad, "threads") ? " (0 to " ST_STR(ST_MAX_THREADS) ")" : "");
+}
+
 static uint64_t machine_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -119,6 +146,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     if (opt.precision != ST_F32 && opt.precision != ST_F16 && opt.precision != ST_BF16)
         return st_error(ST_ERR_INVALID_ARG, "precision must be float32, float16 or bfloat16, not %s",
                         st_dtype_name(opt.precision));
+    ST_TRY(check_options(&opt));
     if (!opt.memory_limit) opt.memory_limit = machine_memory();
     const char *e = getenv("STRATA_SANITIZE");
     if (e && *e && strcmp(e, "0") != 0) opt.sanitize = 1;

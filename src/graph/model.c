@@ -95,16 +95,20 @@ static void fill_info(const st_value *v, st_value_info *info)
 
 st_status st_model_input_info(const st_model *m, int index, st_value_info *info)
 {
-    if (!m || !info || index < 0 || index >= m->g->n_inputs)
-        return st_error(ST_ERR_INVALID_ARG, "st_model_input_info: index %d out of range", index);
+    if (!m || !info) return st_error(ST_ERR_INVALID_ARG, "st_model_input_info: NULL %s", m ? "info" : "model");
+    if (index < 0 || index >= m->g->n_inputs)
+        return st_error(ST_ERR_INVALID_ARG, "st_model_input_info: index %d is out of range (the model has %d inputs)", index,
+                        m->g->n_inputs);
     fill_info(&m->g->values[m->g->inputs[index]], info);
     return ST_OK;
 }
 
 st_status st_model_output_info(const st_model *m, int index, st_value_info *info)
 {
-    if (!m || !info || index < 0 || index >= m->g->n_outputs)
-        return st_error(ST_ERR_INVALID_ARG, "st_model_output_info: index %d out of range", index);
+    if (!m || !info) return st_error(ST_ERR_INVALID_ARG, "st_model_output_info: NULL %s", m ? "info" : "model");
+    if (index < 0 || index >= m->g->n_outputs)
+        return st_error(ST_ERR_INVALID_ARG, "st_model_output_info: index %d is out of range (the model has %d outputs)", index,
+                        m->g->n_outputs);
     fill_info(&m->g->values[m->g->outputs[index]], info);
     return ST_OK;
 }

@@ -500,6 +500,21 @@ def c_subgraphs_nested_10000_deep(d):
     return [write(os.path.join(d, "m.onnx"), model)], ["nests subgraphs", "64"]
 
 
+def c_types_nested_10000_deep(d):
+    # a graph input of type sequence(sequence(... 10,000 deep)): the other
+    # path through which ONNX's messages recurse (TypeProto), refused
+    # before the unpacker for the same reason (SECURITY.md)
+    onnx, TP, helper, nh = onnx_mods()
+    t = field(1, varint(1 << 3) + varint(TP.FLOAT))           # TypeProto.tensor_type.elem_type
+    for _ in range(10000):
+        t = field(4, field(1, t))                             # TypeProto.sequence_type.elem_type
+    g = base_graph()
+    g.ClearField("input")
+    top = g.SerializeToString() + field(11, field(1, b"x") + field(2, t))
+    model = varint(1 << 3) + varint(8) + field(8, helper.make_opsetid("", 13).SerializeToString()) + field(7, top)
+    return [write(os.path.join(d, "m.onnx"), model)], ["nests types", "64"]
+
+
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("c_")}
 
 

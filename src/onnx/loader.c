@@ -128,6 +128,10 @@ static st_status external_path(const char *tname, const char *base_dir, const ch
     if (strncmp(real, base_real, bl) != 0 || (real[bl] != '/' && !(bl == 1 && base_real[0] == '/')))
         return st_error(ST_ERR_MODEL, "tensor '%s': external data '%s' resolves to '%s', outside the model's directory",
                         tname, loc, real);
+    /* a FIFO would block the load forever, a device file read without end */
+    struct stat sb;
+    if (stat(real, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return st_error(ST_ERR_MODEL, "tensor '%s': external data '%s' is not a regular file", tname, loc);
     *out = dup_str(real);
     return *out ? ST_OK : oom("an external data path");
 }

@@ -261,6 +261,13 @@ def c_external_symlink(d):
     return [save(m, os.path.join(d, "m", "m.onnx"))], ["'W'", "outside the model's directory"]
 
 
+def c_external_fifo(d):
+    # a named pipe in the model's directory: opening it would block forever
+    os.mkfifo(os.path.join(d, "w.bin"))
+    m = make_model(base_graph(w_init=external_w("w.bin")))
+    return [save(m, os.path.join(d, "m.onnx"))], ["'W'", "not a regular file"]
+
+
 def c_external_short(d):
     write(os.path.join(d, "w.bin"), bytes(20))
     m = make_model(base_graph(w_init=external_w("w.bin")))

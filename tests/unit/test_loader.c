@@ -917,6 +917,10 @@ static void test_external(void)
     CHECKF(st_model_load(p, &model) == ST_OK, "%s", st_last_error());
     st_model_free(model);
 
+    /* from memory without a directory, no file is read (SECURITY.md) */
+    m = external_model("w_nodir", "w.bin", "8", NULL);
+    expect_error(m, NULL, ST_ERR_MODEL, "w_nodir", "without a directory", NULL);
+
     /* bad: paths that leave the directory */
     m = external_model("w_dotdot", "../outside.bin", NULL, NULL);
     expect_error(m, base, ST_ERR_MODEL, "w_dotdot", "../outside.bin", NULL);
@@ -954,9 +958,9 @@ static void test_external(void)
     expect_error(m, base, ST_ERR_MODEL, "w_negoff", "-8", NULL);
     m = external_model("w_badoff", "w.bin", "8x", NULL);
     expect_error(m, base, ST_ERR_MODEL, "w_badoff", "8x", NULL);
-    /* bad: the location is a directory */
+    /* bad: the location is a directory (only regular files are read) */
     m = external_model("w_isdir", "sub", NULL, NULL);
-    expect_error(m, base, ST_ERR_IO, "w_isdir", "sub", NULL);
+    expect_error(m, base, ST_ERR_MODEL, "w_isdir", "sub", "not a regular file");
     /* bad: no file, no location, no directory */
     m = external_model("w_missing", "missing.bin", NULL, NULL);
     expect_error(m, base, ST_ERR_IO, "w_missing", "missing.bin", NULL);

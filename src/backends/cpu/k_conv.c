@@ -316,12 +316,17 @@ static st_status conv_prepare(const st_knode *n, void **priv)
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights");
     int wn = st_conv_wino_tile(cs, w->sizes, y->rank, y->sizes);
     if (wn) {
+        /* no fallback to the GEMM layout when this fails: the Winograd
+         * kernel rounds differently, and a result must not depend on how
+         * much memory was free when the plan was made */
         p->wino_u = st_conv_wino_pack(cs, w->dtype, wd, w->sizes, wn);
         p->wino_n = wn;
-        if (p->wino_u) {
-            *priv = p;
-            return ST_OK;
+        if (!p->wino_u) {
+            free(p);
+            return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights (Winograd)");
         }
+        *priv = p;
+        return ST_OK;
     }
     const int64_t R = ST_GEMM_MR, blocks = (mg + R - 1) / R;
     float *dst = st_conv_alloc64((size_t)(cs->group * blocks * R * k) * sizeof(float));

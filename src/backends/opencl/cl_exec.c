@@ -86,6 +86,7 @@ typedef struct host_job {
     cl_uint n_wait;
     cl_event *wait;            /* its predecessors' events, retained */
     st_run_ref run;            /* a cancelled run runs no more host commands */
+    dag_state *st;             /* a segment's: the run's state */
 } host_job;
 
 typedef struct cl_exec {
@@ -317,7 +318,7 @@ static void host_fail(cl_exec *e, st_status r)
  * its deadline; then queues the job for the segment after it. */
 static void feed(cl_exec *e, const host_job *job, bool failed)
 {
-    dag_state *st = (dag_state *)job->dag; /* a feed job carries its state here (enqueue_feed) */
+    dag_state *st = job->st;
     const st_dag *d = st->dag;
     int lo = job->feed * e->window, hi = lo + e->window < d->n_cmds ? lo + e->window : d->n_cmds;
     st_status r = ST_OK;
@@ -422,7 +423,7 @@ static st_status host_start(cl_exec *e)
 static st_status queue_feed(cl_exec *e, dag_state *st, int k)
 {
     ST_TRY(host_start(e));
-    host_job job = {k, -1, (const st_dag *)st, NULL, 0, NULL, e->run};
+    host_job job = {k, -1, st->dag, NULL, 0, NULL, e->run, st};
     int lo = (k - 2) * e->window, hi = lo + e->window;
     job.wait = malloc((size_t)e->window * sizeof *job.wait);
     if (!job.wait) return st_error(ST_ERR_NOMEM, "out of memory queuing a run in segments");
@@ -448,7 +449,7 @@ static st_status enqueue_host(cl_exec *e, dag_state *st, int c, const cl_event *
     cl_int err;
     cl_event u = clCreateUserEvent(e->dev->context, &err);
     ST_TRY(st_cl_check(err, "clCreateUserEvent"));
-    host_job job = {-1, c, st->dag, u, nw, NULL, e->run};
+    host_job job = {-1, c, st->dag, u, nw, NULL, e->run, st};
     if (nw) {
         job.wait = malloc(nw * sizeof *job.wait);
         if (!job.wait) {

@@ -12,6 +12,10 @@ mkdir -p "$D/bin" "$D/lib" "$D/models/yolo" "$D/models/ppocr"
 cp "$B/strata" "$B/libstrata_cuda.so" "$D/bin/"
 [ -x "$B/tests/conformance" ] && cp "$B/tests/conformance" "$D/bin/"
 [ -x "$B/tests/test_hazard" ] && cp "$B/tests/test_hazard" "$D/bin/"
+# issue 18's fault, cancel and soak tests (scripts/device/fault_tests.sh)
+for t in test_alloc_faults test_cancel test_device_faults test_soak; do
+  [ -x "$B/tests/faults/$t" ] && cp "$B/tests/faults/$t" "$D/bin/"
+done
 for lib in $(ldd "$B/strata" | awk '/=> \/(usr\/)?lib\/x86_64/ {print $3}'); do
   case "$(basename "$lib")" in libc.so*|libm.so*|libgcc_s*|libstdc++*|libdl*|libpthread*|librt*) ;; *) cp -L "$lib" "$D/lib/" ;; esac
 done

@@ -18,6 +18,10 @@
  * conflicting bytes is a hard error (a run-time check of the same property
  * the static check in exec/dag.c proves).
  *
+ * A profiled session (exec/profile.h) hands each run a buffer; the worker
+ * that runs a command reads the host clock before and after it and
+ * records both with its own number as the lane.
+ *
  * STRATA_CPU_PROFILE=1 in the environment makes the executor time every
  * command and print, when it is destroyed, the total per op type (wall
  * time of the kernel calls; run with --inter-op off so they do not
@@ -35,6 +39,7 @@
 #include "backends/cpu/pool.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/profile.h"
 #include "exec/schedule.h"
 
 #define ST_CPU_ALIGN 64
@@ -259,7 +264,10 @@ static void exec_run(void *ctx, int c)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL, cmd->priv};
     double t0 = e->profile ? now_ms() : 0;
+    st_prof_run *trace = e->base.prof;
+    int64_t ns0 = trace ? st_prof_now() : 0;
     st_status raw = cmd->run(&k), s = st_cmd_status(raw);
+    if (trace) st_prof_mark(trace, c, ns0, st_prof_now(), ST_PROF_LANE(ST_LANE_WORKER, st_pool_self(e->pool)));
     if (e->profile) prof_add(e, e->profile_nodes ? cmd->gnode->name : cmd->op->name, now_ms() - t0);
     if (s != ST_OK) {
         st_pool_lock(e->pool);
@@ -363,7 +371,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL};
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL, NULL};
 
 static int default_threads(void)
 {

@@ -101,6 +101,17 @@ void st_pool_destroy(st_pool *p)
 
 int st_pool_threads(const st_pool *p) { return p ? p->threads : 1; }
 
+/* tids[] is written before any task reaches a worker (st_pool_set_source
+ * takes the lock after st_pool_create returns), so reading it here is
+ * ordered after the writes. */
+int st_pool_self(const st_pool *p)
+{
+    pthread_t me = pthread_self();
+    for (int i = 0; p && i < p->threads; i++)
+        if (pthread_equal(p->tids[i], me)) return i;
+    return -1;
+}
+
 void st_pool_set_source(st_pool *p, const st_task_source *src)
 {
     pthread_mutex_lock(&p->mu);

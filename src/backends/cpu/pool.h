@@ -33,6 +33,9 @@ typedef struct st_task_source {
 st_pool *st_pool_create(int threads);
 void st_pool_destroy(st_pool *p);
 int st_pool_threads(const st_pool *p);
+/* The calling thread's number among p's workers (0 ..), or -1 when it is
+ * not one of them (for a profile's thread ids). */
+int st_pool_self(const st_pool *p);
 void st_pool_set_source(st_pool *p, const st_task_source *src);
 
 /* Lock for the task source's own state, and the signal it uses. */

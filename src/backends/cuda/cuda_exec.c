@@ -420,7 +420,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, NULL};
 
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {

@@ -115,6 +115,10 @@ int st_cmd_probe(int argc, char **argv);
 /* strata inspect --ops: the op x backend x dtype matrix (ops_matrix.c). */
 int tool_ops_matrix(bool json);
 
+/* With --profile: writes the session's trace (st_session_profile_write);
+ * 0, or 1 after printing the error.  Nothing to do without --profile. */
+int tool_profile_write(const tool_opts *o, st_session *s);
+
 /* Reads a whole output, converted to f32 (or its own dtype for ints). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);
 

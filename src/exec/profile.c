@@ -315,26 +315,6 @@ void st_profile_run_failed(st_profile *p) { p->failed = true; }
 
 /* ---- formatting a run ---- */
 
-/* The hazard behind edge pred -> c: the first pair of their footprints
- * that share bytes of one storage with a write.  Sets *fp to the
- * consumer's footprint and [*lo, *hi) to the shared bytes. */
-static const char *edge_kind(const st_dag *d, int pred, int c, const st_fp **fp, int64_t *lo, int64_t *hi)
-{
-    const st_cmd *a = &d->cmds[pred], *b = &d->cmds[c];
-    for (int i = a->fp_first; i < a->fp_first + a->n_fp; i++)
-        for (int j = b->fp_first; j < b->fp_first + b->n_fp; j++) {
-            const st_fp *x = &d->fps[i], *y = &d->fps[j];
-            if (x->storage != y->storage || x->hi <= y->lo || y->hi <= x->lo || !(x->write || y->write)) continue;
-            *fp = y;
-            *lo = x->lo > y->lo ? x->lo : y->lo;
-            *hi = x->hi < y->hi ? x->hi : y->hi;
-            return x->write && y->write ? "WAW" : x->write ? "RAW" : "WAR";
-        }
-    /* ordered by a coarser hazard mode (--hazard-mode storage) */
-    *fp = NULL;
-    return "order";
-}
-
 static const char *storage_label(const st_dag *d, int s)
 {
     return s >= 0 && s < d->n_storages && d->storages[s] ? d->storages[s]->label : "?";
@@ -462,15 +442,14 @@ static void format_stage(st_profile *p, int k, const stage_rec *sr, int64_t *run
         }
         sb_printf(b, ",\"predecessors\":%d", cmd->n_pred);
         if (last >= 0) {
-            const st_fp *fp;
-            int64_t lo, hi;
-            const char *kind = edge_kind(d, last, c, &fp, &lo, &hi);
+            st_fp fp;
+            int kinds = st_dag_edge_hazards(d, last, c, &fp);
             sb_printf(b, ",\"waited_for\":");
             sb_json(b, d->cmds[last].gnode->name);
-            sb_printf(b, ",\"edge\":\"%s\"", kind);
-            if (fp) {
+            sb_printf(b, ",\"edge\":\"%s\"", st_dag_hazard_name(kinds));
+            if (kinds) {
                 sb_printf(b, ",\"edge_bytes\":");
-                put_range(b, d, fp->storage, lo, hi);
+                put_range(b, d, fp.storage, fp.lo, fp.hi);
             }
             sb_printf(b, ",\"start_after_edge_us\":");
             sb_us(b, t0 - end_of(r, last));
@@ -487,9 +466,7 @@ static void format_stage(st_profile *p, int k, const stage_rec *sr, int64_t *run
         for (int e = 0; e < cmd->n_pred; e++) {
             int pr = d->preds[cmd->pred_first + e];
             if (r->t1[pr] < 0) continue;
-            const st_fp *fp;
-            int64_t lo, hi;
-            const char *kind = edge_kind(d, pr, c, &fp, &lo, &hi);
+            const char *kind = st_dag_hazard_name(st_dag_edge_hazards(d, pr, c, NULL));
             long id = ++p->next_flow;
             put_event_head(p, "s", kind, "dag", tid[pr], end_of(r, pr) - 1);
             sb_printf(b, ",\"id\":%ld}", id);

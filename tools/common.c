@@ -207,7 +207,10 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             NEED_VALUE();
             if (!*v) return tool_fail("%s: --profile needs a file name", argv[0]);
             o->so.profile = v;
-
+        } else if (!strcmp(a, "--dot")) {
+            NEED_VALUE();
+            if (!*v) return tool_fail("%s: --dot needs a file name", argv[0]);
+            o->dot = v;
         } else if (!strcmp(a, "--plan")) {
             o->plan = true;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {

@@ -446,6 +446,7 @@ static void format_stage(st_profile *p, int k, const stage_rec *sr, int64_t *run
             int kinds = st_dag_edge_hazards(d, last, c, &fp);
             sb_printf(b, ",\"waited_for\":");
             sb_json(b, d->cmds[last].gnode->name);
+            sb_printf(b, ",\"waited_for_command\":%d", last);
             sb_printf(b, ",\"edge\":\"%s\"", st_dag_hazard_name(kinds));
             if (kinds) {
                 sb_printf(b, ",\"edge_bytes\":");

@@ -4,6 +4,7 @@ valid Chrome-trace JSON that accounts for the run.
 
     profile_test.py check TRACE [MIN_COVERAGE]   check one trace file
     profile_test.py selftest                     the checker rejects broken traces
+    profile_test.py synthetic TEST_PROFILE       the writer's trace of a made-up DAG (tests/unit/test_profile.c)
     profile_test.py cpu_yolo STRATA MODELS       YOLOv8n on the CPU (strata run)
     profile_test.py opencl_seed STRATA MODELS    a seed case on OpenCL (check --runs 3)
     profile_test.py opencl_yolo STRATA MODELS    YOLOv8n at 320x320 on OpenCL
@@ -205,6 +206,24 @@ def selftest():
         raise Bad("the checker accepted a trace with %s" % what)
 
 
+def synthetic(binary):
+    """tests/unit/test_profile.c's trace: overlapping commands of one queue
+    on sub-threads, escaped names, the failed run left out."""
+    d = tempfile.mkdtemp()
+    trace = os.path.join(d, "synthetic.json")
+    p = run([binary, trace])
+    sys.stdout.write(p.stdout + p.stderr)
+    need(p.returncode == 0, "test_profile failed")
+    t = load(trace)
+    fig = check_trace(t, 0)
+    report(trace, t, fig)
+    names = {e["name"] for e in t["traceEvents"] if e.get("ph") == "X"}
+    need('conv "a"\\b' in names and "bad\ufffd\ufffd utf8 \u00e9" in names and "tab\there" in names,
+         "names did not survive: %r" % names)
+    need(len({e["tid"] for e in t["traceEvents"] if e.get("ph") == "X" and e.get("pid") == 2}) == 2,
+         "three commands overlapping pairwise on one queue need two threads")
+
+
 def cpu_yolo(strata, models):
     """YOLOv8n at 640x640 on the CPU, two workers as CI has."""
     d = tempfile.mkdtemp()
@@ -355,6 +374,8 @@ def main(argv):
             report(argv[2], t, fig)
         elif argv[1] == "selftest":
             selftest()
+        elif argv[1] == "synthetic":
+            synthetic(argv[2])
         else:
             {"cpu_yolo": cpu_yolo, "opencl_seed": opencl_seed, "opencl_yolo": opencl_yolo, "opencl_mixed": opencl_mixed,
              "staged": staged,

@@ -5,11 +5,11 @@ valid Chrome-trace JSON that accounts for the run.
     profile_test.py check TRACE [MIN_COVERAGE]   check one trace file
     profile_test.py selftest                     the checker rejects broken traces
     profile_test.py synthetic TEST_PROFILE       the writer's trace of a made-up DAG (tests/unit/test_profile.c)
-    profile_test.py cpu_yolo STRATA MODELS       YOLOv8n on the CPU (strata run)
-    profile_test.py opencl_seed STRATA MODELS    a seed case on OpenCL (check --runs 3)
-    profile_test.py opencl_yolo STRATA MODELS    YOLOv8n at 320x320 on OpenCL
-    profile_test.py opencl_mixed STRATA MODELS   a mixed plan on OpenCL: transfers, host commands
-    profile_test.py staged STRATA MODELS         a staged plan on the CPU: every stage's commands
+    profile_test.py cpu_yolo STRATA MODELS       YOLOv8n on the CPU (strata run, two workers)
+    profile_test.py staged STRATA MODELS [B]     a staged plan: every stage's commands (B: backend, cpu)
+    profile_test.py seed STRATA MODELS B         a seed case on backend B (check --runs 3)
+    profile_test.py yolo STRATA MODELS B         YOLOv8n on B (OpenCL: 320x320), then 3 warmed-up runs
+    profile_test.py mixed STRATA MODELS B        a mixed plan on B: transfers, host commands
     profile_test.py commands STRATA MODELS       bench and check take --profile; path errors
     profile_test.py dot STRATA MODELS            inspect --plan --dot is a graph of the DAG
 
@@ -21,7 +21,7 @@ inside a slice of its thread (the flow binds to it); every command's
 slice names its op, device and the bytes and ranges it reads and writes;
 the slices of a run lie inside the run's wall span (otherData.runs, the
 device clock's conversion bound allowed), and their union covers at least
-MIN_COVERAGE (0.9) of it.  Exit 77: no OpenCL device (a skip).
+MIN_COVERAGE (0.9) of it.  Exit 77: no OpenCL or CUDA device (a skip).
 
 Coverage is required of the YOLOv8n runs, whose commands take
 milliseconds.  The seed and mixed cases' commands take microseconds on
@@ -159,9 +159,12 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+NO_DEVICE = ("no OpenCL", "no CUDA device available", "backend 'cuda' is not available")
+
+
 def strata_ok(cmd):
     p = run(cmd)
-    if p.returncode != 0 and "no OpenCL" in p.stderr:
+    if p.returncode != 0 and any(m in p.stderr for m in NO_DEVICE):
         print("skipped: " + p.stderr.strip())
         sys.exit(77)
     need(p.returncode == 0, "%s failed (%d): %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
@@ -243,60 +246,81 @@ def cpu_yolo(strata, models):
     need(any(e["args"].get("waited_for") for e in cmds), "no command names the edge it waited for")
 
 
-def opencl_seed(strata, models):
+def commands_of(t):
+    return [e for e in t["traceEvents"] if e.get("ph") == "X" and "command" in e.get("args", {})]
+
+
+def device_seed(strata, models, backend):
+    """A seed case, check --runs 3: three runs (on CUDA, with a profile,
+    none replays a graph, and they still agree bit for bit)."""
     d = tempfile.mkdtemp()
-    trace = os.path.join(d, "c2f_opencl.json")
+    trace = os.path.join(d, "c2f_%s.json" % backend)
     s = os.path.join(models, "seed")
-    strata_ok([strata, "check", os.path.join(s, "c2f.onnx"), "-i", os.path.join(s, "c2f_input_0.npy"),
-               "--ref-dir", os.path.join(s, "c2f_ref"), "--backend", "opencl", "--runs", "3", "--profile", trace])
+    p = strata_ok([strata, "check", os.path.join(s, "c2f.onnx"), "-i", os.path.join(s, "c2f_input_0.npy"),
+                   "--ref-dir", os.path.join(s, "c2f_ref"), "--backend", backend, "--runs", "3", "--profile", trace])
+    need("outputs bit-identical  PASS" in p.stdout, "c2f's runs differ: %s" % p.stdout)
     t = load(trace)
     fig = check_trace(t, 0)
     report(trace, t, fig)
     need(fig["runs"] == 3, "check --runs 3 recorded %d runs" % fig["runs"])
-    cmds = [e for e in t["traceEvents"] if e.get("ph") == "X" and "command" in e.get("args", {})]
-    need(all(e["args"]["device"] == "opencl" for e in cmds), "c2f ran off the OpenCL device")
+    cmds = commands_of(t)
+    need(all(e["args"]["device"] == backend for e in cmds), "c2f ran off the %s device" % backend)
     need(all(e["pid"] == 2 for e in cmds), "device commands are not in the device's process")
+    lane = "opencl queue" if backend == "opencl" else "cuda stream"
     names = thread_names(t)
-    need(any("opencl queue" in names.get((e["pid"], e["tid"]), "") for e in cmds), "no slice on the OpenCL queue")
+    need(all(lane in names.get((e["pid"], e["tid"]), "") for e in cmds), "a command is not on a %s" % lane)
 
 
-def opencl_yolo(strata, models):
-    """YOLOv8n at 320x320 on OpenCL (PoCL in CI): the device's times,
-    moved to the host clock, account for the run."""
+def device_yolo(strata, models, backend):
+    """YOLOv8n on a device (OpenCL: 320x320, PoCL being slow; CUDA: the
+    640x640 fixture): the device's times, moved to the host clock, account
+    for 90% of the run.  Then a few warmed-up runs, whose coverage is
+    printed for the record."""
     d = tempfile.mkdtemp()
-    trace = os.path.join(d, "yolov8n_opencl.json")
-    inp = os.path.join(d, "x.npy")
-    import numpy as np
-    np.save(inp, np.random.default_rng(17).uniform(0, 1, (1, 3, 320, 320)).astype(np.float32))
-    strata_ok([strata, "run", os.path.join(models, "yolo", "yolov8n.onnx"), "-i", inp, "-o", d, "-q",
-               "--backend", "opencl", "--profile", trace])
+    trace = os.path.join(d, "yolov8n_%s.json" % backend)
+    if backend == "opencl":
+        inp = os.path.join(d, "x.npy")
+        import numpy as np
+        np.save(inp, np.random.default_rng(17).uniform(0, 1, (1, 3, 320, 320)).astype(np.float32))
+    else:
+        inp = os.path.join(models, "yolo", "yolov8n_640x640_b1_input.npy")
+    model = os.path.join(models, "yolo", "yolov8n.onnx")
+    strata_ok([strata, "run", model, "-i", inp, "-o", d, "-q", "--backend", backend, "--profile", trace])
     t = load(trace)
     fig = check_trace(t)
     report(trace, t, fig)
-    cmds = [e for e in t["traceEvents"] if e.get("ph") == "X" and "command" in e.get("args", {})]
-    need(all(e["args"]["device"] == "opencl" for e in cmds), "YOLOv8n fell back to the CPU on OpenCL")
+    cmds = commands_of(t)
+    need(all(e["args"]["device"] == backend for e in cmds), "YOLOv8n fell back to the CPU on %s" % backend)
     print("clock conversion bound: %.1f us" % t["otherData"]["runs"][0]["sync_error_us"])
+    trace = os.path.join(d, "yolov8n_%s_bench.json" % backend)
+    strata_ok([strata, "bench", model, "-i", inp, "--backend", backend, "--warmup", "1", "--runs", "3",
+               "--profile", trace])
+    t = load(trace)
+    fig = check_trace(t, 0)
+    report(trace, t, fig)
 
 
-def opencl_mixed(strata, models):
+def device_mixed(strata, models, backend):
+    """A mixed plan (ops the device lacks run on the CPU): its host
+    commands and transfers on threads of their own."""
     d = tempfile.mkdtemp()
-    trace = os.path.join(d, "mixed_opencl.json")
+    trace = os.path.join(d, "mixed_%s.json" % backend)
     m = os.path.join(models, "mixed")
     strata_ok([strata, "run", os.path.join(m, "topk_cumsum.onnx"), "-i", os.path.join(m, "topk_cumsum_input_0.npy"),
-               "-o", d, "-q", "--backend", "opencl", "--profile", trace])
+               "-o", d, "-q", "--backend", backend, "--profile", trace])
     t = load(trace)
     fig = check_trace(t, 0)
     report(trace, t, fig)
     names = thread_names(t)
-    cmds = [e for e in t["traceEvents"] if e.get("ph") == "X" and "command" in e.get("args", {})]
+    cmds = commands_of(t)
     host = [e for e in cmds if "host commands" in names.get((e["pid"], e["tid"]), "")]
     xfer = [e for e in cmds if "transfers" in names.get((e["pid"], e["tid"]), "")]
     need(host and all(e["args"]["device"] == "cpu" for e in host), "no host command on its own thread")
     need(xfer and all(e["args"]["op"] == "Transfer" and "copy" in e["args"] for e in xfer), "no transfer on its own thread")
-    need(any(e["args"]["device"] == "opencl" and e["args"]["op"] != "Transfer" for e in cmds), "no OpenCL kernel")
+    need(any(e["args"]["device"] == backend and e["args"]["op"] != "Transfer" for e in cmds), "no %s kernel" % backend)
 
 
-def staged(strata, models):
+def staged(strata, models, backend="cpu"):
     """if_score: an If on a computed score, so a run is two stages (plan/stage.c),
     7 commands and then the branch taken's 3; each stage's commands are
     there, after the session read the first stage's results."""
@@ -304,7 +328,7 @@ def staged(strata, models):
     trace = os.path.join(d, "staged.json")
     m = os.path.join(models, "staged")
     strata_ok([strata, "run", os.path.join(m, "if_score.onnx"), "-i", os.path.join(m, "if_score_input_0.npy"),
-               "-o", d, "-q", "--profile", trace])
+               "-o", d, "-q", "--backend", backend, "--profile", trace])
     t = load(trace)
     fig = check_trace(t, 0)
     report(trace, t, fig)
@@ -376,10 +400,11 @@ def main(argv):
             selftest()
         elif argv[1] == "synthetic":
             synthetic(argv[2])
+        elif argv[1] in ("seed", "yolo", "mixed", "staged") and len(argv) > 4:
+            {"seed": device_seed, "yolo": device_yolo, "mixed": device_mixed, "staged": staged}[argv[1]](
+                argv[2], argv[3], argv[4])
         else:
-            {"cpu_yolo": cpu_yolo, "opencl_seed": opencl_seed, "opencl_yolo": opencl_yolo, "opencl_mixed": opencl_mixed,
-             "staged": staged,
-             "commands": commands, "dot": dot}[argv[1]](argv[2], argv[3])
+            {"cpu_yolo": cpu_yolo, "staged": staged, "commands": commands, "dot": dot}[argv[1]](argv[2], argv[3])
     except Bad as e:
         print("FAIL: %s" % e)
         return 1

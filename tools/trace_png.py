@@ -14,8 +14,9 @@ of, and its dashes the time a command waited after its edge was done.
 
 The summary gives the run's wall time, the time per op, each thread's
 busy share, how much of the run had 0, 1, 2, ... commands running at
-once, and the longest waits between an edge's release and the command's
-start.  --run picks the run (default: the last, which a bench or a
+once (and threads busy, counting a CPU worker's loop chunks for another
+worker's command, drawn faded), and the longest waits between an edge's
+release and the command's start.  --run picks the run (default: the last, which a bench or a
 repeated check has warmed up; "all" draws every run).
 
 Needs numpy and matplotlib (Debian's python3-matplotlib, which
@@ -120,10 +121,11 @@ def main():
         ax.axvspan(x(r["begin_us"]), x(r["end_us"]), color="#f8fafc", zorder=0)
     for e in slices:
         y = row[(e["pid"], e["tid"])]
-        c = colour.get(e["args"].get("op"), OTHER) if "command" in e["args"] else SESSION
+        helping = e.get("cat") == "help"
+        c = colour.get(e["args"].get("op"), OTHER) if "command" in e["args"] or helping else SESSION
         ax.broken_barh([(x(e["ts"]), e["dur"] / scale)], (y - 0.36, 0.72), facecolors=c, edgecolors="white",
-                       linewidth=0.4, zorder=2)
-        if e["dur"] / scale > 0.035 * span:   # name the long ones
+                       linewidth=0.4, alpha=0.4 if helping else 1.0, zorder=2)
+        if e["dur"] / scale > 0.035 * span and not helping:   # name the long ones
             ax.text(x(e["ts"] + e["dur"] / 2), y, e["name"].strip("/").replace("/conv/Conv", ""), ha="center",
                     va="center", fontsize=6, color="white", clip_on=True, zorder=4)
     # the critical path: each command on it, and the step to the next
@@ -160,17 +162,31 @@ def main():
         ys.append(k)
     xs.append(span)
     ys.append(k)
-    cx.step(xs, ys, where="post", color="#334155", lw=0.8)
+    cx.step(xs, ys, where="post", color="#334155", lw=0.8, label="commands running")
     cx.fill_between(xs, ys, step="post", color="#cbd5e1")
-    cx.set_ylabel("commands\nat once", fontsize=8)
-    cx.set_ylim(0, max(ys) + 0.5)
-    cx.set_yticks(range(0, max(ys) + 1))
+    # threads busy: a command, or another command's loop chunks (help)
+    work = [e for e in slices if "command" in e["args"] or e.get("cat") == "help"]
+    pts = sorted([(e["ts"], 1) for e in work] + [(e["ts"] + e["dur"], -1) for e in work])
+    bx, by, k = [0.0], [0], 0
+    for ts, d in pts:
+        k += d
+        bx.append(x(ts))
+        by.append(k)
+    bx.append(span)
+    by.append(k)
+    cx.step(bx, by, where="post", color="#b45309", lw=0.8, label="threads busy (with loop help)")
+    cx.set_ylabel("at once", fontsize=8)
+    top_y = max(max(ys), max(by))
+    cx.set_ylim(0, top_y + 0.5)
+    cx.set_yticks(range(0, top_y + 1))
+    cx.legend(loc="upper left", fontsize=7, frameon=False)
     cx.set_xlabel("%s from the start of run %d" % (unit, runs[0]["run"]), fontsize=9)
     cx.grid(axis="x", color="#e5e7eb", lw=0.5)
 
     handles = [Patch(color=colour[op], label="%s %.0f%%" % (op, 100 * per_op[op] / sum(per_op.values())))
                for op in top]
     handles += [Patch(color=OTHER, label="other ops"), Patch(color=SESSION, label="session thread"),
+                Patch(color=PALETTE[0], alpha=0.4, label="loop chunks for another worker's command"),
                 plt.Line2D([], [], color="#b91c1c", lw=1.8, label="critical path (dashed: waiting)")]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.subplots_adjust(left=0.13, right=0.99, top=0.92, bottom=0.2 if len(threads) < 5 else 0.12)
@@ -195,6 +211,13 @@ def main():
             conc[k] = conc.get(k, 0.0) + v
     print("commands running at once (share of the wall time): " +
           ", ".join("%d: %.1f%%" % (k, 100 * v / wall) for k, v in sorted(conc.items())))
+    busy = {}
+    for r in runs:
+        mine = [e for e in work if e["args"]["run"] == r["run"]]
+        for k, v in concurrency(mine, r["begin_us"], r["end_us"]).items():
+            busy[k] = busy.get(k, 0.0) + v
+    print("threads busy at once, loop help included (share of the wall time): " +
+          ", ".join("%d: %.1f%%" % (k, 100 * v / wall) for k, v in sorted(busy.items())))
     waits = sorted(((e["args"]["start_after_edge_us"], e) for e in cmds if "start_after_edge_us" in e["args"]),
                    key=lambda we: we[0])
     print("start after the last edge: median %.1f us, total %.3f ms; longest:" %

@@ -15,6 +15,9 @@
  *     named after the hazard (RAW, WAR, WAW);
  *   - the session thread's own work (plan, bind and upload, submit, stage
  *     results), and one slice for the whole run on a "runs" thread;
+ *   - a CPU worker's time on loop chunks of a command another worker runs
+ *     (category "help", args.helps_command), so a worker that looks idle
+ *     between its own commands shows what it did;
  *   - in "otherData", each run's wall span, so a reader can check what the
  *     slices account for.
  * Threads are lanes (profile.h).  Slices on one thread must not overlap
@@ -232,6 +235,19 @@ st_status st_profile_create(const char *path, const char *device, st_profile **o
     return ST_OK;
 }
 
+void st_prof_add_help(st_prof_run *r, int cmd, int lane, int64_t t0, int64_t t1)
+{
+    if (cmd < 0 || cmd >= r->n) return;
+    if (r->n_help == r->cap_help) {
+        int cap = r->cap_help ? 2 * r->cap_help : 256;
+        st_prof_help *h = realloc(r->help, (size_t)cap * sizeof *h);
+        if (!h) return;
+        r->help = h;
+        r->cap_help = cap;
+    }
+    r->help[r->n_help++] = (st_prof_help){cmd, lane, t0, t1};
+}
+
 static void reset_trace(st_profile *p)
 {
     p->events.n = p->runs.n = 0;
@@ -249,6 +265,7 @@ void st_profile_free(st_profile *p)
         free(p->stages[k].run.t0);
         free(p->stages[k].run.t1);
         free(p->stages[k].run.lane);
+        free(p->stages[k].run.help);
     }
     free(p->stages);
     free(p->spans);
@@ -292,6 +309,7 @@ st_status st_profile_stage(st_profile *p, const st_dag *dag, st_prof_run **out)
     sr->dag = dag;
     sr->run.n = dag->n_cmds;
     sr->run.sync_error_ns = 0;
+    sr->run.n_help = 0;
     for (int c = 0; c < dag->n_cmds; c++) sr->run.t1[c] = -1;
     p->n_stages++;
     *out = &sr->run;
@@ -456,6 +474,21 @@ static void format_stage(st_profile *p, int k, const stage_rec *sr, int64_t *run
             sb_us(b, t0 - end_of(r, last));
         }
         sb_put(b, "}}", 2);
+        p->n_slices++;
+    }
+    /* loop chunks run for another worker's command: on the helper's own
+     * thread, between its commands, so never overlapping them */
+    for (int i = 0; i < r->n_help; i++) {
+        const st_prof_help *h = &r->help[i];
+        if (h->t1 <= h->t0 || r->t1[h->cmd] < 0) continue;
+        const st_cmd *cmd = &d->cmds[h->cmd];
+        put_event_head(p, "X", cmd->gnode->name, "help", h->lane * SUBLANES, h->t0);
+        sb_printf(b, ",\"dur\":");
+        sb_us(b, h->t1 - h->t0);
+        sb_printf(b, ",\"args\":{\"op\":");
+        sb_json(b, cmd->op->name);
+        sb_printf(b, ",\"helps_command\":%d,\"stage\":%d,\"run\":%d}}", h->cmd, k, p->n_runs);
+        if (h->t1 > *run_end) *run_end = h->t1;
         p->n_slices++;
     }
     /* the DAG's edges between commands that ran, as flows bound to the

@@ -54,11 +54,21 @@ typedef enum st_prof_lane_kind {
  * t1 on the host clock, ns), read after the run is complete.  Each command
  * is written by one thread at most, so no lock is needed; t1 < 0 marks a
  * command that did not run (skipped after a failure). */
+/* A CPU worker's time on loop chunks of a command another worker runs
+ * (its st_parallel_for): the worker is not idle then. */
+typedef struct st_prof_help {
+    int cmd;
+    int lane;
+    int64_t t0, t1;
+} st_prof_help;
+
 typedef struct st_prof_run {
     int n;
     int64_t *t0, *t1;
     int *lane;
     int64_t sync_error_ns;    /* the device clock's conversion bound; 0 on the host */
+    st_prof_help *help;       /* st_prof_add_help; one writer at a time (the CPU pool's lock) */
+    int n_help, cap_help;
 } st_prof_run;
 
 /* The host clock (CLOCK_MONOTONIC), ns. */
@@ -70,6 +80,9 @@ static inline void st_prof_mark(st_prof_run *r, int cmd, int64_t t0, int64_t t1,
     r->t1[cmd] = t1;
     r->lane[cmd] = lane;
 }
+
+/* Records help (st_prof_help); dropped if memory runs out. */
+void st_prof_add_help(st_prof_run *r, int cmd, int lane, int64_t t0, int64_t t1);
 
 typedef struct st_profile st_profile;
 

@@ -38,6 +38,14 @@ int st_pool_threads(const st_pool *p);
 int st_pool_self(const st_pool *p);
 void st_pool_set_source(st_pool *p, const st_task_source *src);
 
+/* Optional, for profiles: called, with the lock held, after a worker
+ * ran chunks of a loop another thread started, [t0, t1] on
+ * CLOCK_MONOTONIC (ns): worker is the helper's number, owner the
+ * starter's (-1: not a worker).  Consecutive chunks of one loop make one
+ * call.  NULL: none (the default). */
+typedef void (*st_pool_observer)(void *ctx, int worker, int owner, int64_t t0, int64_t t1);
+void st_pool_set_observer(st_pool *p, st_pool_observer fn, void *ctx);
+
 /* Lock for the task source's own state, and the signal it uses. */
 void st_pool_lock(st_pool *p);
 void st_pool_unlock(st_pool *p);

@@ -2,7 +2,7 @@
 """trace_png.py — a strata profile (--profile, docs/profiling.md) as a PNG
 timeline, and a summary of what it shows on stdout.
 
-    tools/trace_png.py TRACE.json OUT.png [--run N|all] [--title TEXT]
+    tools/trace_png.py TRACE.json OUT.png [--run N|median|all] [--title TEXT]
 
 One row per thread of the trace (the session thread, CPU workers, CUDA
 streams, OpenCL queues, host commands, transfers), a bar per slice, the
@@ -17,7 +17,8 @@ busy share, how much of the run had 0, 1, 2, ... commands running at
 once (and threads busy, counting a CPU worker's loop chunks for another
 worker's command, drawn faded), and the longest waits between an edge's
 release and the command's start.  --run picks the run (default: the last, which a bench or a
-repeated check has warmed up; "all" draws every run).
+repeated check has warmed up; "median": the run of median wall time;
+"all" draws every run).
 
 Needs numpy and matplotlib (Debian's python3-matplotlib, which
 scripts/setup.sh installs); run it with /usr/bin/python3.
@@ -51,6 +52,8 @@ def pick_runs(t, which):
         sys.exit("trace_png: the trace has no runs")
     if which == "all":
         return runs
+    if which == "median":   # a typical run rather than the luckiest
+        return [sorted(runs, key=lambda r: r["end_us"] - r["begin_us"])[len(runs) // 2]]
     k = len(runs) - 1 if which is None else int(which)
     if not 0 <= k < len(runs):
         sys.exit("trace_png: no run %d (the trace has %d)" % (k, len(runs)))
@@ -87,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
     ap.add_argument("png")
-    ap.add_argument("--run", default=None, help="run number, or all (default: the last)")
+    ap.add_argument("--run", default=None, help="run number, median or all (default: the last)")
     ap.add_argument("--title", default=None)
     a = ap.parse_args()
     t, ev, names = load(a.trace)

@@ -12,6 +12,7 @@ valid Chrome-trace JSON that accounts for the run.
     profile_test.py mixed STRATA MODELS B        a mixed plan on B: transfers, host commands
     profile_test.py commands STRATA MODELS       bench and check take --profile; path errors
     profile_test.py dot STRATA MODELS            inspect --plan --dot is a graph of the DAG
+    profile_test.py png STRATA MODELS            tools/trace_png.py draws a profile (77: no matplotlib)
 
 What a trace must hold (check_trace): every slice ("ph": "X") has name,
 ph, ts, dur, pid and tid, with dur > 0; slices of one thread do not
@@ -391,6 +392,31 @@ def dot(strata, models):
     print("c2f: %d commands, %d DAG edges drawn" % (boxes, edges))
 
 
+def png(strata, models):
+    """tools/trace_png.py on a two-worker profile of a seed case: a PNG
+    and the summary."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("skipped: no matplotlib (python3-matplotlib)")
+        sys.exit(77)
+    d = tempfile.mkdtemp()
+    s = os.path.join(models, "seed")
+    trace, out = os.path.join(d, "c2f.json"), os.path.join(d, "c2f.png")
+    strata_ok([strata, "bench", os.path.join(s, "c2f.onnx"), "--threads", "2", "--warmup", "1", "--runs", "2",
+               "--profile", trace])
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "trace_png.py")
+    for which in ("1", "median", "all"):
+        p = run([sys.executable, tool, trace, out, "--run", which])
+        need(p.returncode == 0, "trace_png.py --run %s failed: %s" % (which, p.stderr.strip()[-400:]))
+        with open(out, "rb") as f:
+            need(f.read(8) == b"\x89PNG\r\n\x1a\n", "trace_png.py wrote no PNG")
+        need("time per op:" in p.stdout and "critical path:" in p.stdout, "no summary: %r" % p.stdout)
+    p = run([sys.executable, tool, trace, out, "--run", "9"])
+    need(p.returncode != 0 and "no run 9" in p.stderr, "--run 9 of a 3-run trace: %r" % p.stderr)
+    print(p.stdout.splitlines()[0] if p.stdout else "trace_png.py: PNG and summary for runs 1, median, all")
+
+
 def main(argv):
     try:
         if argv[1] == "check":
@@ -405,7 +431,8 @@ def main(argv):
             {"seed": device_seed, "yolo": device_yolo, "mixed": device_mixed, "staged": staged}[argv[1]](
                 argv[2], argv[3], argv[4])
         else:
-            {"cpu_yolo": cpu_yolo, "staged": staged, "commands": commands, "dot": dot}[argv[1]](argv[2], argv[3])
+            {"cpu_yolo": cpu_yolo, "staged": staged, "commands": commands, "dot": dot, "png": png}[argv[1]](
+                argv[2], argv[3])
     except Bad as e:
         print("FAIL: %s" % e)
         return 1

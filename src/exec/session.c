@@ -9,6 +9,12 @@
  * one DAG is ever in flight per session; within it, host accesses wait by
  * byte range (exec/access.c).  A session is used by one thread at a time;
  * a second thread entering gets ST_ERR_BUSY.
+ *
+ * Profiling (st_session_options.profile, exec/profile.h): each stage's
+ * DAG is submitted with a timing buffer for the executor, the session
+ * times its own work in the run, and a run is formatted into the trace
+ * when the next run (or st_session_profile_write) has waited for it,
+ * while its plans are still cached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,7 @@
 
 #include "core/status.h"
 #include "exec/bind.h"
+#include "exec/profile.h"
 #include "exec/session.h"
 #include "graph/model.h"
 
@@ -52,7 +59,8 @@ typedef struct st_cached {
 
 static void forget_plan(st_session *s, st_cached *c);
 static void free_cached(st_cached *c);
-static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound);
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound, int64_t t_bind);
+static st_status run_stages(st_session *s);
 
 struct st_session {
     const st_model *model;
@@ -74,6 +82,7 @@ struct st_session {
     /* the plans of the last run's stages, by serial (plan/stage.c) */
     uint64_t stage_serial[ST_MAX_STAGES];
     int n_stages;
+    st_profile *prof;         /* NULL unless the options name a profile */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -130,6 +139,12 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     st_backend *b = st_backend_get(opt.backend, opt.device);
     if (!b) return opt.backend == ST_BACKEND_CPU ? ST_ERR_INTERNAL : ST_ERR_UNSUPPORTED;
     st_backend *cpu = st_cpu_backend();
+    /* a profile that could not be written is refused now, before a run */
+    st_profile *prof = NULL;
+    if (opt.profile) {
+        ST_TRY(st_profile_create(opt.profile, b->name, &prof));
+        opt.profile = st_profile_path(prof); /* the caller's string may go */
+    }
 
     st_session *s = calloc(1, sizeof *s);
     st_tracker *t = calloc(1, sizeof *t);
@@ -138,6 +153,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
         free(s);
         free(t);
         free(bound);
+        st_profile_free(prof);
         return st_error(ST_ERR_NOMEM, "out of memory creating a session");
     }
     s->model = m;
@@ -151,6 +167,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->target.mixed = b != cpu;
     s->target.strict = opt.no_fallback != 0;
     s->bound = bound;
+    s->prof = prof;
     atomic_init(&s->busy, 0);
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->mu, NULL);
@@ -166,6 +183,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
         if (t->exec) t->exec->vt->destroy(t->exec);
         st_tracker_release(t);
         st_storage_release(s->arena);
+        st_profile_free(prof);
         free(bound);
         free(s);
         return r;
@@ -193,6 +211,7 @@ void st_session_free(st_session *s)
     for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
     free(s->bound);
     st_model_release(s->model);
+    st_profile_free(s->prof); /* runs not written with st_session_profile_write are dropped */
     free(s);
 }
 
@@ -448,7 +467,16 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
 {
     st_tracker *t = s->tracker;
     st_cached *c = NULL;
+    /* profiling: planning is a span of its own when a plan was built; a
+     * plan found in the cache counts to binding */
+    int64_t t_bind = s->prof ? st_prof_now() : 0;
+    uint64_t built = s->plans_built;
     ST_TRY(get_plan(s, m, bound, &c));
+    if (s->prof && s->plans_built != built) {
+        int64_t t = st_prof_now();
+        st_profile_span(s->prof, "plan", t_bind, t);
+        t_bind = t;
+    }
     st_plan *p = c->plan;
     if (p->arena_bytes > s->arena->size) {
         st_storage *a;
@@ -474,7 +502,7 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
     pthread_mutex_lock(&t->mu);
     t->plan = 0;
     t->runner = pthread_self();
-    st_status r = upload_and_submit(s, c, m, bound);
+    st_status r = upload_and_submit(s, c, m, bound, t_bind);
     if (r == ST_OK) {
         t->dag = c->dag;
         t->plan = p->serial;
@@ -496,9 +524,22 @@ static st_status run_locked(st_session *s)
     pthread_mutex_lock(&t->mu);
     st_status r = t->exec->vt->wait(t->exec, NULL, -1);
     t->dag = NULL;
+    /* the previous run's failure was reported by its own wait; its
+     * profile is formatted now, before planning can evict its plans */
+    if (s->prof) st_profile_run_end(s->prof, t->exec, r == ST_OK);
     pthread_mutex_unlock(&t->mu);
-    (void)r; /* the previous run's failure was reported by its own wait */
+    if (!s->prof) return run_stages(s);
+    st_profile_run_begin(s->prof);
+    r = run_stages(s);
+    if (r != ST_OK) st_profile_run_failed(s->prof); /* a failed run is left out of the trace */
+    return r;
+}
 
+/* Plans and submits the stages of a run (the caller waited for the last
+ * run). */
+static st_status run_stages(st_session *s)
+{
+    st_tracker *t = s->tracker;
     /* A staged plan runs stage by stage: each waits for the one before,
      * whose results on the host are the next one's inputs (plan/stage.c).
      * The stages' cache entries are the most recently used, so planning
@@ -515,18 +556,21 @@ static st_status run_locked(st_session *s)
         s->stage_serial[s->n_stages++] = c->plan->serial;
         if (!c->next) return ST_OK;
         pthread_mutex_lock(&t->mu);
-        r = t->exec->vt->wait(t->exec, NULL, -1);
+        st_status r = t->exec->vt->wait(t->exec, NULL, -1);
         pthread_mutex_unlock(&t->mu);
         ST_TRY(r);
+        int64_t t0 = s->prof ? st_prof_now() : 0;
         ST_TRY(stage_inputs(c));
+        if (s->prof) st_profile_span(s->prof, "read stage results", t0, st_prof_now());
         m = c->next;
         bound = c->next_bound;
     }
 }
 
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
- * the caller holds the tracker's lock. */
-static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound)
+ * the caller holds the tracker's lock.  t_bind: when binding began, for
+ * the profile. */
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound, int64_t t_bind)
 {
     const st_graph *g = m->g;
     st_tracker *t = s->tracker;
@@ -560,7 +604,15 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
             ST_TRY(r);
         }
     }
-    return t->exec->vt->submit(t->exec, c->dag);
+    st_exec *e = t->exec;
+    e->prof = NULL;
+    if (!s->prof) return e->vt->submit(e, c->dag);
+    ST_TRY(st_profile_stage(s->prof, c->dag, &e->prof));
+    int64_t t_sub = st_prof_now();
+    st_profile_span(s->prof, "bind and upload inputs", t_bind, t_sub);
+    r = e->vt->submit(e, c->dag);
+    st_profile_span(s->prof, "submit", t_sub, st_prof_now());
+    return r;
 }
 
 st_status st_session_run(st_session *s)
@@ -579,6 +631,23 @@ st_status st_session_wait(st_session *s)
     pthread_mutex_lock(&t->mu);
     st_status r = t->exec->vt->wait(t->exec, NULL, -1);
     pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+st_status st_session_profile_write(st_session *s)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_profile_write: NULL session");
+    if (!s->prof)
+        return st_error(ST_ERR_INVALID_ARG, "st_session_profile_write: the session has no profile "
+                        "(st_session_options.profile was NULL when it was created)");
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_tracker *t = s->tracker;
+    pthread_mutex_lock(&t->mu);
+    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
+    st_profile_run_end(s->prof, t->exec, r == ST_OK);
+    pthread_mutex_unlock(&t->mu);
+    r = st_profile_write(s->prof);
+    leave(s);
     return r;
 }
 

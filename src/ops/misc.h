@@ -57,6 +57,7 @@ typedef struct st_rnn_state {
 /* QuantizeLinear, DequantizeLinear: per tensor (axis -1) or per axis. */
 typedef struct st_quant_state {
     int axis;                        /* -1: one scale for the whole tensor */
+    int64_t block;                   /* opset 21: > 0, a scale per `block` elements along axis */
 } st_quant_state;
 
 /* MatMulInteger, QLinearMatMul: the inputs' positions differ. */

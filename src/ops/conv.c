@@ -3,8 +3,9 @@
  * AveragePool, GlobalAveragePool, GlobalMaxPool), for 1 to 3 spatial dims,
  * with every auto_pad mode, asymmetric pads, strides, dilations, groups and
  * ceil_mode.  ConvTranspose resolves output_shape, auto_pad and
- * output_padding into begin pads and an output size.  Kernels:
- * backends/<backend>/k_conv.* (ConvTranspose: k_conv_transpose.*).
+ * output_padding into begin pads and an output size.  Col2Im (opset 18)
+ * shares the window arithmetic.  Kernels: backends/<backend>/k_conv.*
+ * (ConvTranspose: k_conv_transpose.*; Col2Im: cpu/k_col2im.c).
  */
 #include <string.h>
 
@@ -228,6 +229,62 @@ static st_status infer_conv_transpose(st_infer *c)
     return ST_OK;
 }
 
+/* ---- Col2Im (opset 18) ---- */
+
+/* The inverse of im2col: input [N, C * prod(block_shape), L] holds, for
+ * each of the L block positions of a window sliding over image_shape
+ * (strides, dilations, pads as a Conv's), one block per channel; each
+ * value is added into the image element it covers. */
+static st_status infer_col2im(st_infer *c)
+{
+    if (c->n_in != 3 || !c->in[0].present || !c->in[1].present || !c->in[2].present)
+        return st_infer_error(c, ST_ERR_MODEL, "needs input, image_shape and block_shape");
+    const st_tinfo *x = &c->in[0];
+    ST_TRY(st_infer_dtype(c, 0, FLOATS));
+    if (x->rank != 3) return st_infer_error(c, ST_ERR_SHAPE, "input has rank %d; Col2Im takes [N, C * prod(block_shape), L]", x->rank);
+    int64_t img[ST_MAX_RANK], blk[ST_MAX_RANK];
+    int ni, nb;
+    ST_TRY(st_infer_const_ints(c, 1, img, ST_MAX_RANK, &ni));
+    ST_TRY(st_infer_const_ints(c, 2, blk, ST_MAX_RANK, &nb));
+    if (ni != nb) return st_infer_error(c, ST_ERR_SHAPE, "image_shape has %d dims, block_shape %d", ni, nb);
+    if (ni < 1 || ni > 3) return st_infer_error(c, ST_ERR_UNSUPPORTED, "%d spatial dims; 1 to 3 are supported", ni);
+    st_conv_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->nsp = ni;
+    for (int i = 0; i < ni; i++) {
+        s->k[i] = blk[i];
+        s->s[i] = s->d[i] = 1;
+        s->pb[i] = s->pe[i] = 0;
+    }
+    ST_TRY(st_infer_window_attrs(c, ni, s->s, s->d, s->pb, s->pe));
+    int64_t kvol = 1, blocks = 1;
+    const int64_t lim = (int64_t)1 << 31;
+    for (int i = 0; i < ni; i++) {
+        if (s->k[i] < 1 || s->s[i] < 1 || s->d[i] < 1 || s->pb[i] < 0 || s->pe[i] < 0 || img[i] < 0)
+            return st_infer_error(c, ST_ERR_MODEL, "block_shape, strides and dilations must be >= 1, pads and image_shape >= 0 (dim %d)", i);
+        if (s->k[i] > lim || s->s[i] > lim || s->d[i] > lim || s->pb[i] > lim || s->pe[i] > lim || img[i] > lim)
+            return st_infer_error(c, ST_ERR_MODEL, "block_shape, image_shape, strides, dilations and pads must be at most 2^31 (dim %d)", i);
+        int64_t span = img[i] + s->pb[i] + s->pe[i] - ((s->k[i] - 1) * s->d[i] + 1);
+        if (span < 0) return st_infer_error(c, ST_ERR_SHAPE, "the block does not fit the padded image on dim %d", i);
+        s->out[i] = span / s->s[i] + 1;
+        kvol *= s->k[i];
+        blocks *= s->out[i];
+    }
+    if (x->dims[1] % kvol)
+        return st_infer_error(c, ST_ERR_SHAPE, "input dim 1 (%lld) is not a multiple of the block's %lld elements", (long long)x->dims[1],
+                              (long long)kvol);
+    if (x->dims[2] != blocks)
+        return st_infer_error(c, ST_ERR_SHAPE, "input has %lld blocks (dim 2); the image and window give %lld", (long long)x->dims[2],
+                              (long long)blocks);
+    st_tinfo *o = &c->out[0];
+    o->dtype = x->dtype;
+    o->rank = 2 + ni;
+    o->dims[0] = x->dims[0];
+    o->dims[1] = x->dims[1] / kvol;
+    for (int i = 0; i < ni; i++) o->dims[2 + i] = img[i];
+    return ST_OK;
+}
+
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_conv[] = {
@@ -237,5 +294,6 @@ const st_op_def st_ops_conv[] = {
     {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"ConvTranspose", "", 1, 0, infer_conv_transpose, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"Col2Im", "", 18, 0, infer_col2im, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

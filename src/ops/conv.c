@@ -1,6 +1,6 @@
 /*
  * conv.c — shape rules of Conv, ConvTranspose and the pools (MaxPool,
- * AveragePool, GlobalAveragePool, GlobalMaxPool), for 1 to 3 spatial dims,
+ * AveragePool, LpPool and their Global forms), for 1 to 3 spatial dims,
  * with every auto_pad mode, asymmetric pads, strides, dilations, groups and
  * ceil_mode.  ConvTranspose resolves output_shape, auto_pad and
  * output_padding into begin pads and an output size.  Col2Im (opset 18)
@@ -108,7 +108,7 @@ st_status st_infer_pool(st_infer *c)
     const st_tinfo *x = &c->in[0];
     const char *op = c->node->op_type;
     static const st_dtype MAXPOOL_TYPES[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I8, ST_U8, 0};
-    bool is_max = strstr(op, "Max") != NULL, global = strncmp(op, "Global", 6) == 0;
+    bool is_max = strstr(op, "Max") != NULL, global = strncmp(op, "Global", 6) == 0, lp = strstr(op, "Lp") != NULL;
     ST_TRY(st_infer_dtype(c, 0, is_max ? MAXPOOL_TYPES : FLOATS));
     if (x->rank < 3 || x->rank > 5) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; 1 to 3 spatial dims are supported", x->rank);
     st_conv_state *s = st_infer_state(c, sizeof *s);
@@ -116,6 +116,12 @@ st_status st_infer_pool(st_infer *c)
     s->nsp = x->rank - 2;
     s->is_max = is_max;
     s->group = 1;
+    if (lp) {
+        /* the Lp norm of each window, pads counting as zeros */
+        int64_t p = st_attr_int(c->node, "p", 2);
+        if (p < 1 || p > 64) return st_infer_error(c, ST_ERR_MODEL, "p is %lld; it must be in [1, 64]", (long long)p);
+        s->p = (int)p;
+    }
     if (global) {
         ST_TRY(window(c, s, x->dims + 2, x->dims + 2, true));
     } else {
@@ -293,6 +299,9 @@ const st_op_def st_ops_conv[] = {
     {"AveragePool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"GlobalAveragePool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"GlobalMaxPool", "", 1, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    /* opset 1's p is a float; from 2 an int (LpPool-18 adds ceil_mode and dilations) */
+    {"LpPool", "", 2, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"GlobalLpPool", "", 2, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"ConvTranspose", "", 1, 0, infer_conv_transpose, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"Col2Im", "", 18, 0, infer_col2im, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}

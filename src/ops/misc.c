@@ -638,6 +638,36 @@ static st_status infer_gridsample(st_infer *c)
     return ST_OK;
 }
 
+/* AffineGrid (opset 20): the sampling grid of an affine map theta, [N, 2,
+ * 3] for 2-D or [N, 3, 4] for 3-D, over an output of size [N, C, (D,) H,
+ * W]: grid [N, (D,) H, W, 2 or 3], the x (width) coordinate first. */
+static st_status infer_affine_grid(st_infer *c)
+{
+    ST_TRY(need_in(c, 0, "theta"));
+    ST_TRY(need_in(c, 1, "size"));
+    ST_TRY(st_infer_dtype(c, 0, FLOATS));
+    const st_tinfo *t = &c->in[0];
+    int64_t size[ST_MAX_RANK];
+    int n;
+    ST_TRY(st_infer_const_ints(c, 1, size, ST_MAX_RANK, &n));
+    if (n != 4 && n != 5) return st_infer_error(c, ST_ERR_SHAPE, "size has %d values; [N, C, H, W] or [N, C, D, H, W]", n);
+    int sp = n - 2;
+    if (t->rank != 3 || t->dims[0] != size[0] || t->dims[1] != sp || t->dims[2] != sp + 1)
+        return st_infer_error(c, ST_ERR_SHAPE, "theta must be [%lld, %d, %d] for size of %d values", (long long)size[0], sp, sp + 1, n);
+    st_gridsample_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->align_corners = st_attr_int(c->node, "align_corners", 0) != 0;
+    int64_t dims[6];
+    dims[0] = size[0];
+    for (int i = 0; i < sp; i++) {
+        if (size[2 + i] < 0) return st_infer_error(c, ST_ERR_SHAPE, "size[%d] is negative", 2 + i);
+        dims[1 + i] = size[2 + i];
+    }
+    dims[1 + sp] = sp;
+    set_out(c, 0, t->dtype, sp + 2, dims);
+    return ST_OK;
+}
+
 static st_status infer_roialign(st_infer *c)
 {
     ST_TRY(need_in(c, 0, "X"));
@@ -906,6 +936,7 @@ const st_op_def st_ops_misc[] = {
     MISC_OP("ConvInteger", infer_conv_integer, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("QLinearConv", infer_qlinear_conv, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("GridSample", infer_gridsample, ST_DT_ALL_FLOATS),
+    {.name = "AffineGrid", .domain = "", .min_opset = 20, .infer = infer_affine_grid, .types = ST_DT_ALL_FLOATS},
     MISC_OP("RoiAlign", infer_roialign, ST_DT_ALL_FLOATS),
     MISC_OP("MaxUnpool", infer_maxunpool, ST_DT_ALL_FLOATS),
     MISC_OP("ReverseSequence", infer_reverse_sequence, ST_DT_ALL),

@@ -78,6 +78,7 @@ typedef struct st_qconv_state {
 enum { ST_GS_BILINEAR, ST_GS_NEAREST, ST_GS_BICUBIC };
 enum { ST_GS_ZEROS, ST_GS_BORDER, ST_GS_REFLECTION };
 
+/* GridSample; AffineGrid reads align_corners only. */
 typedef struct st_gridsample_state {
     int mode, padding;
     bool align_corners;

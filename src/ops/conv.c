@@ -4,8 +4,9 @@
  * with every auto_pad mode, asymmetric pads, strides, dilations, groups and
  * ceil_mode.  ConvTranspose resolves output_shape, auto_pad and
  * output_padding into begin pads and an output size.  Col2Im (opset 18)
- * shares the window arithmetic.  Kernels: backends/<backend>/k_conv.*
- * (ConvTranspose: k_conv_transpose.*; Col2Im: cpu/k_col2im.c).
+ * and DeformConv (19, 2-D) share the window arithmetic.  Kernels:
+ * backends/<backend>/k_conv.* (ConvTranspose: k_conv_transpose.*; Col2Im:
+ * cpu/k_col2im.c; DeformConv: cpu/k_deform_conv.c).
  */
 #include <string.h>
 
@@ -235,6 +236,65 @@ static st_status infer_conv_transpose(st_infer *c)
     return ST_OK;
 }
 
+/* ---- DeformConv (opset 19) ---- */
+
+/* A Conv whose taps are moved by a learned offset per (offset group,
+ * tap, output position), read bilinearly (zero outside the input) and
+ * weighed by an optional mask.  2-D only: the spec's other ranks are rare
+ * and refused. */
+static st_status infer_deform_conv(st_infer *c)
+{
+    if (c->n_in < 3 || !c->in[0].present || !c->in[1].present || !c->in[2].present)
+        return st_infer_error(c, ST_ERR_MODEL, "needs X, W and offset");
+    const st_tinfo *x = &c->in[0], *w = &c->in[1], *off = &c->in[2];
+    static const st_dtype TYPES[] = {ST_F32, ST_F16, ST_BF16, 0};
+    ST_TRY(st_infer_dtype(c, 0, TYPES));
+    if (x->rank != 4) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; only 2-D DeformConv ([N, C, H, W]) is supported", x->rank);
+    for (int i = 1; i < c->n_in && i < 5; i++)
+        if (c->in[i].present && c->in[i].dtype != x->dtype)
+            return st_infer_error(c, ST_ERR_DTYPE, "input %d is %s, X is %s", i, st_dtype_name(c->in[i].dtype), st_dtype_name(x->dtype));
+    if (w->rank != 4) return st_infer_error(c, ST_ERR_SHAPE, "W has rank %d, X has rank 4", w->rank);
+    st_conv_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->nsp = 2;
+    s->group = st_attr_int(c->node, "group", 1);
+    s->offset_group = st_attr_int(c->node, "offset_group", 1);
+    int64_t cin = x->dims[1], m = w->dims[0];
+    if (s->group < 1 || cin % s->group || m % s->group || w->dims[1] != cin / s->group)
+        return st_infer_error(c, ST_ERR_SHAPE, "group %lld does not fit %lld input channels, W [%lld, %lld, ...]", (long long)s->group,
+                              (long long)cin, (long long)m, (long long)w->dims[1]);
+    if (s->offset_group < 1 || cin % s->offset_group)
+        return st_infer_error(c, ST_ERR_SHAPE, "offset_group %lld does not divide %lld input channels", (long long)s->offset_group,
+                              (long long)cin);
+    int cnt;
+    const int64_t *ks = st_attr_ints(c->node, "kernel_shape", &cnt);
+    if (ks && (cnt != 2 || ks[0] != w->dims[2] || ks[1] != w->dims[3]))
+        return st_infer_error(c, ST_ERR_SHAPE, "kernel_shape disagrees with W");
+    ST_TRY(window(c, s, x->dims + 2, w->dims + 2, false));
+    int64_t taps = s->k[0] * s->k[1];
+    const int64_t want[4] = {x->dims[0], s->offset_group * taps * 2, s->out[0], s->out[1]};
+    if (off->rank != 4 || memcmp(off->dims, want, sizeof want) != 0)
+        return st_infer_error(c, ST_ERR_SHAPE, "offset must be [%lld, %lld, %lld, %lld]", (long long)want[0], (long long)want[1],
+                              (long long)want[2], (long long)want[3]);
+    if (c->n_in > 3 && c->in[3].present && (c->in[3].rank != 1 || c->in[3].dims[0] != m))
+        return st_infer_error(c, ST_ERR_SHAPE, "B must be [%lld]", (long long)m);
+    if (c->n_in > 4 && c->in[4].present) {
+        const st_tinfo *mk = &c->in[4];
+        const int64_t wm[4] = {x->dims[0], s->offset_group * taps, s->out[0], s->out[1]};
+        if (mk->rank != 4 || memcmp(mk->dims, wm, sizeof wm) != 0)
+            return st_infer_error(c, ST_ERR_SHAPE, "mask must be [%lld, %lld, %lld, %lld]", (long long)wm[0], (long long)wm[1],
+                                  (long long)wm[2], (long long)wm[3]);
+    }
+    st_tinfo *o = &c->out[0];
+    o->dtype = x->dtype;
+    o->rank = 4;
+    o->dims[0] = x->dims[0];
+    o->dims[1] = m;
+    o->dims[2] = s->out[0];
+    o->dims[3] = s->out[1];
+    return ST_OK;
+}
+
 /* ---- Col2Im (opset 18) ---- */
 
 /* The inverse of im2col: input [N, C * prod(block_shape), L] holds, for
@@ -304,5 +364,6 @@ const st_op_def st_ops_conv[] = {
     {"GlobalLpPool", "", 2, 0, st_infer_pool, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"ConvTranspose", "", 1, 0, infer_conv_transpose, NULL, NULL, .types = ST_DT_ALL_FLOATS},
     {"Col2Im", "", 18, 0, infer_col2im, NULL, NULL, .types = ST_DT_ALL_FLOATS},
+    {"DeformConv", "", 19, 0, infer_deform_conv, NULL, NULL, .types = ST_DT_FLOATS},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

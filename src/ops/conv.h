@@ -1,4 +1,5 @@
-/* conv.h — the window parameters shared by Conv, the pools and Col2Im. */
+/* conv.h — the window parameters shared by Conv, DeformConv, the pools and
+ * Col2Im. */
 #ifndef ST_OPS_CONV_H
 #define ST_OPS_CONV_H
 
@@ -13,6 +14,7 @@ typedef struct st_conv_state {
     int64_t pb[3], pe[3];            /* pads at the begin and end */
     int64_t out[3];                  /* output spatial sizes (Col2Im: the blocks along each dim) */
     int64_t group;
+    int64_t offset_group;            /* DeformConv */
     bool is_max, count_include_pad;
     int p;                           /* LpPool's norm; 0 for the other pools */
     int storage_order;

@@ -1,6 +1,6 @@
 /*
  * resize.c — shape rules of the resize family: Resize (opsets 10, 11, 13,
- * 18 with axes and keep_aspect_ratio_policy but not antialias, 19 with
+ * 18 with axes, keep_aspect_ratio_policy and antialias, 19 with
  * half_pixel_symmetric) and the deprecated Upsample (7, 9).
  * Kernels: backends/<backend>/k_resize.*.
  *
@@ -37,6 +37,7 @@ typedef struct resize_args {
     bool exclude_outside;
     double extrapolation;
     double scale[ST_MAX_RANK];
+    bool antialias;                 /* opset 18: downscaling linear and cubic filters stretched by 1 / scale */
     double width[ST_MAX_RANK];      /* the reference's output_width: scale * in, or sizes as given */
     int64_t out_int[ST_MAX_RANK];   /* the output's size (half_pixel_symmetric reads it) */
     double roi_lo[ST_MAX_RANK], roi_hi[ST_MAX_RANK];
@@ -119,6 +120,34 @@ static void cubic_coeffs(double r, double a, double *c)
     c[3] = ((a * (q + 1) - 5 * a) * (q + 1) + 8 * a) * (q + 1) - 4 * a;
 }
 
+/* The Keys cubic convolution kernel at distance d >= 0. */
+static double cubic_kernel(double d, double a)
+{
+    if (d <= 1.0) return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+    if (d < 2.0) return ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+    return 0.0;
+}
+
+/* Whether axis a downscales with Resize-18's antialias: the linear or
+ * cubic filter then spans 1 / scale times as many input elements. */
+static bool antialias_axis(const resize_args *r, int a)
+{
+    return r->antialias && r->mode != MODE_NEAREST && r->scale[a] < 1.0;
+}
+
+/* Taps per coordinate on axis a: 1, 2 or 4, or with antialias the
+ * reference's footprint of the stretched filter (support 1 or 2 over the
+ * scale, an even count). */
+static int64_t axis_ntaps(const resize_args *r, int a)
+{
+    if (r->mode == MODE_NEAREST) return 1;
+    int64_t base = r->mode == MODE_LINEAR ? 2 : 4;
+    if (!antialias_axis(r, a)) return base;
+    double support = r->mode == MODE_LINEAR ? 1.0 : 2.0;
+    double start = floor(-support / r->scale[a]) + 1.0;
+    return start > -(double)(1 << 20) ? (int64_t)(2.0 - 2.0 * start) : (int64_t)1 << 22;
+}
+
 /* Fills axis a's taps; returns the taps per coordinate actually used (an
  * axis that maps every coordinate to itself collapses to one tap). */
 static int axis_taps(const resize_args *r, int a, int64_t in, int64_t out, int ntaps, st_resize_tap *t)
@@ -155,29 +184,38 @@ static int axis_taps(const resize_args *r, int a, int64_t in, int64_t out, int n
             } else {
                 ratio = xo - f;
             }
-            double c[4];
-            int64_t base;
-            if (r->mode == MODE_LINEAR) {
-                c[0] = 1.0 - ratio;
-                c[1] = ratio;
-                base = (int64_t)f;
+            /* the ntaps nearest indexes, ntaps even: from floor - ntaps / 2 + 1 */
+            int64_t base = (int64_t)f - ntaps / 2 + 1;
+            if (antialias_axis(r, a)) {
+                /* the filter stretched by 1 / scale, over taps at
+                 * distances k - ntaps / 2 + 1 - ratio, then normalised */
+                double sc = r->scale[a], sum = 0.0;
+                for (int k = 0; k < ntaps; k++) {
+                    double d = fabs(((double)(k - ntaps / 2 + 1) - ratio) * sc), w;
+                    if (r->mode == MODE_LINEAR) w = d < 1.0 ? 1.0 - d : 0.0;
+                    else w = cubic_kernel(d, r->cubic_a);
+                    tx[k].wd = w;
+                    sum += w;
+                }
+                for (int k = 0; k < ntaps; k++) tx[k].wd /= sum;
+            } else if (r->mode == MODE_LINEAR) {
+                tx[0].wd = 1.0 - ratio;
+                tx[1].wd = ratio;
             } else {
+                double c[4];
                 cubic_coeffs(ratio, r->cubic_a, c);
-                base = (int64_t)f - 1;
+                for (int k = 0; k < 4; k++) tx[k].wd = c[k];
             }
             if (r->exclude_outside) {
                 double sum = 0.0;
                 for (int k = 0; k < ntaps; k++) {
-                    if (base + k < 0 || base + k >= in) c[k] = 0.0;
-                    sum += c[k];
+                    if (base + k < 0 || base + k >= in) tx[k].wd = 0.0;
+                    sum += tx[k].wd;
                 }
                 if (sum != 0.0)
-                    for (int k = 0; k < ntaps; k++) c[k] /= sum;
+                    for (int k = 0; k < ntaps; k++) tx[k].wd /= sum;
             }
-            for (int k = 0; k < ntaps; k++) {
-                tx[k].idx = clamp_idx(base + k, in);
-                tx[k].wd = c[k];
-            }
+            for (int k = 0; k < ntaps; k++) tx[k].idx = clamp_idx(base + k, in);
         }
         for (int k = 0; k < ntaps; k++) {
             tx[k].wf = (float)tx[k].wd;
@@ -245,8 +283,11 @@ static st_status st_infer_resize(st_infer *c)
         for (int i = 0; i < rank; i++) axes[i] = i;
         enum { KEEP_STRETCH, KEEP_NOT_LARGER, KEEP_NOT_SMALLER } keep = KEEP_STRETCH;
         if (c->opset >= 18) {
-            if (st_attr_int(c->node, "antialias", 0) != 0)
-                return st_infer_error(c, ST_ERR_UNSUPPORTED, "antialias=1 (an antialiasing filter when downscaling) is not supported");
+            /* a filter of linear and cubic only: with nearest, ONNX's
+             * reference and ONNX Runtime refuse the model */
+            r.antialias = st_attr_int(c->node, "antialias", 0) != 0;
+            if (r.antialias && r.mode == MODE_NEAREST)
+                return st_infer_error(c, ST_ERR_MODEL, "antialias applies to the linear and cubic modes, not to nearest");
             int cnt;
             const int64_t *a = st_attr_ints(c->node, "axes", &cnt);
             if (a) {
@@ -360,9 +401,14 @@ static st_status st_infer_resize(st_infer *c)
         r.out_int[i] = o->dims[i];
     }
 
-    int ntaps = r.mode == MODE_NEAREST ? 1 : (r.mode == MODE_LINEAR ? 2 : 4);
-    int64_t total = 0;
-    for (int i = 0; i < rank; i++) total += o->dims[i] * ntaps;
+    int64_t ntaps[ST_MAX_RANK], total = 0;
+    for (int i = 0; i < rank; i++) {
+        ntaps[i] = axis_ntaps(&r, i);
+        if (ntaps[i] > (1 << 20))
+            return st_infer_error(c, ST_ERR_UNSUPPORTED, "antialias at scale %g needs %lld taps per element on axis %d", r.scale[i],
+                                  (long long)ntaps[i], i);
+        total += o->dims[i] * ntaps[i];
+    }
     if (total > (1 << 28))
         return st_infer_error(c, ST_ERR_UNSUPPORTED, "the output's dims need %lld interpolation taps, more than 2^28",
                               (long long)total);
@@ -380,8 +426,8 @@ static st_status st_infer_resize(st_infer *c)
         s->first[i] = at;
         if (x->dims[i] == 0 && o->dims[i] > 0)
             return st_infer_error(c, ST_ERR_SHAPE, "axis %d is empty and cannot be resized to %lld", i, (long long)o->dims[i]);
-        s->ntaps[i] = x->dims[i] > 0 ? axis_taps(&r, i, x->dims[i], o->dims[i], ntaps, s->taps + at) : ntaps;
-        at += o->dims[i] * ntaps;
+        s->ntaps[i] = x->dims[i] > 0 ? axis_taps(&r, i, x->dims[i], o->dims[i], (int)ntaps[i], s->taps + at) : (int)ntaps[i];
+        at += o->dims[i] * ntaps[i];
     }
     /* the last axis repeating each element an integer number of times:
      * YOLO's and FPNs' 2x nearest upsampling, done as a plain loop */

@@ -134,6 +134,13 @@ def reduce18_sumsquare_axes_input(rng):
     return Case(n, i + [("axes", np.array([-2], np.int64))], out("y"))
 
 
+@case(18)
+def reduce18_axes_attribute_refused(rng):
+    """the attribute opset 18 removed: refused, not read as no axes"""
+    n, i = one("ReduceMean", normal(rng, [3, 4]), axes=[1])
+    return Case(n, i, out("y"), refuse=["reducemean_y", "axes attribute", "opset 18"])
+
+
 # ---- opset 20: ReduceMax / ReduceMin of bool ----------------------------
 
 @case(20)

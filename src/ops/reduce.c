@@ -64,6 +64,11 @@ static st_status infer_reduce(st_infer *c)
     int na = 0;
     bool have_axes = false, noop = false;
     if (c->opset >= row->axes_input_opset) {
+        /* an exporter that kept the old attribute would otherwise get every
+         * axis reduced */
+        if (st_node_attr(c->node, "axes"))
+            return st_infer_error(c, ST_ERR_MODEL, "has an axes attribute, which opset %d replaced with the axes input",
+                                  row->axes_input_opset);
         noop = st_attr_int(c->node, "noop_with_empty_axes", 0) != 0;
         if (c->n_in > 1 && c->in[1].present) {
             ST_TRY(st_infer_const_ints(c, 1, axes, ST_MAX_RANK, &na));

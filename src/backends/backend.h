@@ -20,6 +20,7 @@
 #include "strata.h"
 
 struct st_dag;
+struct st_prof_run;
 typedef struct st_exec st_exec;
 
 typedef struct st_backend {
@@ -62,6 +63,11 @@ typedef struct st_exec_vt {
     /* How many commands of the last run may still run: 0 once nothing of
      * it is pending (what a cancelled run must leave; tests ask). */
     int (*pending)(st_exec *e);
+    /* Optional, for executors that time commands on a device clock: once
+     * the last run of dag is complete (and before dag runs again or is
+     * forgotten), fills run's times of the commands timed on the device,
+     * converted to the host clock (exec/profile.h says how). */
+    st_status (*collect)(st_exec *e, const struct st_dag *dag, struct st_prof_run *run);
 } st_exec_vt;
 
 struct st_exec {
@@ -70,13 +76,17 @@ struct st_exec {
     /* The session's cancel and deadline state (exec/runctl.h), set after
      * exec_create; executors take the run's part of it at submit. */
     const struct st_run_ctl *ctl;
+    /* Profiling (exec/profile.h): where the run being submitted records
+     * its command times, set by the session before each submit; NULL when
+     * the session is not profiled.  It stays valid until the run is done. */
+    struct st_prof_run *prof;
 };
 
 /* A backend built as a module (the CUDA one, libstrata_cuda.so, loaded on
  * first use): what its one entry point hands over.  The module defines
  * the entry with this header in view, so the compiler checks it; the
  * loader checks abi, so a module of another build is refused, not run. */
-#define ST_BACKEND_ABI 3
+#define ST_BACKEND_ABI 4
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
     const st_kernel_table *kernels;           /* readable without a device */

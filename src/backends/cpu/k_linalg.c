@@ -124,6 +124,14 @@ st_status st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alp
         /* element (i, p) of op(a) and (p, j) of op(b), as strides */
         int64_t ars = ta ? a->cs : a->rs, acs = ta ? a->rs : a->cs;
         int64_t brs = tb ? b->cs : b->rs, bcs = tb ? b->rs : b->cs;
+        /* one row (or column) of output: a matrix-vector product */
+        int v = m == 1 ? st_sgemv_fast(a->p, acs, b->p, brs, bcs, alpha, beta, c, 1, n, k)
+              : n == 1 ? st_sgemv_fast(b->p, brs, a->p, acs, ars, alpha, beta, c, ldc, m, k)
+                       : 0;
+        if (v > 0) return ST_OK;
+        if (v < 0)
+            return st_error(ST_ERR_NOMEM, "out of memory gathering a strided vector for a %lld x %lld x %lld matrix product",
+                            (long long)m, (long long)n, (long long)k);
         if (m == 1) ars = 0;
         if (n == 1) bcs = 0;
         if (st_sgemm_fast(a->p, ars, acs, b->p, brs, bcs, alpha, beta, c, ldc, m, n, k)) return ST_OK;

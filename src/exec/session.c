@@ -75,6 +75,10 @@ struct st_session {
     st_storage *arena;        /* the main backend's */
     st_storage *host_arena;   /* NULL until a mixed plan needs one */
     uint64_t arena_gen;       /* counts arena replacements */
+    /* the serial of the last plan submitted into the arena: a staged plan's
+     * stages and a loop's body share it, and each overwrites the others'
+     * inputs, so an input is only left in place for the plan that ran last */
+    uint64_t arena_plan;
     uint64_t plans_built;     /* for tests: a repeated shape must not plan again */
     /* the plans of the last run's stages, by serial (plan/stage.c) */
     uint64_t stage_serial[ST_MAX_STAGES];
@@ -641,9 +645,12 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
         const st_pvalue *pv = &p->values[g->inputs[i]];
         bound_input *bi = &bound[i];
         if (pv->kind != ST_PV_INPUT || bi->bytes == 0) continue; /* value inputs are constants */
-        /* unchanged since the last upload into this arena for this plan:
-         * nothing to copy (the sanitizer's poison overwrote it, though) */
-        if (bi->uploaded && bi->up_plan == p->serial && bi->up_arena == s->arena_gen && !s->opt.sanitize) continue;
+        /* unchanged since the last upload into this arena for this plan,
+         * and no other plan ran in the arena since: nothing to copy (the
+         * sanitizer's poison overwrote it, though) */
+        if (bi->uploaded && bi->up_plan == p->serial && bi->up_arena == s->arena_gen && s->arena_plan == p->serial &&
+            !s->opt.sanitize)
+            continue;
         bi->uploaded = true;
         bi->up_plan = p->serial;
         bi->up_arena = s->arena_gen;
@@ -659,6 +666,7 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
             ST_TRY(r);
         }
     }
+    s->arena_plan = p->serial;
     st_exec *e = t->exec;
     e->prof = NULL;
     if (!s->prof) return e->vt->submit(e, c->dag);

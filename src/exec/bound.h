@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "exec/runctl.h"
 #include "plan/plan.h"
 
 struct st_session;
@@ -54,6 +55,9 @@ uint64_t st_session_pin_mark(const struct st_session *s);
 void st_session_unpin_after(struct st_session *s, uint64_t mark);
 /* The session's memory limit (bytes). */
 uint64_t st_session_memory_limit(const struct st_session *s);
+/* The run in progress, for st_run_check between a loop's iterations
+ * (exec/runctl.h). */
+st_run_ref st_session_run_ref(const struct st_session *s);
 
 /* Runs loop stage p's Loop (p ran and was waited for): out[j] are the
  * Loop's outputs, carried values then stacked scan outputs (exec/loop.c). */

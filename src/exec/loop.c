@@ -16,6 +16,7 @@
  * that interpret Loop pay too; a Loop whose condition stays true (a
  * counted loop) is unrolled at plan time instead (passes/control.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,11 @@ st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
     for (int k = 0; k < l->n_outer && r == ST_OK; k++)
         r = st_bound_read(p, l->outer[k], bg->values[bg->inputs[2 + nc + k]].name, &in[2 + nc + k]);
     uint64_t limit = st_session_memory_limit(s);
+    /* the run this loop belongs to: a cancel or its deadline ends the loop
+     * between iterations, where nothing of it is pending (the body's
+     * executor also stops between commands, but an iteration whose
+     * commands have all started would otherwise lead to the next) */
+    const st_run_ref run = st_session_run_ref(s);
     int64_t it = 0;
     for (; r == ST_OK && cond && (trips < 0 || it < trips); it++) {
         if (it == ST_MAX_LOOP_ITERATIONS) {
@@ -98,6 +104,10 @@ st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
                          l->name, (long long)ST_MAX_LOOP_ITERATIONS);
             break;
         }
+        char where[200];
+        snprintf(where, sizeof where, "before iteration %lld of Loop '%.120s'", (long long)it, l->name);
+        r = st_run_check_at(&run, where);
+        if (r != ST_OK) break;
         uint64_t mark = st_session_pin_mark(s);
         r = st_bound_scalar(&in[0], ST_I64, it);
         if (r == ST_OK) r = st_bound_scalar(&in[1], ST_BOOL, cond != 0);

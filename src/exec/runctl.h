@@ -42,6 +42,9 @@ st_run_ref st_run_current(const st_run_ctl *ctl);
  * with a message that says what stopped it before what: node (and its
  * op) about to start, or, for NULL, the run's submission. */
 st_status st_run_check(const st_run_ref *r, const char *node, const char *op);
+/* The same, with where the run stopped said by the caller ("before
+ * iteration 3 of Loop 'x'"); where is only read when the run stops. */
+st_status st_run_check_at(const st_run_ref *r, const char *where);
 uint64_t st_run_now_ns(void);
 
 #endif

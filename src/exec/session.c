@@ -626,6 +626,8 @@ uint64_t st_session_pin_mark(const st_session *s) { return s->pins; }
 
 uint64_t st_session_memory_limit(const st_session *s) { return s->opt.memory_limit; }
 
+st_run_ref st_session_run_ref(const st_session *s) { return st_run_current(&s->ctl); }
+
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
  * the caller holds the tracker's lock.  t_bind: when binding began, for
  * the profile. */

@@ -17,9 +17,10 @@
  *      exact result; nothing pending; the next run exact;
  *   4. R runs, each cancelled by another thread after a delay between 0
  *      and 1.2 clean run times (run n's in the n-th of R equal slices of
- *      that range, at a random place in it) while this thread waits:
- *      each ends exact or ST_ERR_CANCELLED, with nothing pending after the
- *      wait, and after each cancelled run a run without a cancel is exact.
+ *      that range, at a random place in it), counted from just before
+ *      st_session_run (a while loop runs inside it), while this thread
+ *      runs and waits: each ends exact or ST_ERR_CANCELLED (from
+ *      st_session_run or the wait), with nothing pending after the wait, and after each cancelled run a run without a cancel is exact.
  *      With --expect-cancels, at least a quarter of them must have been
  *      cancelled (so the test shows that a cancel takes effect, not only
  *      that it is harmless).
@@ -195,12 +196,16 @@ int main(int argc, char **argv)
         /* stratified: run n's delay falls in the n-th of `runs` equal
          * slices of [0, 1.2 t_run), at a random place in it */
         long delay = (long)(t_run * 1.2e9 * (n + (double)rand() / ((double)RAND_MAX + 1)) / runs);
-        r = st_session_run(s);
+        /* the delay counts from before st_session_run, which may itself
+         * take most of the run (a while loop runs its iterations inside
+         * it); a cancel that lands before the run has its number stops
+         * the previous run, which is over: harmless */
         pthread_mutex_lock(&k.mu);
         k.delay_ns = delay;
         pthread_cond_signal(&k.cv);
         pthread_mutex_unlock(&k.mu);
         double c0 = th_now();
+        r = st_session_run(s);
         /* half wait for the run, half read its outputs (which wait) */
         if (r == ST_OK) r = n % 2 ? st_session_wait(s) : th_read(s, &cs, &out);
         if (r == ST_OK && n % 2) r = th_read(s, &cs, &out);

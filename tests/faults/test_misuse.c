@@ -141,6 +141,11 @@ int main(int argc, char **argv)
     BAD_OPTION(serial, 2, "serial");
     BAD_OPTION(no_fallback, -1, "no_fallback");
     b = o;
+    b.profile = "/nonexistent-strata-dir/trace.json"; /* a path that cannot be made: refused at creation */
+    s = (st_session *)&s;
+    EXPECT(st_session_create(m, &b, &s), ST_ERR_IO, "/nonexistent-strata-dir/trace.json");
+    TRUE(s == NULL);
+    b = o;
     b.memory_limit = 1; /* a limit no plan fits: refused at the run, not here */
     TRUE(st_session_create(m, &b, &s) == ST_OK);
     EXPECT(st_session_set_input_checked(s, "x", ST_F32, 2, DIMS, x, sizeof x), ST_OK, NULL);
@@ -203,6 +208,8 @@ int main(int argc, char **argv)
     EXPECT(st_session_input(s, "y0", &t), ST_ERR_INVALID_ARG, "'y0'");
     EXPECT(st_session_cancel(NULL), ST_ERR_INVALID_ARG, "st_session_cancel");
     EXPECT(st_session_set_deadline(NULL, 1), ST_ERR_INVALID_ARG, "st_session_set_deadline");
+    EXPECT(st_session_profile_write(NULL), ST_ERR_INVALID_ARG, "st_session_profile_write");
+    EXPECT(st_session_profile_write(s), ST_ERR_INVALID_ARG, "no profile");
     /* any deadline is in range: the largest never passes */
     TRUE(st_session_set_deadline(s, UINT64_MAX) == ST_OK);
     run_once(s, after);

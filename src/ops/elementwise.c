@@ -144,6 +144,11 @@ st_status st_infer_variadic(st_infer *c)
         if (!c->in[i].present) return st_infer_error(c, ST_ERR_MODEL, "input %d is missing", i);
         if (c->in[i].dtype != c->in[0].dtype) return st_infer_error(c, ST_ERR_DTYPE, "inputs have different dtypes");
         ins[i] = &c->in[i];
+        /* broadcasting arrived in opset 8 (Sum-8, Max-8, ...) */
+        bool same = c->in[i].rank == c->in[0].rank;
+        for (int d = 0; same && d < c->in[0].rank; d++) same = c->in[i].dims[d] == c->in[0].dims[d];
+        if (c->opset < 8 && !same)
+            return st_infer_error(c, ST_ERR_SHAPE, "input %d's shape differs from input 0's; before opset 8 they must be equal", i);
     }
     ST_TRY(st_infer_dtype_mask(c, 0, code == ST_B_MEAN ? ST_DT_ALL_FLOATS : ST_DT_NUMERIC));
     st_ew_state *s = st_infer_state(c, sizeof *s);
@@ -188,10 +193,25 @@ st_status st_infer_clip(st_infer *c)
     return ST_OK;
 }
 
+/* Cast's `to` before opset 6 is a string, the name of a TensorProto
+ * DataType ("FLOAT", "INT64"); -1 for a name that is none. */
+static int64_t legacy_cast_to(const char *name)
+{
+    static const char *const NAMES[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+                                        "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+                                        "COMPLEX128", "BFLOAT16"};
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+        if (strcmp(name, NAMES[i]) == 0) return (int64_t)i;
+    return -1;
+}
+
 st_status st_infer_cast(st_infer *c)
 {
     if (c->n_in != 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "expects 1 input");
     int64_t to = st_attr_int(c->node, "to", 0);
+    const st_attr *a = st_node_attr(c->node, "to");
+    if (c->opset < 6 && a && a->type == ST_ATTR_STRING && (to = legacy_cast_to(a->s)) < 0)
+        return st_infer_error(c, ST_ERR_MODEL, "'to' is '%s', not a TensorProto data type", a->s);
     if (!st_dtype_valid((st_dtype)to))
         return st_infer_error(c, ST_ERR_UNSUPPORTED, "cast to dtype %lld is not supported", (long long)to);
     c->out[0] = c->in[0];

@@ -105,6 +105,27 @@ static bool close_enough(st_dtype t, const void *got, const void *want, size_t i
     return memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0;
 }
 
+/* A string output, element by element (exact, as ONNX's tests compare
+ * them); false with the first difference in msg. */
+static bool strings_match(const st_tensor *t, const char *name, const st_const *want, char *msg, size_t cap)
+{
+    size_t n = (size_t)st_const_numel(want), bad = 0, first = 0;
+    const char **got = calloc(n + 1, sizeof *got);
+    if (!got || st_tensor_read_strings(t, got, n) != ST_OK) {
+        snprintf(msg, cap, "reading '%s': %s", name, got ? st_last_error() : "out of memory");
+        free(got);
+        return false;
+    }
+    const char *const *w = want->data;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(got[i], w[i]) != 0 && !bad++) first = i;
+    if (bad)
+        snprintf(msg, cap, "output '%s': %zu of %zu strings differ; first at %zu: got \"%.60s\" want \"%.60s\"", name, bad, n,
+                 first, got[first], w[first]);
+    free(got);
+    return bad == 0;
+}
+
 /* Runs one case; writes a one-line reason into msg. */
 static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
 {
@@ -144,8 +165,12 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
             st_model_input_info(m, k, &info);
             /* NumPy has no bfloat16: the test data stores its bits as uint16 */
             if (info.dtype == ST_BF16 && ins[k]->dtype == ST_U16) ins[k]->dtype = ST_BF16;
-            s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
-                                             ins[k]->bytes);
+            if (ins[k]->dtype == ST_STRING)
+                s = st_session_set_input_strings(sess, info.name, ins[k]->rank, ins[k]->dims,
+                                                 (const char *const *)ins[k]->data, (size_t)st_const_numel(ins[k]));
+            else
+                s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
+                                                 ins[k]->bytes);
             if (s != ST_OK) {
                 snprintf(msg, cap, "%s", st_last_error());
                 result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
@@ -185,6 +210,11 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
                 result = R_FAIL;
                 st_tensor_free(t);
                 break;
+            }
+            if (want->dtype == ST_STRING) {
+                if (!strings_match(t, info.name, want, msg, cap)) result = R_FAIL;
+                st_tensor_free(t);
+                continue;
             }
             void *got = malloc(want->bytes + 1);
             /* poison, so an output that is never written cannot pass */

@@ -212,7 +212,8 @@ const st_kernel st_cpu_k_shape[] = {
     {"Flatten", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Squeeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Unsqueeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
-    {"Identity", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    /* strings too: a string moves as its pointer (core/strings.h) */
+    {"Identity", "", ST_DT_ALL | ST_DT(ST_STRING), st_cpu_view_copy, NULL, NULL, NULL},
     {"Transpose", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Slice", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Split", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},

@@ -1,7 +1,8 @@
 /*
  * elementwise.c — shape rules of the elementwise ops: unary maps, binary
  * ops with numpy broadcasting, variadic Sum/Max/Min/Mean, Where, Clip and
- * Cast.  Kernels: backends/cpu/k_elementwise.c.
+ * Cast.  Kernels: backends/cpu/k_elementwise.c (casts to and from strings:
+ * k_string.c).
  */
 #include <string.h>
 
@@ -241,7 +242,7 @@ const st_op_def st_ops_elementwise[] = {
     ST_VARIADIC_OPS(VARIADIC_OP)
     {"Where", "", 1, 0, st_infer_where, NULL, NULL, .types = ST_DT_ALL, .t_operand = 1},
     ELEMENTWISE("Clip", st_infer_clip, ST_DT_NUMERIC),
-    ELEMENTWISE("Cast", st_infer_cast, ST_DT_ALL),
-    ELEMENTWISE("CastLike", st_infer_cast_like, ST_DT_ALL),
+    ELEMENTWISE("Cast", st_infer_cast, ST_DT_ALL | ST_DT(ST_STRING)),
+    ELEMENTWISE("CastLike", st_infer_cast_like, ST_DT_ALL | ST_DT(ST_STRING)),
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -6,7 +6,10 @@
  */
 #include "backends/cpu/kernels.h"
 
+/* Strings first: their Cast entries take the casts to and from strings,
+ * which the numeric Cast of k_elementwise.c would otherwise take. */
 static const st_kernel *const FAMILIES[] = {
+    st_cpu_k_string,
     st_cpu_k_elementwise, st_cpu_k_shape,       st_cpu_k_linalg,     st_cpu_k_conv,        st_cpu_k_pool,
     st_cpu_k_conv_transpose,
     st_cpu_k_reduce,      st_cpu_k_norm,        st_cpu_k_index_copy, st_cpu_k_index_gather, st_cpu_k_nms,

@@ -1,6 +1,6 @@
 /*
- * k_string.c — the CPU kernels on strings: Cast and CastLike to and from
- * strings, and StringNormalizer.
+ * k_string.c — the CPU's Cast and CastLike to and from strings (the text
+ * ops are k_text.c).
  *
  * They run only while planning (strings never enter an arena,
  * core/strings.h), where k->alloc gives memory that lives as long as the
@@ -33,8 +33,6 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
-#include "core/casemap.h"
-#include "ops/strings.h"
 
 /* Room for any number's text: "-1.7976931348623157e+308" and
  * "18446744073709551615" are 24 and 20 characters. */
@@ -185,47 +183,6 @@ static st_status cpu_cast_string(const st_kctx *k)
     return s;
 }
 
-static st_status cpu_string_normalizer(const st_kctx *k)
-{
-    const st_strnorm_state *s = k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    const char **out = y->data;
-    int64_t n = x->sizes[x->rank - 1], step = x->strides[x->rank - 1], ystep = y->strides[y->rank - 1];
-    const char *const *xs = x->data;
-    if (!s->n_kept) {
-        out[0] = ""; /* a literal: it outlives any plan */
-        return ST_OK;
-    }
-    size_t room = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (s->keep[i] && s->change != ST_CASE_NONE) room += st_utf8_case_room(xs[i * step]);
-    char *text = NULL;
-    if (room) {
-        if (!k->alloc) return st_error(ST_ERR_INTERNAL, "node '%s' (StringNormalizer): strings reached a kernel outside planning",
-                                       k->node->name);
-        if (!(text = k->alloc(k->alloc_ctx, room)))
-            return st_error(ST_ERR_NOMEM, "node '%s' (StringNormalizer): no memory for the strings", k->node->name);
-    }
-    for (int64_t i = 0, j = 0; i < n; i++) {
-        if (!s->keep[i]) continue;
-        const char *src = xs[i * step];
-        if (s->change == ST_CASE_NONE) {
-            out[j++ * ystep] = src;
-            continue;
-        }
-        int64_t len = st_utf8_case(src, s->change == ST_CASE_UPPER, text);
-        if (len == -1)
-            return st_error(ST_ERR_MODEL, "node '%s' (StringNormalizer): X's string %lld is not valid UTF-8", k->node->name,
-                            (long long)i);
-        if (len < 0)
-            return st_error(ST_ERR_UNSUPPORTED, "node '%s' (StringNormalizer): changing the case of non-ASCII text needs the "
-                            "C.UTF-8 locale, which this system lacks", k->node->name);
-        out[j++ * ystep] = text;
-        text += len + 1;
-    }
-    return ST_OK;
-}
-
 /* Cast and CastLike entries for nodes with a string on either side; the
  * numeric ones (k_elementwise.c) take the rest. */
 static bool casts_strings(const st_knode *n, char *why, size_t len)
@@ -239,6 +196,5 @@ static bool casts_strings(const st_knode *n, char *why, size_t len)
 const st_kernel st_cpu_k_string[] = {
     {"Cast", "", ST_DT_ALL | ST_DT(ST_STRING), cpu_cast_string, casts_strings, NULL, NULL},
     {"CastLike", "", ST_DT_ALL | ST_DT(ST_STRING), cpu_cast_string, casts_strings, NULL, NULL},
-    {"StringNormalizer", "", ST_DT(ST_STRING), cpu_string_normalizer, NULL, NULL, NULL},
     {NULL}
 };

@@ -153,7 +153,8 @@ static st_status infer_tfidf(st_infer *c)
     }
     s->width = 0;
     for (int g = 0; g < n_columns; g++) {
-        if (s->column[g] < 0) return st_infer_error(c, ST_ERR_MODEL, "ngram_indexes[%d] is negative", g);
+        if (s->column[g] < 0 || s->column[g] >= (int64_t)1 << 40)
+            return st_infer_error(c, ST_ERR_MODEL, "ngram_indexes[%d] is %lld, outside [0, 2^40)", g, (long long)s->column[g]);
         if (s->column[g] + 1 > s->width) s->width = s->column[g] + 1;
     }
     c->out[0].dtype = ST_F32;

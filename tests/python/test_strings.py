@@ -107,6 +107,13 @@ def test_castlike_and_identity_and_constants():
     assert strata.Session(const).run(None, {})[0].tolist() == ["a", "", "日本"]
 
 
+def test_shape_and_size_of_strings():
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Size", ["x"], ["n"])],
+              [("x", TP.STRING, None)], [("s", TP.INT64), ("n", TP.INT64)])
+    s, n = strata.Session(m).run(None, {"x": np.array([["a", "b", "c"], ["d", "e", "f"]])})
+    assert s.tolist() == [2, 3] and n.tolist() == 6
+
+
 def normalizer(**attrs):
     return strata.Session(model([helper.make_node("StringNormalizer", ["x"], ["y"], **attrs)],
                                 [("x", TP.STRING, None)], [("y", TP.STRING)], opset=10))

@@ -456,14 +456,18 @@ static st_status stage_inputs(st_cached *c)
         int v = ng->inputs[i];
         const st_pvalue *pv = &c->plan->values[v];
         bound_input *b = &c->next_bound[i];
-        size_t bytes = (size_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->model_dtype);
-        if (bytes + 1 > b->cap) {
-            void *d = realloc(b->data, bytes + 1);
+        size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims), bytes = n * st_dtype_size(pv->model_dtype);
+        /* strings with their characters: this stage's plan may go first */
+        size_t need = pv->t.dtype == ST_STRING ? st_values_bytes(ST_STRING, n, pv->t.data) : bytes;
+        if (need + 1 > b->cap) {
+            void *d = realloc(b->data, need + 1);
             if (!d) return st_error(ST_ERR_NOMEM, "out of memory passing '%s' to the next stage", ng->values[v].name);
             b->data = d;
-            b->cap = bytes + 1;
+            b->cap = need + 1;
         }
-        if (pv->kind == ST_PV_CONST) {
+        if (pv->t.dtype == ST_STRING) {
+            st_values_copy(ST_STRING, b->data, n, pv->t.data);
+        } else if (pv->kind == ST_PV_CONST) {
             memcpy(b->data, pv->t.data, bytes);
         } else {
             st_tensor *t;

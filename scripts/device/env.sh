@@ -11,3 +11,8 @@ for name in libcudnn.so.9 libcublasLt.so.13 libcudart.so.13; do
 done
 export LD_LIBRARY_PATH=$dirs:${LD_LIBRARY_PATH:-}
 export STRATA_CUDA_MODULE=$PWD/$D/bin/libstrata_cuda.so
+# the GPU's own OpenCL beside PoCL (the image registers only PoCL's ICD):
+# strata picks a GPU device first, so --backend opencl runs on the H200
+mkdir -p /etc/OpenCL/vendors
+[ -f /etc/OpenCL/vendors/nvidia.icd ] || [ ! -e /usr/local/nvidia/lib64/libnvidia-opencl.so.1 ] ||
+  echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd

@@ -142,6 +142,14 @@ void st_transpose16(const float *src, int64_t ss, int ni, int nd, float *dst, in
 
 /* c[m, n] = alpha * A * B + beta * c on one thread, A's element (i, p) at
  * a[i * ars + p * acs] and B's (p, j) at b[p * brs + j * bcs]. */
+/* y[j * ys] = alpha * sum_p x[p * xs] * B(p, j) + beta * y[j * ys] for j < n,
+ * with B(p, j) = b[p * brs + j * bcs]: one row times a matrix, without the
+ * GEMM's packing (a batch-1 linear layer reads its weight once).  Needs
+ * bcs == 1 or brs == 1; false otherwise, or when out of memory, and the
+ * caller takes the GEMM.  AVX-512 only (callers have checked
+ * st_gemm_fast()); beta == 0 ignores y's old contents. */
+bool st_sgemv_fast(const float *x, int64_t xs, const float *b, int64_t brs, int64_t bcs, float alpha, float beta,
+                   float *y, int64_t ys, int64_t n, int64_t k);
 bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,
                    float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k);
 

@@ -859,3 +859,101 @@ void st_transpose16(const float *src, int64_t ss, int ni, int nd, float *dst, in
 {
     if (ni > 0 && nd > 0) transpose16_512(src, ss, ni, nd, dst, ds);
 }
+
+/* ---- matrix-vector ---- */
+
+/* y[j] = alpha * (x . column j of B) + beta * y[j]: the dot form, for a B
+ * whose columns are contiguous (a transposed weight, [n, k] row-major).
+ * Four columns at a time share each load of x; every y[j] sums its k
+ * products in the same order, however the caller splits the columns. */
+ST_AVX512 static void gemv_dot(const float *x, const float *b, int64_t bcs, float alpha, float beta, float *y,
+                               int64_t ys, int64_t n, int64_t k)
+{
+    __mmask16 tail = (__mmask16)((1u << (k % 16)) - 1);
+    int64_t kv = k / 16;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const float *c0 = b + j * bcs, *c1 = c0 + bcs, *c2 = c1 + bcs, *c3 = c2 + bcs;
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t v = 0; v < kv; v++) {
+            __m512 xv = _mm512_loadu_ps(x + 16 * v);
+            s0 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c0 + 16 * v), s0);
+            s1 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c1 + 16 * v), s1);
+            s2 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c2 + 16 * v), s2);
+            s3 = _mm512_fmadd_ps(xv, _mm512_loadu_ps(c3 + 16 * v), s3);
+        }
+        if (tail) {
+            __m512 xv = _mm512_maskz_loadu_ps(tail, x + 16 * kv);
+            s0 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(tail, c0 + 16 * kv), s0);
+            s1 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(tail, c1 + 16 * kv), s1);
+            s2 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(tail, c2 + 16 * kv), s2);
+            s3 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(tail, c3 + 16 * kv), s3);
+        }
+        float d[4] = {_mm512_reduce_add_ps(s0), _mm512_reduce_add_ps(s1), _mm512_reduce_add_ps(s2),
+                      _mm512_reduce_add_ps(s3)};
+        for (int q = 0; q < 4; q++) {
+            float *o = y + (j + q) * ys;
+            *o = alpha * d[q] + (beta != 0.0f ? beta * *o : 0.0f);
+        }
+    }
+    for (; j < n; j++) {
+        const float *c0 = b + j * bcs;
+        __m512 s0 = _mm512_setzero_ps();
+        for (int64_t v = 0; v < kv; v++) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16 * v), _mm512_loadu_ps(c0 + 16 * v), s0);
+        if (tail)
+            s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, x + 16 * kv), _mm512_maskz_loadu_ps(tail, c0 + 16 * kv), s0);
+        float *o = y + j * ys;
+        *o = alpha * _mm512_reduce_add_ps(s0) + (beta != 0.0f ? beta * *o : 0.0f);
+    }
+}
+
+/* The axpy form, for a B whose rows are contiguous ([k, n] row-major):
+ * blocks of up to 128 columns stay in eight registers while k rows
+ * stream past. */
+ST_AVX512 static void gemv_rows(const float *x, int64_t xs, const float *b, int64_t brs, float alpha, float beta,
+                                float *y, int64_t ys, int64_t n, int64_t k)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += 128) {
+        int64_t nb = n - j0 < 128 ? n - j0 : 128;
+        int nv = (int)((nb + 15) / 16);
+        __mmask16 last = nb % 16 ? (__mmask16)((1u << (nb % 16)) - 1) : (__mmask16)0xffff;
+        __m512 acc[8];
+        for (int v = 0; v < 8; v++) acc[v] = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; p++) {
+            __m512 xv = _mm512_set1_ps(x[p * xs]);
+            const float *row = b + p * brs + j0;
+            for (int v = 0; v < nv; v++)
+                acc[v] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(v == nv - 1 ? last : 0xffff, row + 16 * v), acc[v]);
+        }
+        for (int v = 0; v < nv; v++) {
+            float out[16];
+            _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_set1_ps(alpha), acc[v]));
+            int cnt = v == nv - 1 ? (int)(nb - 16 * v) : 16;
+            for (int q = 0; q < cnt; q++) {
+                float *o = y + (j0 + 16 * v + q) * ys;
+                *o = out[q] + (beta != 0.0f ? beta * *o : 0.0f);
+            }
+        }
+    }
+}
+
+bool st_sgemv_fast(const float *x, int64_t xs, const float *b, int64_t brs, int64_t bcs, float alpha, float beta,
+                   float *y, int64_t ys, int64_t n, int64_t k)
+{
+    if (n <= 0) return true;
+    if (bcs == 1) {
+        gemv_rows(x, xs, b, brs, alpha, beta, y, ys, n, k);
+        return true;
+    }
+    if (brs != 1) return false;
+    if (xs == 1 || k <= 1) {
+        gemv_dot(x, b, bcs, alpha, beta, y, ys, n, k);
+        return true;
+    }
+    float *xc = malloc((size_t)k * sizeof *xc);
+    if (!xc) return false;
+    for (int64_t p = 0; p < k; p++) xc[p] = x[p * xs];
+    gemv_dot(xc, b, bcs, alpha, beta, y, ys, n, k);
+    free(xc);
+    return true;
+}

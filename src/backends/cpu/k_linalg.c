@@ -124,6 +124,9 @@ void st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alpha, f
         /* element (i, p) of op(a) and (p, j) of op(b), as strides */
         int64_t ars = ta ? a->cs : a->rs, acs = ta ? a->rs : a->cs;
         int64_t brs = tb ? b->cs : b->rs, bcs = tb ? b->rs : b->cs;
+        /* one row (or column) of output: a matrix-vector product */
+        if (m == 1 && st_sgemv_fast(a->p, acs, b->p, brs, bcs, alpha, beta, c, 1, n, k)) return;
+        if (n == 1 && m > 1 && st_sgemv_fast(b->p, brs, a->p, acs, ars, alpha, beta, c, ldc, m, k)) return;
         if (m == 1) ars = 0;
         if (n == 1) bcs = 0;
         if (st_sgemm_fast(a->p, ars, acs, b->p, brs, bcs, alpha, beta, c, ldc, m, n, k)) return;

@@ -103,6 +103,60 @@ static bool pack_w(const st_operand *o, int64_t dir, bool f64, rnn_w *w)
     return true;
 }
 
+/* W and R of each direction packed once, when the plan is bound, if they
+ * are constants (they always are in exported models): repacking them per
+ * run cost a batch-1 LSTM step ten times its arithmetic. */
+typedef struct rnn_prep {
+    rnn_w w[2], r[2];
+} rnn_prep;
+
+static void rnn_release(void *priv)
+{
+    rnn_prep *p = priv;
+    if (!p) return;
+    for (int d = 0; d < 2; d++) {
+        free(p->w[d].f);
+        free(p->r[d].f);
+    }
+    free(p);
+}
+
+/* Packs direction dir of a constant [dirs, rows, cols] weight (laid out
+ * as the constant lies, row-major) to f32. */
+static bool pack_const(const st_view *v, const void *data, int64_t dir, rnn_w *w)
+{
+    w->rows = v->sizes[1];
+    w->cols = v->sizes[2];
+    w->f = malloc((size_t)(w->rows * w->cols > 0 ? w->rows * w->cols : 1) * sizeof *w->f);
+    if (!w->f) return false;
+    size_t es = st_dtype_size(v->dtype);
+    for (int64_t r = 0; r < w->rows; r++)
+        for (int64_t c = 0; c < w->cols; c++) {
+            int64_t e = dir * v->strides[0] + r * v->strides[1] + c * v->strides[2];
+            w->f[r * w->cols + c] = st_load_f32(v->dtype, (const char *)data + e * (int64_t)es);
+        }
+    return true;
+}
+
+static st_status rnn_prepare(const st_knode *n, void **priv)
+{
+    *priv = NULL;
+    if (n->n_in < 3 || !n->data[1] || !n->data[2]) return ST_OK;
+    const st_view *wv = &n->views[1], *rv = &n->views[2];
+    if (wv->rank != 3 || rv->rank != 3 || wv->dtype == ST_F64 || !st_dtype_is_float(wv->dtype) ||
+        !st_dtype_is_float(rv->dtype) || rv->dtype == ST_F64 || wv->sizes[0] > 2 || rv->sizes[0] != wv->sizes[0])
+        return ST_OK;
+    rnn_prep *p = calloc(1, sizeof *p);
+    if (!p) return st_error(ST_ERR_NOMEM, "out of memory packing %s weights", n->node->op_type);
+    for (int64_t d = 0; d < wv->sizes[0]; d++)
+        if (!pack_const(wv, n->data[1], d, &p->w[d]) || !pack_const(rv, n->data[2], d, &p->r[d])) {
+            rnn_release(p);
+            return st_error(ST_ERR_NOMEM, "out of memory packing %s weights", n->node->op_type);
+        }
+    *priv = p;
+    return ST_OK;
+}
+
 /* Offsets of Y[t, dir, b, 0] and of a state [dir, b, 0] in either layout. */
 static int64_t y_off(const st_operand *y, int layout, int64_t t, int64_t dir, int64_t b)
 {
@@ -135,6 +189,11 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
     const st_operand *y = opt_out(k, 0), *yh = opt_out(k, 1), *yc = opt_out(k, 2);
     if (s->cell != ST_CELL_LSTM) c0 = po = yc = NULL;
     rnn_w w = {0}, r = {0};
+    const rnn_prep *prep = j->f64 ? NULL : k->priv;
+    if (prep) { /* borrowed: not freed below */
+        w = prep->w[dir];
+        r = prep->r[dir];
+    }
     int64_t fa_n = T * B * I > B * H ? T * B * I : B * H, fo_n = T * B * GH > B * GH ? T * B * GH : B * GH;
     double *xw = malloc((size_t)(T * B * GH + 1) * sizeof *xw);
     double *gh = malloc((size_t)(B * GH + 1) * sizeof *gh);
@@ -145,8 +204,8 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
     /* tasks may run on pool threads, whose error text the caller cannot
      * see: report the code and let st_cpu_rnn set the message */
     st_status st = ST_OK;
-    if (!xw || !gh || !h || !c || !aux || !bias || (!j->f64 && (!fa || !fo)) || !pack_w(&k->in[1], dir, j->f64, &w) ||
-        !pack_w(&k->in[2], dir, j->f64, &r)) {
+    if (!xw || !gh || !h || !c || !aux || !bias || (!j->f64 && (!fa || !fo)) ||
+        (!prep && (!pack_w(&k->in[1], dir, j->f64, &w) || !pack_w(&k->in[2], dir, j->f64, &r)))) {
         st = ST_ERR_NOMEM;
         goto done;
     }
@@ -251,10 +310,12 @@ done:
     free(bias);
     free(fa);
     free(fo);
-    free(w.f);
-    free(w.d);
-    free(r.f);
-    free(r.d);
+    if (!prep) {
+        free(w.f);
+        free(w.d);
+        free(r.f);
+        free(r.d);
+    }
     return st;
 }
 
@@ -310,8 +371,8 @@ st_status st_cpu_rnn(const st_kctx *k)
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
 const st_kernel st_cpu_k_misc_rnn[] = {
-    {"RNN", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
-    {"GRU", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
-    {"LSTM", "", ST_DT_ALL, st_cpu_rnn, NULL, NULL, NULL},
+    {"RNN", "", ST_DT_ALL, st_cpu_rnn, NULL, rnn_prepare, rnn_release},
+    {"GRU", "", ST_DT_ALL, st_cpu_rnn, NULL, rnn_prepare, rnn_release},
+    {"LSTM", "", ST_DT_ALL, st_cpu_rnn, NULL, rnn_prepare, rnn_release},
     {NULL}
 };

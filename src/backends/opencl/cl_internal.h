@@ -64,6 +64,7 @@ typedef struct st_cl_device {
     bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
     bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
     bool fp16, fp64, is_gpu;
+    bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
     size_t max_wg;
     cl_uint addr_align;               /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits */
     char name[256], vendor[128], version[128], driver[128], platform_name[128];
@@ -100,6 +101,9 @@ typedef struct st_cl_ctx {
     cl_event *tails;                  /* events the command's successors must wait for */
     int n_tails, cap_tails;
     st_cl_slot *slot;
+    /* profiling: the command's first event, retained, for its start time */
+    bool timed;
+    cl_event first;
 } st_cl_ctx;
 
 /* ST_OK, or ST_ERR_BACKEND "opencl: <what>: CL_xxx (code)". */

@@ -52,7 +52,12 @@ static void build_options(const st_cl_device *d, char *out, size_t cap)
 {
     /* f16 needs no cl_khr_fp16: kernels load and store it with the core
      * vload_half / vstore_half_rte and compute in f32 */
-    snprintf(out, cap, "-cl-std=CL1.2%s", d->fp64 ? " -DST_FP64" : "");
+    /* Division and sqrt correctly rounded where the device can: OpenCL
+     * otherwise allows 2.5 ulp, and a quotient that lands on the other
+     * side of a rounding boundary (DynamicQuantizeLinear's x / scale on
+     * NVIDIA's OpenCL) gives a different integer than the CPU does. */
+    snprintf(out, cap, "-cl-std=CL1.2%s%s", d->fp64 ? " -DST_FP64" : "",
+             d->exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
 }
 
 /* 128 bits of key as 32 hex digits. */

@@ -345,6 +345,9 @@ static st_status device_init(st_cl_device *d, const cand *c)
         d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
         free(ext);
     }
+    cl_device_fp_config fp = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    d->exact_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
     cl_command_queue_properties qp = 0;
     clGetDeviceInfo(c->device, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
     d->out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;

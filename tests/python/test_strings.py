@@ -193,3 +193,54 @@ def test_c_api_checks():
     s.close()                                     # the strings belong to the tensor, not the session
     assert [out[0], out[1]] == [b"a", b"b"]
     lib.st_tensor_free(t)
+
+
+def while_loop_with_strings(scan_strings):
+    """x halves until its maximum is at most 1 (a Loop whose body computes
+    its condition, run an iteration at a time: exec/loop.c), carrying the
+    strings w, upper-cased each iteration; with scan_strings the body also
+    gives each iteration's halved x as text, a scan output of strings."""
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Mul", ["a_in", "half"], ["a_out"]),
+             helper.make_node("ReduceMax", ["a_out"], ["mx"], keepdims=0),
+             helper.make_node("Greater", ["mx", "one"], ["c_out"]),
+             helper.make_node("StringNormalizer", ["w_in"], ["w_out"], case_change_action="UPPER")]
+    body_out = [vi("c_out", TP.BOOL, []), vi("a_out", TP.FLOAT, [64]), vi("w_out", TP.STRING, [3])]
+    if scan_strings:
+        nodes.append(helper.make_node("Cast", ["a_out"], ["t_out"], to=TP.STRING))
+        body_out.append(vi("t_out", TP.STRING, [64]))
+    consts = [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+              numpy_helper.from_array(np.array(1, np.float32), "one")]
+    body = helper.make_graph(nodes, "body", [vi("i", TP.INT64, []), vi("c_in", TP.BOOL, []), vi("a_in", TP.FLOAT, [64]),
+                                            vi("w_in", TP.STRING, [3])], body_out, consts)
+    outs = ["a", "w"] + (["t"] if scan_strings else [])
+    return model([helper.make_node("Loop", ["", "go", "x", "words"], outs, body=body)],
+                 [("x", TP.FLOAT, [64]), ("words", TP.STRING, [3])],
+                 [("a", TP.FLOAT), ("w", TP.STRING)] + ([("t", TP.STRING)] if scan_strings else []),
+                 inits=[numpy_helper.from_array(np.array(True), "go")])
+
+
+def test_strings_through_a_while_loop(rng):
+    # carried strings go from iteration to iteration with their characters
+    # (exec/bound.c): each iteration's plan may be evicted before the next
+    s = strata.Session(while_loop_with_strings(False))
+    words = np.array(["ab", "Straße", ""], dtype=object)
+    for _ in range(3):
+        x = (rng.standard_normal(64) * 10.0 ** rng.uniform(0, 4)).astype(np.float32)
+        want, trips = x.copy(), 0
+        while True:                       # float32 halving is exact: the reference is bit for bit
+            want, trips = want * np.float32(0.5), trips + 1
+            if not want.max() > 1:
+                break
+        a, w = s.run(None, {"x": x, "words": words})
+        assert trips >= 1
+        np.testing.assert_array_equal(a, want)
+        # case maps one character to one (as ONNX Runtime's towupper): ß stays
+        assert w.tolist() == ["AB", "STRAßE", ""]
+
+
+def test_while_loop_refuses_to_stack_strings(rng):
+    s = strata.Session(while_loop_with_strings(True))
+    x = (rng.standard_normal(64) * 100).astype(np.float32)
+    with pytest.raises(strata.Error, match="scan output 0 holds strings, which a while loop does not stack"):
+        s.run(None, {"x": x, "words": np.array(["a", "b", "c"], dtype=object)})

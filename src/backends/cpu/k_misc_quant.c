@@ -285,9 +285,9 @@ st_status st_cpu_qmatmul(const st_kctx *k)
     memset(&bs, 0, sizeof bs);
     if (s->qlinear) {
         qparam_init(&as, &k->in[1], a, true, nb, a_vec);
-        qparam_init(&azp, &k->in[2], a, true, nb, a_vec);
+        qparam_init(&azp, opt_in(k, 2), a, true, nb, a_vec);
         qparam_init(&bs, &k->in[4], b, false, nb, b_vec);
-        qparam_init(&bzp, &k->in[5], b, false, nb, b_vec);
+        qparam_init(&bzp, opt_in(k, 5), b, false, nb, b_vec);
     } else {
         qparam_init(&azp, opt_in(k, 2), a, true, nb, a_vec);
         qparam_init(&bzp, opt_in(k, 3), b, false, nb, b_vec);
@@ -348,7 +348,7 @@ st_status st_cpu_qmatmul(const st_kctx *k)
                 g.col_scale = csc;
             }
             g.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
-            g.zero_point = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+            g.zero_point = opt_in(k, 7) ? (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data) : 0;
         }
         g.c = st_misc_at(y, yo), g.c_rs = y_rs, g.c_cs = y_cs;
         st = st_gemm_s8_run(k->pool, &g);
@@ -368,9 +368,9 @@ st_status st_cpu_qconv(const st_kctx *k)
     if (st_operand_numel(y) == 0) return ST_OK;
     const st_operand *w, *xzp, *wzp, *bias = NULL;
     if (s->qlinear) {
-        xzp = &k->in[2];
+        xzp = opt_in(k, 2);
         w = &k->in[3];
-        wzp = &k->in[5];
+        wzp = opt_in(k, 5);
         bias = opt_in(k, 8);
     } else {
         w = &k->in[1];
@@ -388,12 +388,12 @@ st_status st_cpu_qconv(const st_kctx *k)
         win.pb[i] = s->pb[i];
     }
     int64_t M = y->sizes[1];
-    /* W packed per run until the CPU backend gets a prepare step */
-    st_s8_packed *wp = st_conv_s8_pack(w, &win);
+    /* a constant W was packed once, by qconv_prepare */
+    st_s8_packed *wp = k->priv ? k->priv : st_conv_s8_pack(w, &win);
     int32_t *ints = malloc((size_t)(2 * M) * sizeof *ints);
     float *scale = malloc((size_t)M * sizeof *scale);
     if (!wp || !ints || !scale) {
-        st_gemm_s8_packed_free(wp);
+        if (wp != k->priv) st_gemm_s8_packed_free(wp);
         free(ints);
         free(scale);
         return st_error(ST_ERR_NOMEM, "out of memory");
@@ -421,19 +421,46 @@ st_status st_cpu_qconv(const st_kctx *k)
             scale[m] = st_load_f32(xs->dtype, xs->data) * wsc / st_load_f32(ys->dtype, ys->data);
         }
         a.scale = scale;
-        a.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
-        a.y_zp = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+        st_dtype qt = s->q_type ? (st_dtype)s->q_type : y->dtype;
+        a.out = qt == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
+        a.y_zp = opt_in(k, 7) ? (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data) : 0;
+        a.lut = s->has_lut ? s->lut : NULL;
         if (bias) {
             for (int64_t m = 0; m < M; m++) ints[M + m] = (int32_t)st_load_i64(bias->dtype, st_misc_at(bias, m * bias->strides[0]));
             a.bias = ints + M;
         }
     }
     st_status st = st_conv_s8(k->pool, &a);
-    st_gemm_s8_packed_free(wp);
+    if (wp != k->priv) st_gemm_s8_packed_free(wp);
     free(ints);
     free(scale);
     return st;
 }
+
+/* A constant W is packed once per command, when the plan is bound. */
+static st_status qconv_prepare(const st_knode *n, void **priv)
+{
+    const st_qconv_state *s = n->state;
+    int wi = s->qlinear ? 3 : 1;
+    *priv = NULL;
+    if (!n->data[wi]) return ST_OK;
+    st_conv_s8_window win;
+    memset(&win, 0, sizeof win);
+    win.nsp = s->nsp;
+    win.group = s->group;
+    for (int i = 0; i < s->nsp; i++) {
+        win.k[i] = s->k[i];
+        win.s[i] = s->s[i];
+        win.d[i] = s->d[i];
+        win.pb[i] = s->pb[i];
+    }
+    st_operand w = st_operand_of(&n->views[wi], (void *)n->data[wi]);
+    *priv = st_conv_s8_pack(&w, &win);
+    if (!*priv) return st_error(ST_ERR_NOMEM, "node '%s': out of memory packing the int8 weights", n->node->name);
+    return ST_OK;
+}
+
+static void qconv_release(void *priv) { st_gemm_s8_packed_free(priv); }
 
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
@@ -443,7 +470,7 @@ const st_kernel st_cpu_k_misc_quant[] = {
     {"DynamicQuantizeLinear", "", ST_DT_ALL, st_cpu_dynamic_quantize, NULL, NULL, NULL},
     {"MatMulInteger", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
     {"QLinearMatMul", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
-    {"ConvInteger", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
-    {"QLinearConv", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
+    {"ConvInteger", "", ST_DT_ALL, st_cpu_qconv, NULL, qconv_prepare, qconv_release},
+    {"QLinearConv", "", ST_DT_ALL, st_cpu_qconv, NULL, qconv_prepare, qconv_release},
     {NULL}
 };

@@ -18,7 +18,7 @@
  *                                                 here by the CPU's own kernels (SiLU as
  *                                                 Sigmoid, Mul with its Q/DQ is one table)
  *   QLinearConv -> QLinearLookup                 the table in the conv's epilogue
- *   DQ(x) -> MaxPool | Resize(nearest) | Concat | a view op -> Q, one scale and zero
+ *   DQ(x) -> Resize(nearest) | Concat | a view op -> Q, one scale and zero
  *                                                 point throughout: the op on the bytes
  * Scales and zero points must be constants, activations per tensor,
  * weights per tensor or per output channel.  What matches nothing runs as
@@ -331,7 +331,9 @@ static bool fuse_qconcat(st_plan *p, const int *count, int i)
  * its outputs become integer tensors and the Qs' readers read them. */
 static bool fuse_move(st_plan *p, const int *count, int i)
 {
-    static const char *const MOVES[] = {"MaxPool", "Resize", "Concat", "Reshape", "Flatten", "Squeeze",
+    /* MaxPool stays f32: its byte kernel is the generic loop, slower
+     * than the f32 one and the DQ and Q around it together */
+    static const char *const MOVES[] = {"Resize", "Concat", "Reshape", "Flatten", "Squeeze",
                                         "Unsqueeze", "Transpose", "Slice", "Split", "Identity"};
     const st_graph *g = p->g;
     const st_node *n = &g->nodes[i];

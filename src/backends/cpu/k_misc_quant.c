@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/conv_s8.h"
 #include "backends/cpu/gemm_s8.h"
@@ -76,10 +77,59 @@ static void ql_rows(void *arg, int64_t task)
         }
 }
 
+static bool packed(const st_operand *o);
+
+/* Per tensor, packed f32 <-> 8-bit: the same operations as ql_rows in
+ * vector loops over fixed chunks (a QDQ model's input and output
+ * conversions are this). */
+#define QV_CHUNK 65536
+
+typedef struct qv_job {
+    const void *x;
+    void *y;
+    int64_t n;
+    float scale;
+    int32_t zp;
+    bool dequant, s8;
+} qv_job;
+
+ST_CLONES static void dq_u8(const uint8_t *x, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
+ST_CLONES static void dq_s8(const int8_t *x, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
+static void qv_task(void *arg, int64_t t)
+{
+    const qv_job *j = arg;
+    int64_t i0 = t * QV_CHUNK, n = j->n - i0 < QV_CHUNK ? j->n - i0 : QV_CHUNK;
+    if (!j->dequant) st_quantize_u8_f32((const float *)j->x + i0, n, j->scale, j->zp, (uint8_t *)j->y + i0);
+    else if (j->s8) dq_s8((const int8_t *)j->x + i0, n, j->scale, j->zp, (float *)j->y + i0);
+    else dq_u8((const uint8_t *)j->x + i0, n, j->scale, j->zp, (float *)j->y + i0);
+}
+
+static bool run_ql_packed(const st_kctx *k, bool dequant)
+{
+    const st_quant_state *s = k->state;
+    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    if (s->axis >= 0 || !packed(x) || !packed(y)) return false;
+    if (dequant ? (x->dtype != ST_U8 && x->dtype != ST_I8) || y->dtype != ST_F32 : x->dtype != ST_F32 || y->dtype != ST_U8)
+        return false;
+    qv_job j = {x->data, y->data, st_operand_numel(y), st_load_f32(sc->dtype, sc->data),
+                zp ? (int32_t)st_load_i64(zp->dtype, zp->data) : 0, dequant, x->dtype == ST_I8};
+    st_parallel_for(k->pool, (j.n + QV_CHUNK - 1) / QV_CHUNK, qv_task, &j);
+    return true;
+}
+
 static st_status run_ql(const st_kctx *k, bool dequant)
 {
     const st_quant_state *s = k->state;
     const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    if (run_ql_packed(k, dequant)) return ST_OK;
     /* scale and zero point broadcast along every axis but `axis` */
     int64_t ss[ST_MAX_RANK] = {0}, sz[ST_MAX_RANK] = {0};
     if (s->axis >= 0) {

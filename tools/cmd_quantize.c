@@ -206,6 +206,12 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
                         if (info.dim_names[d] && strlen(info.dim_names[d]) == l && !strncmp(info.dim_names[d], a->dims[q].name, l))
                             x->dims[d] = strtoll(a->dims[q].path, NULL, 10);
                     }
+                    /* a symbolic dim left at 1 often makes a vision model fail
+                     * deep inside (a Concat's sizes), so say which one it was */
+                    if (k == 0 && info.dims[d] <= 0 && x->dims[d] == 1)
+                        fprintf(stderr, "strata: warning: input '%s' dim %d ('%s') is symbolic: random inputs use 1 "
+                                        "(--dim NAME=N sets it)\n",
+                                info.name, d, info.dim_names[d] ? info.dim_names[d] : "?");
                     cnt *= x->dims[d];
                 }
                 x->bytes = (size_t)cnt * st_dtype_size(x->dtype);

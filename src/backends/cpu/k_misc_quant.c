@@ -44,39 +44,6 @@ static int64_t quantize(float v, int64_t zp, int64_t lo, int64_t hi)
 
 /* ---- QuantizeLinear, DequantizeLinear ---- */
 
-typedef struct ql_job {
-    const st_kctx *k;
-    bool dequant;
-    st_iter it;
-    int64_t rows, per_task;
-} ql_job;
-
-static void ql_rows(void *arg, int64_t task)
-{
-    const ql_job *j = arg;
-    const st_kctx *k = j->k;
-    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
-    size_t ex = st_dtype_size(x->dtype), ey = st_dtype_size(y->dtype), es = st_dtype_size(sc->dtype);
-    size_t ez = zp ? st_dtype_size(zp->dtype) : 1;
-    st_iter it = j->it;
-    int64_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
-    st_iter_seek(&it, r0);
-    int64_t lo = lo_of(y->dtype), hi = hi_of(y->dtype);
-    for (int64_t r = r0; r < r1; r++, st_iter_next(&it))
-        for (int64_t i = 0; i < it.inner; i++) {
-            const char *xp = (const char *)x->data + (it.off[1] + i * it.step[1]) * (int64_t)ex;
-            float scale = st_load_f32(sc->dtype, (const char *)sc->data + (it.off[2] + i * it.step[2]) * (int64_t)es);
-            int64_t z = zp ? st_load_i64(zp->dtype, (const char *)zp->data + (it.off[3] + i * it.step[3]) * (int64_t)ez) : 0;
-            char *yp = (char *)y->data + (it.off[0] + i * it.step[0]) * (int64_t)ey;
-            if (j->dequant) {
-                st_store_f32(y->dtype, yp, (float)(st_load_i64(x->dtype, xp) - z) * scale);
-            } else {
-                float v = x->dtype == ST_I32 ? (float)*(const int32_t *)xp : st_load_f32(x->dtype, xp);
-                st_store_i64(y->dtype, yp, quantize(v / scale, z, lo, hi));
-            }
-        }
-}
-
 static bool packed(const st_operand *o);
 
 /* Per tensor, packed f32 <-> 8-bit: the same operations as ql_rows in
@@ -101,6 +68,55 @@ ST_CLONES static void dq_u8(const uint8_t *x, int64_t n, float scale, int32_t zp
 ST_CLONES static void dq_s8(const int8_t *x, int64_t n, float scale, int32_t zp, float *y)
 {
     for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
+
+typedef struct ql_job {
+    const st_kctx *k;
+    bool dequant;
+    st_iter it;
+    int64_t rows, per_task;
+    bool rows_vec;     /* per tensor, unit inner strides, f32 <-> u8 / s8->f32: vector rows */
+    float scale;
+    int32_t zp;
+} ql_job;
+
+static void ql_rows(void *arg, int64_t task)
+{
+    const ql_job *j = arg;
+    const st_kctx *k = j->k;
+    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    size_t ex = st_dtype_size(x->dtype), ey = st_dtype_size(y->dtype), es = st_dtype_size(sc->dtype);
+    size_t ez = zp ? st_dtype_size(zp->dtype) : 1;
+    st_iter it = j->it;
+    int64_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    st_iter_seek(&it, r0);
+    int64_t lo = lo_of(y->dtype), hi = hi_of(y->dtype);
+    if (j->rows_vec) {
+        /* a QDQ model's last DequantizeLinears write into a concat's slots:
+         * strided as a whole, contiguous along each row */
+        for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
+            const char *xp = (const char *)x->data + it.off[1] * (int64_t)ex;
+            char *yp = (char *)y->data + it.off[0] * (int64_t)ey;
+            if (!j->dequant) st_quantize_u8_f32((const float *)xp, it.inner, j->scale, j->zp, (uint8_t *)yp);
+            else if (x->dtype == ST_I8) dq_s8((const int8_t *)xp, it.inner, j->scale, j->zp, (float *)yp);
+            else dq_u8((const uint8_t *)xp, it.inner, j->scale, j->zp, (float *)yp);
+        }
+        return;
+    }
+    for (int64_t r = r0; r < r1; r++, st_iter_next(&it))
+        for (int64_t i = 0; i < it.inner; i++) {
+            const char *xp = (const char *)x->data + (it.off[1] + i * it.step[1]) * (int64_t)ex;
+            float scale = st_load_f32(sc->dtype, (const char *)sc->data + (it.off[2] + i * it.step[2]) * (int64_t)es);
+            int64_t z = zp ? st_load_i64(zp->dtype, (const char *)zp->data + (it.off[3] + i * it.step[3]) * (int64_t)ez) : 0;
+            char *yp = (char *)y->data + (it.off[0] + i * it.step[0]) * (int64_t)ey;
+            if (j->dequant) {
+                st_store_f32(y->dtype, yp, (float)(st_load_i64(x->dtype, xp) - z) * scale);
+            } else {
+                float v = x->dtype == ST_I32 ? (float)*(const int32_t *)xp : st_load_f32(x->dtype, xp);
+                st_store_i64(y->dtype, yp, quantize(v / scale, z, lo, hi));
+            }
+        }
 }
 
 static void qv_task(void *arg, int64_t t)
@@ -136,8 +152,14 @@ static st_status run_ql(const st_kctx *k, bool dequant)
         ss[s->axis] = sc->strides[0];
         if (zp) sz[s->axis] = zp->strides[0];
     }
-    ql_job j = {k, dequant, {0}, 0, 0};
+    ql_job j = {k, dequant, {0}, 0, 0, false, 0.0f, 0};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 4, (const int64_t *[]){y->strides, x->strides, ss, sz})) return ST_OK;
+    if (s->axis < 0 && j.it.step[0] == 1 && j.it.step[1] == 1 &&
+        (dequant ? (x->dtype == ST_U8 || x->dtype == ST_I8) && y->dtype == ST_F32 : x->dtype == ST_F32 && y->dtype == ST_U8)) {
+        j.rows_vec = true;
+        j.scale = st_load_f32(sc->dtype, sc->data);
+        j.zp = zp ? (int32_t)st_load_i64(zp->dtype, zp->data) : 0;
+    }
     j.rows = st_iter_rows(&j.it);
     j.per_task = ROW_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
     if (j.per_task < 1) j.per_task = 1;

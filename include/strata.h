@@ -33,7 +33,8 @@
  *     arrives as a new function.
  *   - A MAJOR release may change anything; its new SONAME lets programs
  *     built against the old one keep loading the old library.
- * This holds from 0.2.0, the first release that installs a shared library.
+ * This holds from 0.2.0, the first release that installs a shared library
+ * (st_session_options.profile, the last field, is part of 0.2.0's layout).
  * A program can compare ST_VERSION_NUMBER (what it was compiled against)
  * with st_version_number() (the library it runs with).  Only what this
  * header declares is API: libstrata.so also exports other st_ symbols for
@@ -129,6 +130,11 @@ typedef struct st_session_options {
                                  measuring what it gains) */
     int no_fallback;          /* 1: a node the backend has no kernel for is an error
                                  instead of running on the CPU (GPU backends) */
+    const char *profile;      /* a path: record every run's commands for a Chrome-trace /
+                                 Perfetto JSON that st_session_profile_write writes there
+                                 (docs/profiling.md); NULL: off.  Copied at creation, which
+                                 fails with ST_ERR_IO if the file cannot be made there.  On
+                                 CUDA it replays no CUDA graphs, to time each command. */
 } st_session_options;
 
 /* Name, dtype and shape of a model input or output.  dims[i] < 0 marks a
@@ -187,6 +193,13 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
 st_status st_session_run(st_session *s);
 /* Waits for every command of the last run; reports a kernel failure. */
 st_status st_session_wait(st_session *s);
+/* With st_session_options.profile set: waits for the last run, then
+ * writes the trace of every run since the session was created (or since
+ * the last call) to the profile's path and starts a new one.  The file is
+ * written beside the path and renamed over it, so the path never holds a
+ * partial trace.  Runs that failed are left out; runs not written when
+ * the session is freed are dropped.  (Since 0.2.0.) */
+st_status st_session_profile_write(st_session *s);
 /* A view of an output of the last run.  Free it with st_tensor_free. */
 st_status st_session_output(st_session *s, const char *name, st_tensor **out);
 /* The same for a graph input, so a caller can write it in place. */

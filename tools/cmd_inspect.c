@@ -4,7 +4,8 @@
  * random) inputs: every value's storage, offset, sizes and strides, which
  * nodes run and which are pure views, which concats were placed, and the
  * peak arena beside the sum of every intermediate, and in a mixed plan
- * each node's device and every transfer.  With --ops, no model: the op x
+ * each node's device and every transfer; with --dot, the same plan and its
+ * hazard DAG as Graphviz (plan_dot.c).  With --ops, no model: the op x
  * backend x dtype matrix (ops_matrix.c).
  */
 #include <stdlib.h>
@@ -315,6 +316,7 @@ int st_cmd_inspect(int argc, char **argv)
     }
     tool_opts o;
     if (tool_parse(argc, argv, &o)) return 1;
+    if (o.dot && !o.plan) return tool_fail("inspect: --dot draws the plan, so it needs --plan");
     st_model *m;
     if (st_model_load(o.model, &m) != ST_OK) return tool_fail_st("");
     int rc;
@@ -343,6 +345,7 @@ int st_cmd_inspect(int argc, char **argv)
             rc = plan_summary(&o, p, dag);
         }
         if (staged && o.json) printf("]\n");
+        if (!rc && o.dot) rc = tool_plan_dot(&o, s);
         st_session_free(s);
     }
     st_model_free(m);

@@ -52,6 +52,14 @@ static const tool_option OPTIONS[] = {
      "the plan for the given (or random) inputs: every value's storage, offset, sizes and strides, which nodes "
      "run and which are views, which concats are written in place, the peak arena; each node's device and every "
      "transfer when some nodes fall back to the CPU", NULL},
+    {"--dot", NULL, "FILE.dot", "inspect",
+     "with --plan: write the plan and its hazard DAG as Graphviz: a box per command (op, device), the DAG's edges "
+     "with the hazard behind each, pure views and in-place concats dashed (render: dot -Tsvg FILE.dot -o plan.svg)",
+     NULL},
+    {"--profile", NULL, "FILE.json", "run check bench",
+     "write a Chrome-trace / Perfetto JSON of every run: a slice per command (node, op, device, worker, stream or "
+     "queue, bytes and storage ranges), the hazard DAG's edges as flows (docs/profiling.md); on CUDA it turns "
+     "CUDA graphs off", NULL},
     {"--ops", NULL, NULL, "inspect",
      "no model: which op runs on which backend in which dtypes, from the kernel tables (with --json: as JSON)", NULL},
     {"--conf", NULL, "T", "detect", "keep boxes scoring at least T (0 to 1)", "0.25"},

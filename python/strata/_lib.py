@@ -50,7 +50,7 @@ class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("threads", ctypes.c_int), ("precision", ctypes.c_int),
                 ("sanitize", ctypes.c_int), ("schedule", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("hazard_mode", ctypes.c_int), ("device", ctypes.c_int), ("memory_limit", ctypes.c_uint64),
-                ("serial", ctypes.c_int)]
+                ("serial", ctypes.c_int), ("no_fallback", ctypes.c_int), ("profile", ctypes.c_char_p)]
 
 
 class _ValueInfo(ctypes.Structure):
@@ -136,6 +136,7 @@ _declare("st_session_set_input_checked", ctypes.c_int, P, ctypes.c_char_p, ctype
          ctypes.POINTER(ctypes.c_int64), P, ctypes.c_size_t)
 _declare("st_session_run", ctypes.c_int, P)
 _declare("st_session_wait", ctypes.c_int, P)
+_declare("st_session_profile_write", ctypes.c_int, P)
 _declare("st_session_output", ctypes.c_int, P, ctypes.c_char_p, ctypes.POINTER(P))
 _declare("st_tensor_dtype", ctypes.c_int, P)
 _declare("st_tensor_rank", ctypes.c_int, P)

@@ -106,7 +106,7 @@ class Session:
         Session(model, backend="cpu", precision="f32", threads=0,
                 sanitize=False, schedule="default", seed=0,
                 hazard_mode="ranges", device=0, memory_limit=0,
-                inter_op=True)
+                inter_op=True, profile=None)
 
     model is a Model, a path or the model's bytes.  backend: "cpu", "cuda"
     or "opencl"; precision: "f32", "f16" or "bf16" (what weights and
@@ -119,8 +119,12 @@ class Session:
     session may allocate, 0 for the machine's memory; inter_op: run
     independent commands at the same time.
 
-    Profiling has no option here: strata's C API has no profiling yet, and
-    the option arrives with it.
+    profile: a path.  Every run is recorded, command by command, and
+    write_profile() (or close(), or the end of a with block) writes the
+    runs recorded since the last write there as Chrome-trace JSON, which
+    ui.perfetto.dev opens (docs/profiling.md).  A path that cannot be
+    written raises Error when the session is made.  On CUDA a profiled
+    session replays no CUDA graphs, so that each command can be timed.
 
     A session is driven by one thread at a time (another thread's call
     raises Error with status ST_ERR_BUSY); use one session per thread, all
@@ -128,8 +132,10 @@ class Session:
     """
 
     def __init__(self, model, backend="cpu", precision="f32", threads=0, sanitize=False, schedule="default", seed=0,
-                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True):
+                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True, profile=None):
         self._s = ctypes.c_void_p()
+        self.profile = None
+        self._unwritten = 0     # runs recorded since the profile was last written
         self.model = model if isinstance(model, Model) else Model(model)
         o = _lib._Options()
         lib.st_session_options_init(ctypes.byref(o))
@@ -144,7 +150,14 @@ class Session:
         o.threads, o.seed, o.device, o.memory_limit = int(threads), int(seed), int(device), int(memory_limit)
         o.sanitize = 1 if sanitize else 0
         o.serial = 0 if inter_op else 1
+        if profile is not None:
+            path = os.fsencode(profile)   # kept alive across the call, which copies it
+            if not path:
+                raise ValueError("profile must be a file path, got %r" % (profile,))
+            o.profile = path
         check(lib.st_session_create(self.model._m, ctypes.byref(o), ctypes.byref(self._s)))
+        if profile is not None:
+            self.profile = os.fspath(profile)
 
     @property
     def inputs(self):
@@ -178,6 +191,7 @@ class Session:
                                                    a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
         check(lib.st_session_run(self._s))
         check(lib.st_session_wait(self._s))
+        self._unwritten += 1
         names = [o.name for o in self.outputs] if output_names is None else list(output_names)
         return [self._read(n) for n in names]
 
@@ -194,11 +208,31 @@ class Session:
             lib.st_tensor_free(t)
         return out
 
+    def write_profile(self):
+        """Writes the runs recorded since the session was made (or since the
+        last write) to the profile path as Chrome-trace JSON, replacing the
+        file, and returns the path.  Raises Error when it cannot be
+        written, ValueError when the session has no profile."""
+        if self._s is None:
+            raise ValueError("the session is closed")
+        if self.profile is None:
+            raise ValueError("the session was made without profile=PATH")
+        check(lib.st_session_profile_write(self._s))
+        self._unwritten = 0
+        return self.profile
+
     def close(self):
-        """Frees the session's memory now rather than when it is collected."""
-        if self._s:
+        """Frees the session's memory now rather than when it is collected.
+        A profiled session first writes the runs not yet written."""
+        if not self._s:
+            self._s = None
+            return
+        try:
+            if self.profile is not None and self._unwritten:
+                self.write_profile()
+        finally:
             lib.st_session_free(self._s)
-        self._s = None
+            self._s = None
 
     def __enter__(self):
         return self
@@ -208,4 +242,7 @@ class Session:
 
     def __del__(self):
         if getattr(self, "_s", None):
-            self.close()
+            try:
+                self.close()    # frees the session even when writing the profile fails
+            except Exception:  # noqa: BLE001 - a finalizer cannot raise
+                pass

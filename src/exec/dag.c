@@ -496,6 +496,32 @@ bool st_dag_touches_host(const st_dag *d, int c)
     return false;
 }
 
+int st_dag_edge_hazards(const st_dag *d, int from, int to, st_fp *shared)
+{
+    static const int rank[] = {0, 3, 1, 0, 2}; /* by mask bit: RAW first, then WAW, then WAR */
+    const st_cmd *a = &d->cmds[from], *b = &d->cmds[to];
+    int mask = 0, best = 0;
+    for (int i = a->fp_first; i < a->fp_first + a->n_fp; i++)
+        for (int j = b->fp_first; j < b->fp_first + b->n_fp; j++) {
+            const st_fp *x = &d->fps[i], *y = &d->fps[j];
+            if (x->storage != y->storage || x->hi <= y->lo || y->hi <= x->lo || !(x->write || y->write)) continue;
+            int kind = x->write && y->write ? ST_HAZ_WAW : x->write ? ST_HAZ_RAW : ST_HAZ_WAR;
+            mask |= kind;
+            if (shared && rank[kind] > best) {
+                best = rank[kind];
+                *shared = (st_fp){to, y->storage, y->operand, y->write, x->lo > y->lo ? x->lo : y->lo,
+                                  x->hi < y->hi ? x->hi : y->hi};
+            }
+        }
+    return mask;
+}
+
+const char *st_dag_hazard_name(int mask)
+{
+    static const char *names[8] = {"order", "RAW", "WAR", "RAW+WAR", "WAW", "RAW+WAW", "WAR+WAW", "RAW+WAR+WAW"};
+    return names[mask & 7];
+}
+
 void st_dag_free(st_dag *d)
 {
     if (!d) return;

@@ -81,7 +81,8 @@ static bool params_of(const st_plan *p, int i, int codes, qparam *q)
     int n_in;
     const int *in = ins(p, i, &n_in);
     const st_quant_state *s = p->nodes[i].state;
-    if (n_in < 2 || !is_const(p, in[1]) || !s) return false;
+    /* blocked scales (opset 21) are neither per tensor nor per channel */
+    if (n_in < 2 || !is_const(p, in[1]) || !s || s->block > 0) return false;
     if (n_in > 2 && in[2] >= 0 && !is_const(p, in[2])) return false;
     if (p->values[in[1]].t.dtype != ST_F32) return false;
     q->codes = codes;

@@ -86,11 +86,22 @@ static const tool_option OPTIONS[] = {
     {"--schedule", NULL, "default|random", SESSION,
      "the order ready commands run in; random: seeded by --seed, each completed late", "default"},
     {"--seed", NULL, "N", SESSION, "seeds random inputs and --schedule random", "0"},
-    {"--hazard-mode", NULL, "ranges|storage|base-pointer", SESSION,
-     "how conflicts are found: overlapping bytes; any use of one storage (coarse); only views starting at one byte "
-     "(the seed report's bug, to reproduce it)", "ranges"},
+    {"--hazard-mode", NULL, "ranges|extents|storage|base-pointer", SESSION,
+     "how conflicts are found: overlapping bytes (a strided view's exact runs); overlapping view extents (coarser); "
+     "any use of one storage (coarse); only views starting at one byte (the seed report's bug, to reproduce it)",
+     "ranges"},
     {"--memory-limit", NULL, "BYTES", SESSION, "what a session may allocate", "the machine's memory"},
     {"--inter-op", NULL, "on|off", SESSION, "run independent commands at the same time", "on"},
+    {"--out", "-o", "OUT.onnx", "quantize", "the quantized model (written only when quantizing succeeded)", NULL},
+    {"--calib", NULL, "DIR", "quantize",
+     "calibration inputs: DIR's .npy files, each one sample (several inputs: files named INPUT*.npy)",
+     "8 random inputs, with a warning"},
+    {"--per-channel", NULL, NULL, "quantize", "one weight scale per output channel (needs opset 13)", "per tensor"},
+    {"--method", NULL, "minmax|percentile", "quantize",
+     "each activation's range: its min and max, or its 0.001% and 99.999% points", "minmax"},
+    {"--dim", NULL, "NAME=N", "quantize", "the size of a symbolic input dim, for random inputs; repeatable", "1"},
+    {"--threads", NULL, "N", "quantize", "CPU threads; 0: one per core", "0"},
+    {"--seed", NULL, "N", "quantize", "seeds the random calibration inputs", "0"},
 };
 #define N_OPTIONS (int)(sizeof OPTIONS / sizeof OPTIONS[0])
 

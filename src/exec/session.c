@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/status.h"
+#include "core/strings.h"
 #include "exec/bind.h"
 #include "exec/bound.h"
 #include "exec/profile.h"
@@ -124,7 +125,8 @@ static st_status check_options(const st_session_options *o)
         bad = "backend", v = o->backend;
     else if (o->threads < 0 || o->threads > ST_MAX_THREADS) bad = "threads", v = o->threads;
     else if (o->schedule != ST_SCHEDULE_DEFAULT && o->schedule != ST_SCHEDULE_RANDOM) bad = "schedule", v = o->schedule;
-    else if (o->hazard_mode != ST_HAZARD_RANGES && o->hazard_mode != ST_HAZARD_STORAGE && o->hazard_mode != ST_HAZARD_BASE_POINTER)
+    else if (o->hazard_mode != ST_HAZARD_RANGES && o->hazard_mode != ST_HAZARD_STORAGE && o->hazard_mode != ST_HAZARD_BASE_POINTER &&
+             o->hazard_mode != ST_HAZARD_EXTENTS)
         bad = "hazard_mode", v = o->hazard_mode;
     else if (o->device < 0) bad = "device", v = o->device;
     else if (o->sanitize != 0 && o->sanitize != 1) bad = "sanitize", v = o->sanitize;
@@ -256,14 +258,18 @@ static int input_index(const st_session *s, const char *name)
     return -1;
 }
 
-st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
-                               const void *data)
+/* Numbers (converted to the model's dtype) or, with dtype ST_STRING, an
+ * array of C strings, copied with their characters (core/strings.h). */
+static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                            const void *data)
 {
     if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
     int i = input_index(s, name);
     if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
     const st_value *v = &s->model->g->values[s->model->g->inputs[i]];
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
+    if (v->dtype == ST_STRING && dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' holds strings: set it with st_session_set_input_strings", name);
     if (dtype != v->dtype && !(st_dtype_is_float(dtype) && st_dtype_is_float(v->dtype)))
         return st_error(ST_ERR_DTYPE, "input '%s': expected %s, got %s", name, st_dtype_name(v->dtype),
                         st_dtype_name(dtype));
@@ -284,17 +290,18 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     if (numel && !data) return st_error(ST_ERR_INVALID_ARG, "input '%s': data is NULL", name);
     if (!enter(s)) return ST_ERR_BUSY;
     bound_input *b = &s->bound[i];
-    size_t bytes = (size_t)numel * st_dtype_size(v->dtype);
-    if (bytes + 1 > b->cap) {
-        void *d = realloc(b->data, bytes + 1);
+    size_t bytes = (size_t)numel * st_dtype_size(v->dtype), need = st_values_bytes(v->dtype, (size_t)numel, data);
+    if (need + 1 > b->cap) {
+        void *d = realloc(b->data, need + 1);
         if (!d) {
             leave(s);
-            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, bytes);
+            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, need);
         }
         b->data = d;
-        b->cap = bytes + 1;
+        b->cap = need + 1;
     }
-    st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
+    if (v->dtype == ST_STRING) st_values_copy(ST_STRING, b->data, (size_t)numel, data);
+    else st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
     b->set = true;
     b->uploaded = false;
     b->dtype = v->dtype;
@@ -303,6 +310,40 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     b->bytes = bytes;
     leave(s);
     return ST_OK;
+}
+
+st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                               const void *data)
+{
+    if (dtype == ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s': strings are set with st_session_set_input_strings", name ? name : "");
+    return bind_input(s, name, dtype, rank, dims, data);
+}
+
+/* Strings, like st_session_set_input_checked, are counted against dims
+ * before one is read. */
+st_status st_session_set_input_strings(st_session *s, const char *name, int rank, const int64_t *dims,
+                                       const char *const *strs, size_t count)
+{
+    if (!s || !name || (rank > 0 && !dims) || (count && !strs))
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_strings: NULL argument");
+    if (rank < 0 || rank > ST_MAX_RANK)
+        return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
+    uint64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
+        numel = dims[d] && numel > UINT64_MAX / (uint64_t)dims[d] ? UINT64_MAX : numel * (uint64_t)dims[d];
+    }
+    if (numel != count)
+        return st_error(ST_ERR_SHAPE, "input '%s': dims hold %llu strings, but %zu were given", name,
+                        (unsigned long long)numel, count);
+    for (size_t k = 0; k < count; k++)
+        if (!strs[k]) return st_error(ST_ERR_INVALID_ARG, "input '%s': string %zu is NULL", name, k);
+    int i = input_index(s, name);
+    if (i >= 0 && s->model->g->values[s->model->g->inputs[i]].dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' is %s, not strings", name,
+                        st_dtype_name(s->model->g->values[s->model->g->inputs[i]].dtype));
+    return bind_input(s, name, ST_STRING, rank, dims, strs);
 }
 
 /* The buffer-size-checked form (strata.h): wrong dims would make the copy
@@ -727,12 +768,13 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
         return st_error(ST_ERR_INVALID_ARG, "'%s' is not held after the last stage of this run (plan/stage.c)",
                         s->model->g->values[v].name);
     if (pv->kind == ST_PV_CONST) {
-        /* a constant output gets its own storage, so it outlives the plan */
+        /* a constant output gets its own storage, so it outlives the plan
+         * (strings with their characters) */
         st_backend *cpu = st_cpu_backend();
-        uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims);
         st_storage *st;
-        ST_TRY(cpu->storage_alloc(cpu, bytes, "constant output", &st));
-        cpu->write(cpu, st, 0, pv->t.data, bytes);
+        ST_TRY(cpu->storage_alloc(cpu, st_values_bytes(pv->t.dtype, n, pv->t.data), "constant output", &st));
+        st_values_copy(pv->t.dtype, st->host, n, pv->t.data);
         st_view view;
         st_view_init(&view, pv->t.dtype, pv->t.rank, pv->t.dims);
         view.storage = st;

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     TRUE(!strcmp(st_status_name((st_status)1000), "unknown status"));
     TRUE(!strcmp(st_status_name(ST_ERR_TIMEOUT), "deadline passed"));
     TRUE(!strcmp(st_dtype_name((st_dtype)-1), "undefined") && !strcmp(st_dtype_name((st_dtype)17), "undefined"));
-    TRUE(st_dtype_size((st_dtype)-1) == 0 && st_dtype_size(ST_STRING) == 0 && st_dtype_size((st_dtype)17) == 0);
+    TRUE(st_dtype_size((st_dtype)-1) == 0 && st_dtype_size(ST_STRING) == sizeof(char *) && st_dtype_size((st_dtype)17) == 0);
 
     /* ---- models ---- */
     st_model *m = (st_model *)&m; /* must be cleared on failure */
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     BAD_OPTION(precision, (st_dtype)99, "precision");
     BAD_OPTION(schedule, (st_schedule)2, "schedule");
     BAD_OPTION(schedule, (st_schedule)-1, "schedule");
-    BAD_OPTION(hazard_mode, (st_hazard_mode)3, "hazard_mode");
+    BAD_OPTION(hazard_mode, (st_hazard_mode)4, "hazard_mode");
     BAD_OPTION(hazard_mode, (st_hazard_mode)-1, "hazard_mode");
     BAD_OPTION(device, -1, "device");
     BAD_OPTION(sanitize, -1, "sanitize");
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         EXPECT(SET(s, "nope", ST_F32, 2, d, x, sizeof x), ST_ERR_INVALID_ARG, "nope");
         EXPECT(SET(s, "x", (st_dtype)-1, 2, d, x, sizeof x), ST_ERR_DTYPE, "dtype");
         EXPECT(SET(s, "x", (st_dtype)17, 2, d, x, sizeof x), ST_ERR_DTYPE, "dtype");
-        EXPECT(SET(s, "x", ST_STRING, 2, d, x, sizeof x), ST_ERR_DTYPE, NULL);
+        EXPECT(SET(s, "x", ST_STRING, 2, d, x, 2 * 64 * sizeof(char *)), ST_ERR_DTYPE, "st_session_set_input_strings");
         EXPECT(SET(s, "x", ST_I64, 2, d, x, 2 * sizeof x), ST_ERR_DTYPE, "float32");
         EXPECT(SET(s, "x", ST_F32, -1, d, x, sizeof x), ST_ERR_SHAPE, "rank");
         EXPECT(SET(s, "x", ST_F32, ST_MAX_RANK + 1, d, x, sizeof x), ST_ERR_SHAPE, "rank");
@@ -209,6 +209,19 @@ int main(int argc, char **argv)
     EXPECT(st_session_cancel(NULL), ST_ERR_INVALID_ARG, "st_session_cancel");
     EXPECT(st_session_set_deadline(NULL, 1), ST_ERR_INVALID_ARG, "st_session_set_deadline");
     EXPECT(st_session_profile_write(NULL), ST_ERR_INVALID_ARG, "st_session_profile_write");
+    {   /* strings (main's st_session_set_input_strings): the model's input is float */
+        const char *strs[2] = {"a", NULL};
+        const int64_t d1[1] = {2};
+        EXPECT(st_session_set_input_strings(NULL, "x", 1, d1, strs, 2), ST_ERR_INVALID_ARG, "st_session_set_input_strings");
+        EXPECT(st_session_set_input_strings(s, NULL, 1, d1, strs, 2), ST_ERR_INVALID_ARG, "st_session_set_input_strings");
+        EXPECT(st_session_set_input_strings(s, "x", 1, NULL, strs, 2), ST_ERR_INVALID_ARG, "st_session_set_input_strings");
+        EXPECT(st_session_set_input_strings(s, "x", 1, d1, NULL, 2), ST_ERR_INVALID_ARG, "st_session_set_input_strings");
+        EXPECT(st_session_set_input_strings(s, "x", -1, d1, strs, 2), ST_ERR_SHAPE, "rank");
+        EXPECT(st_session_set_input_strings(s, "x", 1, d1, strs, 3), ST_ERR_SHAPE, "3 were given");
+        EXPECT(st_session_set_input_strings(s, "x", 1, d1, strs, 2), ST_ERR_INVALID_ARG, "string 1 is NULL");
+        strs[1] = "b";
+        EXPECT(st_session_set_input_strings(s, "x", 1, d1, strs, 2), ST_ERR_DTYPE, "not strings");
+    }
     EXPECT(st_session_profile_write(s), ST_ERR_INVALID_ARG, "no profile");
     /* any deadline is in range: the largest never passes */
     TRUE(st_session_set_deadline(s, UINT64_MAX) == ST_OK);
@@ -227,7 +240,7 @@ int main(int argc, char **argv)
     EXPECT(st_tensor_read(NULL, ST_F32, buf, (size_t)n * 4), ST_ERR_INVALID_ARG, "st_tensor_read");
     EXPECT(st_tensor_read(t, ST_F32, NULL, (size_t)n * 4), ST_ERR_INVALID_ARG, "st_tensor_read");
     EXPECT(st_tensor_read(t, (st_dtype)-1, buf, (size_t)n * 4), ST_ERR_DTYPE, "dtype");
-    EXPECT(st_tensor_read(t, ST_STRING, buf, (size_t)n * 4), ST_ERR_DTYPE, "dtype");
+    EXPECT(st_tensor_read(t, ST_STRING, buf, (size_t)n * 4), ST_ERR_DTYPE, "strings");
     EXPECT(st_tensor_read(t, ST_F32, buf, (size_t)n * 4 - 1), ST_ERR_INVALID_ARG, "bytes");
     EXPECT(st_tensor_read(t, ST_F32, buf, (size_t)n * 4 + 4), ST_ERR_INVALID_ARG, "bytes");
     EXPECT(st_tensor_read(t, ST_I32, buf, (size_t)n * 4), ST_ERR_DTYPE, "int32");

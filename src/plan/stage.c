@@ -81,6 +81,9 @@ st_status st_plan_split(st_plan *p)
     const st_node *cn = &g->nodes[cut];
     snprintf(p->cut_note, sizeof p->cut_note, "node '%s' (%s) needs the data of '%s'; the next stage is planned on "
              "this one's results", cn->name, cn->op_type, g->values[p->cut_value].name);
+    /* a sequence or optional is structure, not bytes: the next stage makes
+     * the lists, and their tensors cross (passes/sequence.c) */
+    cut = st_sequence_defer(g, cut);
 
     bool *need = calloc((size_t)g->n_values + 1, sizeof *need);
     int *cross = malloc(((size_t)g->n_values + 1) * sizeof *cross);
@@ -104,6 +107,11 @@ st_status st_plan_split(st_plan *p)
         const st_pvalue *pv = &p->values[v];
         if (pv->kind == ST_PV_CONST) {
             s = make_const(b, v, pv);
+            continue;
+        }
+        if (pv->kind == ST_PV_STRUCT || st_sequence_node(g, v)) {
+            s = st_error(ST_ERR_UNSUPPORTED, "the sequence or optional '%s' would cross a stage of the plan as bytes",
+                         gv->name);
             continue;
         }
         /* computed before the cut, or a graph input the rest reads: an

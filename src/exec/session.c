@@ -275,7 +275,7 @@ static st_status bind_tensor(const st_value *v, bound_input *b, const char *name
     b->uploaded = false;
     b->dtype = v->dtype;
     b->rank = rank;
-    memcpy(b->dims, dims, (size_t)rank * sizeof *dims);
+    if (rank) memcpy(b->dims, dims, (size_t)rank * sizeof *dims); /* a scalar's dims may be NULL */
     b->bytes = bytes;
     return ST_OK;
 }

@@ -333,9 +333,9 @@ static st_status lower_split(st_plan *p, st_graph *g, int j, int i, int *missing
             for (int64_t k = 0; k < cnt; k++) {
                 sizes[k] = st_load_i64(dt, (const char *)data + k * (int64_t)st_dtype_size(dt));
                 if (sizes[k] < 0) {
+                    long long bad = (long long)sizes[k];
                     free(sizes);
-                    return st_error(ST_ERR_SHAPE, "node '%s' (SplitToSequence): split size %lld is negative", x.name,
-                                    (long long)sizes[k]);
+                    return st_error(ST_ERR_SHAPE, "node '%s' (SplitToSequence): split size %lld is negative", x.name, bad);
                 }
                 total += sizes[k];
             }

@@ -316,7 +316,9 @@ st_status st_specialize(st_plan *p)
             pn->kind = ST_PN_EXEC;
         }
     }
-    if (s == ST_OK) {
+    /* a graph just rewritten (control flow, sequences) is planned again:
+     * it may have outgrown p->nodes, which the next pass resizes */
+    if (s == ST_OK && !p->expanded) {
         for (int i = 0; i < g->n_nodes; i++) {
             if (p->nodes[i].kind != ST_PN_EXEC) continue;
             for (int k = 0; k < g->nodes[i].n_in; k++)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gen_fixtures.sh DIR — generates the test models and their references into
 # DIR (seed cases; YOLO models; PP-OCR references from ONNX Runtime; the
-# sample pictures of the vision tests).  Each generator's output is stamped
+# opset 18-21 op cases with ONNX Runtime's outputs; the sample pictures of
+# the vision tests).  Each generator's output is stamped
 # with a hash of the generator, so a second run is quick and a changed
 # generator regenerates.
 set -euo pipefail
@@ -34,5 +35,6 @@ run_gen yolo "$ROOT/scripts/models/yolo.py"
 run_gen mixed "$ROOT/scripts/models/mixed.py"
 run_gen staged "$ROOT/scripts/models/staged.py" "$ROOT/scripts/ort/run.js"
 run_gen sequences "$ROOT/scripts/models/sequences.py"
+run_gen opset18 "$ROOT/scripts/models/opset18.py" "$ROOT/scripts/ort/run.js"
 run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"
 run_gen samples "$ROOT/scripts/samples/render_sample.py"

@@ -23,6 +23,7 @@
 
 #include "core/status.h"
 #include "exec/bind.h"
+#include "exec/bound.h"
 #include "exec/profile.h"
 #include "exec/session.h"
 #include "graph/model.h"
@@ -31,34 +32,6 @@
 /* A staged plan's stages each take a cache entry; at most half of it, so
  * the entries a run is using are never the least recently used. */
 #define ST_MAX_STAGES (ST_PLAN_CACHE / 2)
-
-typedef struct bound_input {
-    bool set;
-    st_dtype dtype;           /* the model's dtype: data is converted on binding */
-    int rank;
-    int64_t dims[ST_MAX_RANK];
-    void *data;
-    size_t bytes, cap;
-    /* what is already in the arena: these bytes, for this plan and arena
-     * (input buffers are never reused within a run, see plan/plan.c) */
-    bool uploaded;
-    uint64_t up_plan;
-    uint64_t up_arena;
-    /* A sequence or optional input (passes/sequence.c): the tensors it
-     * holds, each bound like a tensor input (an optional's tensor is bound
-     * in this one), or absent; n_elems: a sequence's length. */
-    int n_elems, cap_elems;
-    struct bound_input *elems;
-    bool absent;
-} bound_input;
-
-/* Frees what a binding holds, a sequence's elements too. */
-static void bound_free(bound_input *b)
-{
-    free(b->data);
-    for (int k = 0; k < b->cap_elems; k++) free(b->elems[k].data);
-    free(b->elems);
-}
 
 /* A plan and the DAG of its commands. */
 typedef struct st_cached {
@@ -69,12 +42,16 @@ typedef struct st_cached {
      * and its inputs, read from this plan's outputs after each run. */
     st_model *next;
     bound_input *next_bound;
+    /* Entries the current run uses (its stages, a loop body's) are pinned,
+     * by a number that grows with each pin, so that planning a later one
+     * evicts none of them and a loop can unpin its iteration's alone. */
+    uint64_t pin;
 } st_cached;
 
 static void forget_plan(st_session *s, st_cached *c);
 static void free_cached(st_cached *c);
 static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound, int64_t t_bind);
-static st_status run_stages(st_session *s);
+static st_status run_chain(st_session *s, const st_model *m, bound_input *bound, bool wait, const st_plan **last);
 
 struct st_session {
     const st_model *model;
@@ -97,6 +74,8 @@ struct st_session {
     uint64_t stage_serial[ST_MAX_STAGES];
     int n_stages;
     st_profile *prof;         /* NULL unless the options name a profile */
+    uint64_t pins;            /* pin numbers handed out (st_cached.pin) */
+    int loop_depth;           /* > 0 while a loop body runs (exec/loop.c) */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -222,8 +201,7 @@ void st_session_free(st_session *s)
     for (int i = 0; i < s->n_cache; i++) free_cached(&s->cache[i]);
     st_storage_release(s->arena);
     st_storage_release(s->host_arena);
-    for (int i = 0; i < s->model->g->n_inputs; i++) bound_free(&s->bound[i]);
-    free(s->bound);
+    st_bound_free(s->bound, s->model->g->n_inputs);
     st_model_release(s->model);
     st_profile_free(s->prof); /* runs not written with st_session_profile_write are dropped */
     free(s);
@@ -507,19 +485,12 @@ static void forget_plan(st_session *s, st_cached *c)
     if (e && e->vt->forget && c->dag) e->vt->forget(e, c->dag);
 }
 
-static void free_bound(bound_input *bound, int n)
-{
-    if (!bound) return;
-    for (int i = 0; i < n; i++) bound_free(&bound[i]);
-    free(bound);
-}
-
 /* Frees a cache entry (its executor state forgotten first). */
 static void free_cached(st_cached *c)
 {
     st_dag_free(c->dag);
     st_plan_free(c->plan);
-    if (c->next) free_bound(c->next_bound, c->next->g->n_inputs);
+    if (c->next) st_bound_free(c->next_bound, c->next->g->n_inputs);
     st_model_release(c->next);
 }
 
@@ -587,6 +558,13 @@ static st_status get_plan(st_session *s, const st_model *m, bound_input *bound, 
         if (r == ST_OK && !(next_bound = calloc((size_t)next->g->n_inputs + 1, sizeof *next_bound)))
             r = st_error(ST_ERR_NOMEM, "out of memory planning");
     }
+    if (r == ST_OK && s->n_cache == ST_PLAN_CACHE) {
+        bool free_entry = false;
+        for (int i = 0; i < s->n_cache; i++) free_entry |= !s->cache[i].pin;
+        if (!free_entry)
+            r = st_error(ST_ERR_UNSUPPORTED, "this run uses all %d cached plans at once (stages, and loop bodies nested "
+                         "too deep)", ST_PLAN_CACHE);
+    }
     if (r != ST_OK) {
         free(next_bound);
         st_model_release(next);
@@ -594,10 +572,10 @@ static st_status get_plan(st_session *s, const st_model *m, bound_input *bound, 
         st_plan_free(p);
         return r;
     }
-    if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used */
-        int lru = 0;
-        for (int i = 1; i < s->n_cache; i++)
-            if (s->cache[i].used < s->cache[lru].used) lru = i;
+    if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used that this run does not use */
+        int lru = -1;
+        for (int i = 0; i < s->n_cache; i++)
+            if (!s->cache[i].pin && (lru < 0 || s->cache[i].used < s->cache[lru].used)) lru = i;
         forget_plan(s, &s->cache[lru]);
         free_cached(&s->cache[lru]);
         s->cache[lru] = s->cache[--s->n_cache];
@@ -613,41 +591,23 @@ static st_status get_plan(st_session *s, const st_model *m, bound_input *bound, 
     c->used = s->clock;
     c->next = next;
     c->next_bound = next_bound;
+    c->pin = 0;
     *out = c;
     return ST_OK;
 }
 
-/* After stage c ran: its outputs, read to the host, are the next stage's
- * inputs (plan/stage.c).  The caller waited for the run. */
-static st_status stage_inputs(st_cached *c)
+/* After stage p ran: its outputs, read to the host, are the next stage's
+ * inputs (plan/stage.c), and so are a loop stage's results (loop_out, the
+ * Loop's outputs in order).  The caller waited for the run. */
+static st_status stage_inputs(const st_plan *p, const st_model *next, bound_input *nb, const bound_input *loop_out)
 {
-    const st_graph *ng = c->next->g;
+    const st_graph *ng = next->g;
     for (int i = 0; i < ng->n_inputs; i++) {
-        int v = ng->inputs[i];
-        const st_pvalue *pv = &c->plan->values[v];
-        bound_input *b = &c->next_bound[i];
-        size_t bytes = (size_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->model_dtype);
-        if (bytes + 1 > b->cap) {
-            void *d = realloc(b->data, bytes + 1);
-            if (!d) return st_error(ST_ERR_NOMEM, "out of memory passing '%s' to the next stage", ng->values[v].name);
-            b->data = d;
-            b->cap = bytes + 1;
-        }
-        if (pv->kind == ST_PV_CONST) {
-            memcpy(b->data, pv->t.data, bytes);
-        } else {
-            st_tensor *t;
-            ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, NULL, &t));
-            st_status r = st_tensor_read(t, pv->model_dtype, b->data, bytes);
-            st_tensor_free(t);
-            ST_TRY(r);
-        }
-        b->set = true;
-        b->uploaded = false;
-        b->dtype = pv->model_dtype;
-        b->rank = pv->t.rank;
-        memcpy(b->dims, pv->t.dims, sizeof b->dims);
-        b->bytes = bytes;
+        int v = ng->inputs[i], j = -1;
+        const char *name = ng->values[v].name;
+        for (int k = 0; p->loop && k < p->loop->n_carried + p->loop->n_scan && j < 0; k++)
+            if (p->loop->out[k] == v) j = k;
+        ST_TRY(j >= 0 ? st_bound_copy(&nb[i], &loop_out[j], name) : st_bound_read(p, v, name, &nb[i]));
     }
     return ST_OK;
 }
@@ -699,6 +659,7 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
     }
     pthread_mutex_unlock(&t->mu);
     if (r == ST_OK) s->cur = c;
+    if (r == ST_OK) c->pin = ++s->pins;
     *out = c;
     return r;
 }
@@ -716,44 +677,80 @@ static st_status run_locked(st_session *s)
      * profile is formatted now, before planning can evict its plans */
     if (s->prof) st_profile_run_end(s->prof, t->exec, r == ST_OK);
     pthread_mutex_unlock(&t->mu);
-    if (!s->prof) return run_stages(s);
-    st_profile_run_begin(s->prof);
-    r = run_stages(s);
-    if (r != ST_OK) st_profile_run_failed(s->prof); /* a failed run is left out of the trace */
+    if (s->prof) st_profile_run_begin(s->prof);
+    s->n_stages = 0;
+    s->loop_depth = 0;
+    r = run_chain(s, s->model, s->bound, false, NULL);
+    for (int i = 0; i < s->n_cache; i++) s->cache[i].pin = 0;
+    if (r != ST_OK && s->prof) st_profile_run_failed(s->prof); /* a failed run is left out of the trace */
     return r;
 }
 
-/* Plans and submits the stages of a run (the caller waited for the last
- * run). */
-static st_status run_stages(st_session *s)
+/* Plans and submits the stages of model m on inputs bound (the caller
+ * waited for the last run).  A staged plan runs stage by stage: each
+ * waits for the one before, whose results on the host are the next one's
+ * inputs (plan/stage.c); a loop stage's Loop runs one iteration at a time
+ * in between (exec/loop.c).  The last stage is only submitted, unless
+ * wait; *last (when asked) is its plan. */
+static st_status run_chain(st_session *s, const st_model *m, bound_input *bound, bool wait, const st_plan **last)
 {
     st_tracker *t = s->tracker;
-    /* A staged plan runs stage by stage: each waits for the one before,
-     * whose results on the host are the next one's inputs (plan/stage.c).
-     * The stages' cache entries are the most recently used, so planning
-     * a later stage evicts none of them (ST_MAX_STAGES). */
-    const st_model *m = s->model;
-    bound_input *bound = s->bound;
-    s->n_stages = 0;
     for (int stage = 0;; stage++) {
         if (stage == ST_MAX_STAGES)
             return st_error(ST_ERR_UNSUPPORTED, "the model needs more than %d stages (plans that wait for data the "
                             "model computes, plan/stage.c)", ST_MAX_STAGES);
         st_cached *c;
         ST_TRY(submit_stage(s, m, bound, &c));
-        s->stage_serial[s->n_stages++] = c->plan->serial;
-        if (!c->next) return ST_OK;
+        /* heap objects, which stay put when cache entries move */
+        const st_plan *p = c->plan;
+        st_model *next = c->next;
+        bound_input *nb = c->next_bound;
+        if (!s->loop_depth && s->n_stages < ST_MAX_STAGES) s->stage_serial[s->n_stages++] = p->serial;
+        if (!next && !wait) return ST_OK;
         pthread_mutex_lock(&t->mu);
         st_status r = t->exec->vt->wait(t->exec, NULL, -1);
         pthread_mutex_unlock(&t->mu);
         ST_TRY(r);
+        if (!next) {
+            if (last) *last = p;
+            return ST_OK;
+        }
         int64_t t0 = s->prof ? st_prof_now() : 0;
-        ST_TRY(stage_inputs(c));
+        bound_input *loop_out = NULL;
+        int n_out = p->loop ? p->loop->n_carried + p->loop->n_scan : 0;
+        if (p->loop) {
+            loop_out = calloc((size_t)n_out + 1, sizeof *loop_out);
+            if (!loop_out) return st_error(ST_ERR_NOMEM, "out of memory running Loop '%s'", p->loop->name);
+            s->loop_depth++;
+            r = st_loop_run(s, p, loop_out);
+            s->loop_depth--;
+        }
+        if (r == ST_OK) r = stage_inputs(p, next, nb, loop_out);
+        st_bound_free(loop_out, n_out);
+        ST_TRY(r);
         if (s->prof) st_profile_span(s->prof, "read stage results", t0, st_prof_now());
-        m = c->next;
-        bound = c->next_bound;
+        m = next;
+        bound = nb;
     }
 }
+
+st_status st_session_run_model(st_session *s, const st_model *m, bound_input *bound, const st_plan **last)
+{
+    *last = NULL;
+    return run_chain(s, m, bound, true, last);
+}
+
+/* Unpins what was pinned after mark (exec/loop.c, after an iteration's
+ * results are read). */
+void st_session_unpin_after(st_session *s, uint64_t mark)
+{
+    for (int i = 0; i < s->n_cache; i++)
+        if (s->cache[i].pin > mark) s->cache[i].pin = 0;
+}
+
+uint64_t st_session_pin_mark(const st_session *s) { return s->pins; }
+
+uint64_t st_session_memory_limit(const st_session *s) { return s->opt.memory_limit; }
 
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
  * the caller holds the tracker's lock.  t_bind: when binding began, for

@@ -144,12 +144,36 @@ st_status st_infer_clip(st_infer *c)
     return ST_OK;
 }
 
+/* The ONNX names of the element types strata does not hold, so that a
+ * refusal says which one a model asked for. */
+static const char *onnx_type_name(int64_t t)
+{
+    switch (t) {
+    case 8: return "string";
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    default: return "an unknown type";
+    }
+}
+
+/* Cast-19 and CastLike-19 add float8 types and `saturate`, which only
+ * decides how those round; Cast-21 adds int4 and uint4.  strata holds
+ * none of them, so a cast to one is refused by name (and a model's
+ * tensors of them are refused when it loads). */
 st_status st_infer_cast(st_infer *c)
 {
     if (c->n_in != 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "expects 1 input");
     int64_t to = st_attr_int(c->node, "to", 0);
     if (!st_dtype_valid((st_dtype)to))
-        return st_infer_error(c, ST_ERR_UNSUPPORTED, "cast to dtype %lld is not supported", (long long)to);
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "cast to %s (ONNX data type %lld) is not supported", onnx_type_name(to),
+                              (long long)to);
     c->out[0] = c->in[0];
     c->out[0].data = NULL;
     c->out[0].dtype = (st_dtype)to;

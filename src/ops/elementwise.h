@@ -59,7 +59,8 @@ typedef enum st_binary { ST_BINARY_CODES(ST_B_ENUM_) } st_binary;
     X(Gelu, GELU, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
     X(Not, NOT, ST_DT(ST_BOOL), 0, 0, 0)                                                              \
     X(IsNaN, ISNAN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
-    X(IsInf, ISINF, ST_DT_ALL_FLOATS, 0, 0, 0)
+    X(IsInf, ISINF, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(BitwiseNot, BITWISE_NOT, ST_DT_INTS, 0, 0, 0)
 
 /* Binary: X(name, code, types, to_bool); Equal takes every dtype. */
 #define ST_BINARY_OPS(X)                                                                              \
@@ -78,7 +79,10 @@ typedef enum st_binary { ST_BINARY_CODES(ST_B_ENUM_) } st_binary;
     X(Or, OR, ST_DT(ST_BOOL), true)                                                                   \
     X(Xor, XOR, ST_DT(ST_BOOL), true)                                                                 \
     X(BitShift, SHIFT_LEFT, ST_DT_NUMERIC, false)                                                     \
-    X(PRelu, PRELU, ST_DT_SIGNED, false)
+    X(PRelu, PRELU, ST_DT_SIGNED, false)                                                              \
+    X(BitwiseAnd, BITWISE_AND, ST_DT_INTS, false)                                                     \
+    X(BitwiseOr, BITWISE_OR, ST_DT_INTS, false)                                                       \
+    X(BitwiseXor, BITWISE_XOR, ST_DT_INTS, false)
 
 /* Variadic: X(name, code, types). */
 #define ST_VARIADIC_OPS(X)                                                                            \

@@ -266,6 +266,13 @@ st_status st_specialize(st_plan *p)
                 }
             }
             if (s != ST_OK) break;
+            if (st_control_runtime_loop(p, i)) { /* a while loop: the session runs it (plan/stage.c) */
+                p->cut = i;
+                p->cut_value = -1;
+                p->cut_loop = true;
+                s = st_error(ST_ERR_SHAPE, "stage cut");
+                break;
+            }
             /* the graph is rewritten: the caller plans it again */
             s = st_control_expand(p, i);
             if (s == ST_OK) p->expanded = true;

@@ -323,6 +323,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         p->needs_values = 0;
         p->expanded = false;
         p->cut = -1;
+        p->cut_loop = false;
         s = init_values(p);
         if (s == ST_OK) s = st_specialize(p);
         if (s != ST_OK && p->cut >= 0) {
@@ -392,6 +393,7 @@ void st_plan_free(st_plan *p)
     free(p->value_inputs);
     free(p->value_data);
     st_graph_free(p->next_g);
+    st_loop_free(p->loop);
     st_graph_free(p->own_g);
     st_model_release(p->model);
     free(p);

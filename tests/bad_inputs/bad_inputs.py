@@ -518,6 +518,26 @@ def c_optional_input_empty(d):
         ["'get'", "optional 'o' is empty"]
 
 
+def c_while_loop_sequence(d):
+    # a Loop whose body computes its condition runs one iteration at a time,
+    # carrying tensors between iterations; a sequence it carries is refused
+    onnx, TP, helper, nh = onnx_mods()
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TP.FLOAT, [2, 3]))
+    body = body_graph([helper.make_node("Less", ["i", "five"], ["c_out"], name="more"),
+                       helper.make_node("SequenceInsert", ["s_in", "x"], ["s_out"], name="push")],
+                      [helper.make_tensor_value_info("i", TP.INT64, []), helper.make_tensor_value_info("c_in", TP.BOOL, []),
+                       helper.make_value_info("s_in", seq_t)],
+                      [helper.make_tensor_value_info("c_out", TP.BOOL, []), helper.make_value_info("s_out", seq_t)])
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["s0"], name="seq"),
+             helper.make_node("Loop", ["", "yes", "s0"], ["s"], name="loop", body=body),
+             helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)]
+    m = sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    onnx_m = onnx.load(m)
+    onnx_m.graph.initializer.append(nh.from_array(np.array(True), "yes"))
+    onnx.save(onnx_m, m)
+    return [m, "-q"], ["'loop'", "'s_in'", "sequence or optional", "one iteration at a time"]
+
+
 def varint(n):
     out = bytearray()
     while True:

@@ -134,6 +134,9 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
         break;
     case ST_U_CLIP: for (i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i]; break;
     case ST_U_NOT: for (i = 0; i < n; i++) y[i] = x[i] == 0.0f; break;
+    case ST_U_BITWISE_NOT: /* integers only (the rule refuses floats): unary_i64 */
+        for (i = 0; i < n; i++) y[i] = x[i];
+        break;
     }
 }
 
@@ -183,6 +186,7 @@ static double unary_f64(const st_ew_state *s, double x, double lo, double hi)
     case ST_U_ISINF: return isinf(x) && ((x > 0 && s->detect_pos) || (x < 0 && s->detect_neg));
     case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case ST_U_NOT: return x == 0.0;
+    case ST_U_BITWISE_NOT: return x; /* integers only: unary_i64 */
     }
     return x;
 }
@@ -196,6 +200,7 @@ static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi
     case ST_U_SIGN: return (x > 0) - (x < 0);
     case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case ST_U_NOT: return x == 0;
+    case ST_U_BITWISE_NOT: return ~x; /* the store keeps the type's low bits */
     default: return x;
     }
 }
@@ -547,6 +552,11 @@ static int64_t binary_i64(int code, int64_t a, int64_t b, bool fmod_mode, bool i
     case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
     case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
     case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
+    /* on the sign- or zero-extended values: the low bits the store keeps
+     * are those of the type's own operation */
+    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
+    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
+    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
     }
     return 0;
 }

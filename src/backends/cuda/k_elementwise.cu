@@ -45,6 +45,7 @@ __global__ void unary_kernel(unary_args p)
             case ST_U_SIGN: v = (x > 0) - (x < 0); break;
             case ST_U_CLIP: v = x < (int64_t)p.lo ? (int64_t)p.lo : x > (int64_t)p.hi ? (int64_t)p.hi : x; break;
             case ST_U_NOT: v = x == 0; break;
+            case ST_U_BITWISE_NOT: v = ~x; break;
             default: break;
             }
             st_sti(p.yt, p.y, off[0], v);

@@ -83,7 +83,7 @@ typedef enum st_dtype {
     ST_I16 = 5,
     ST_I32 = 6,
     ST_I64 = 7,
-    ST_STRING = 8, /* recognised so it can be refused by name */
+    ST_STRING = 8, /* set and read with the _strings functions below; held on the host */
     ST_BOOL = 9,
     ST_F16 = 10,
     ST_F64 = 11,
@@ -100,11 +100,13 @@ typedef enum st_backend_kind {
 
 /* How the hazard tracker decides that two commands conflict.  Only RANGES
  * is correct and fast; the others exist to reproduce and measure the bug
- * classes of the seed report (rules 3 and 7 of docs/architecture.md). */
+ * classes of the seed report (rules 3 and 7 of docs/architecture.md), and
+ * what the exact byte sets of strided views buy (EXTENTS, since 0.3). */
 typedef enum st_hazard_mode {
-    ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage */
+    ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage, a strided view's exact runs */
     ST_HAZARD_STORAGE = 1,      /* any two uses of one storage: correct, coarse */
-    ST_HAZARD_BASE_POINTER = 2  /* only views that start at the same byte: the seed's bug */
+    ST_HAZARD_BASE_POINTER = 2, /* only views that start at the same byte: the seed's bug */
+    ST_HAZARD_EXTENTS = 3       /* overlapping view extents [first byte, last byte]: correct, coarser */
 } st_hazard_mode;
 
 typedef enum st_schedule {
@@ -168,6 +170,8 @@ int st_version_number(void);
 const char *st_last_error(void);
 const char *st_status_name(st_status s);
 const char *st_dtype_name(st_dtype t);
+/* Bytes per element; for ST_STRING, sizeof(char *): an element is a
+ * pointer to its characters. */
 size_t st_dtype_size(st_dtype t);
 
 /* ---- models ---- */
@@ -218,6 +222,14 @@ st_status st_session_set_input_sequence(st_session *s, const char *name, int cou
 st_status st_session_set_input_element(st_session *s, const char *name, int index, st_dtype dtype, int rank,
                                        const int64_t *dims, const void *data, size_t bytes);
 st_status st_session_set_input_absent(st_session *s, const char *name);
+/* Copies count strings (NUL-terminated; UTF-8 where an op reads them as
+ * text) into the session, for an input of dtype ST_STRING; count must be
+ * the product of dims, else ST_ERR_SHAPE and nothing is read.  Strings are
+ * handled on the host while planning: the plan is specialized on (and
+ * cached for) the strings' values, as for a vocabulary or a set of labels,
+ * so changing them makes a new plan.  (Since 0.2.0.) */
+st_status st_session_set_input_strings(st_session *s, const char *name, int rank, const int64_t *dims,
+                                       const char *const *strs, size_t count);
 /* Submits the run and returns; reading an output waits for what it needs. */
 st_status st_session_run(st_session *s);
 /* Waits for every command of the last run; reports a kernel failure. */
@@ -251,8 +263,12 @@ int st_tensor_rank(const st_tensor *t);
 int64_t st_tensor_dim(const st_tensor *t, int i);
 int64_t st_tensor_numel(const st_tensor *t);
 /* Reads the whole tensor, packed row-major, converted to dtype.  Waits only
- * for pending commands that write the bytes read. */
+ * for pending commands that write the bytes read.  Not for strings: */
 st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t dst_bytes);
+/* A string tensor's elements, row-major: count (st_tensor_numel) pointers
+ * into dst, to NUL-terminated strings that belong to t and stay valid
+ * until st_tensor_free(t).  (Since 0.2.0.) */
+st_status st_tensor_read_strings(const st_tensor *t, const char **dst, size_t count);
 /* Writes the whole tensor from packed data of dtype.  Waits for pending
  * commands that read or write those bytes. */
 st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t src_bytes);

@@ -166,7 +166,8 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             if (!strcmp(v, "ranges")) o->so.hazard_mode = ST_HAZARD_RANGES;
             else if (!strcmp(v, "storage")) o->so.hazard_mode = ST_HAZARD_STORAGE;
             else if (!strcmp(v, "base-pointer")) o->so.hazard_mode = ST_HAZARD_BASE_POINTER;
-            else return tool_fail("--hazard-mode must be ranges, storage or base-pointer, got '%s'", v);
+            else if (!strcmp(v, "extents")) o->so.hazard_mode = ST_HAZARD_EXTENTS;
+            else return tool_fail("--hazard-mode must be ranges, extents, storage or base-pointer, got '%s'", v);
         } else if (!strcmp(a, "--memory-limit")) {
             NEED_VALUE();
             if (!parse_u64(v, &o->so.memory_limit)) return tool_fail("--memory-limit needs a byte count, got '%s'", v);

@@ -86,9 +86,10 @@ static const tool_option OPTIONS[] = {
     {"--schedule", NULL, "default|random", SESSION,
      "the order ready commands run in; random: seeded by --seed, each completed late", "default"},
     {"--seed", NULL, "N", SESSION, "seeds random inputs and --schedule random", "0"},
-    {"--hazard-mode", NULL, "ranges|storage|base-pointer", SESSION,
-     "how conflicts are found: overlapping bytes; any use of one storage (coarse); only views starting at one byte "
-     "(the seed report's bug, to reproduce it)", "ranges"},
+    {"--hazard-mode", NULL, "ranges|extents|storage|base-pointer", SESSION,
+     "how conflicts are found: overlapping bytes (a strided view's exact runs); overlapping view extents (coarser); "
+     "any use of one storage (coarse); only views starting at one byte (the seed report's bug, to reproduce it)",
+     "ranges"},
     {"--memory-limit", NULL, "BYTES", SESSION, "what a session may allocate", "the machine's memory"},
     {"--inter-op", NULL, "on|off", SESSION, "run independent commands at the same time", "on"},
 };

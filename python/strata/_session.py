@@ -14,7 +14,7 @@ from ._lib import check, lib
 ST_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
              9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64, 16: np.float32}
 ST_OF_NUMPY = {np.dtype(t): k for k, t in ST_DTYPES.items() if k != 16}
-ST_F32, ST_BF16 = 1, 16
+ST_F32, ST_STRING, ST_BF16 = 1, 8, 16
 
 BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
@@ -30,7 +30,10 @@ class ValueInfo(namedtuple("ValueInfo", "name dtype shape")):
 
     @property
     def numpy_dtype(self):
-        """The numpy dtype a run returns for it (float32 for bfloat16)."""
+        """The numpy dtype a run returns for it (float32 for bfloat16,
+        object, holding str, for strings)."""
+        if self.dtype == "string":
+            return np.dtype(object)
         for k, t in ST_DTYPES.items():
             if lib.st_dtype_name(k).decode() == self.dtype:
                 return np.dtype(t)
@@ -89,6 +92,8 @@ def as_input(value):
     is already C-contiguous, aligned and in native byte order (no copy),
     else a packed copy."""
     a = np.asarray(value)
+    if a.dtype.kind in "UOS":
+        return a  # strings: run() passes them as C strings
     if a.dtype not in ST_OF_NUMPY:
         if not a.dtype.isnative and a.dtype.newbyteorder("=") in ST_OF_NUMPY:
             a = a.astype(a.dtype.newbyteorder("="))
@@ -187,6 +192,12 @@ class Session:
         for name, value in feeds.items():
             a = as_input(value)
             dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            if a.dtype.kind in "UOS":
+                # str as UTF-8, bytes as they are
+                items = [s if isinstance(s, bytes) else str(s).encode() for s in a.ravel()]
+                strs = (ctypes.c_char_p * max(len(items), 1))(*items)
+                check(lib.st_session_set_input_strings(self._s, name.encode(), a.ndim, dims, strs, len(items)))
+                continue
             check(lib.st_session_set_input_checked(self._s, name.encode(), ST_OF_NUMPY[a.dtype], a.ndim, dims,
                                                    a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
         check(lib.st_session_run(self._s))
@@ -202,6 +213,13 @@ class Session:
             st = lib.st_tensor_dtype(t)
             st = ST_F32 if st == ST_BF16 else st
             shape = tuple(lib.st_tensor_dim(t, d) for d in range(lib.st_tensor_rank(t)))
+            if st == ST_STRING:
+                n = int(np.prod(shape, dtype=np.int64))
+                strs = (ctypes.c_char_p * max(n, 1))()
+                check(lib.st_tensor_read_strings(t, strs, n))
+                out = np.empty(n, dtype=object)
+                out[:] = [strs[i].decode("utf-8", "surrogateescape") for i in range(n)]
+                return out.reshape(shape)
             out = np.empty(shape, dtype=ST_DTYPES[st])
             check(lib.st_tensor_read(t, st, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         finally:

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strings.h"
 #include "exec/session.h"
 
 void st_bound_free(bound_input *b, int n)
@@ -43,11 +44,16 @@ st_status st_bound_read(const st_plan *p, int v, const char *what, bound_input *
     const st_pvalue *pv = &p->values[v];
     if (pv->kind == ST_PV_DEAD)
         return st_error(ST_ERR_INTERNAL, "'%s' was not computed by the stage that should pass it on", what);
-    size_t bytes = (size_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->model_dtype);
-    ST_TRY(st_bound_reserve(b, bytes, what));
-    if (pv->kind == ST_PV_CONST) {
+    size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims), bytes = n * st_dtype_size(pv->model_dtype);
+    /* strings (always plan constants) go with their characters: the plan
+     * that holds them may be evicted before the next one runs */
+    bool str = pv->t.dtype == ST_STRING;
+    ST_TRY(st_bound_reserve(b, str ? st_values_bytes(ST_STRING, n, pv->t.data) : bytes, what));
+    if (str) {
+        st_values_copy(ST_STRING, b->data, n, pv->t.data);
+    } else if (pv->kind == ST_PV_CONST) {
         /* constants keep the dtype they were folded in */
-        st_convert(pv->model_dtype, b->data, pv->t.dtype, pv->t.data, (size_t)st_numel(pv->t.rank, pv->t.dims));
+        st_convert(pv->model_dtype, b->data, pv->t.dtype, pv->t.data, n);
     } else {
         st_tensor *t;
         ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, NULL, &t));
@@ -61,8 +67,15 @@ st_status st_bound_read(const st_plan *p, int v, const char *what, bound_input *
 
 st_status st_bound_copy(bound_input *b, const bound_input *src, const char *what)
 {
-    ST_TRY(st_bound_reserve(b, src->bytes, what));
-    if (src->bytes) memcpy(b->data, src->data, src->bytes);
+    if (src->dtype == ST_STRING) {
+        /* a deep copy: src's pointers point into src's own block */
+        size_t n = (size_t)st_numel(src->rank, src->dims);
+        ST_TRY(st_bound_reserve(b, st_values_bytes(ST_STRING, n, src->data), what));
+        st_values_copy(ST_STRING, b->data, n, src->data);
+    } else {
+        ST_TRY(st_bound_reserve(b, src->bytes, what));
+        if (src->bytes) memcpy(b->data, src->data, src->bytes);
+    }
     set_shape(b, src->dtype, src->rank, src->dims, src->bytes);
     return ST_OK;
 }

@@ -19,6 +19,10 @@
 
 #include "plan/plan.h"
 
+/* A strided view with at most this many contiguous runs has them as its
+ * footprints (rule 3's finer footprint), a view with more its extent. */
+#define ST_FP_MAX_RUNS 256
+
 typedef struct st_fp {
     int cmd;
     int storage;             /* index into the plan's storages */

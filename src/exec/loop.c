@@ -46,6 +46,12 @@ static st_status read_scalar(const st_plan *p, int v, const char *what, const ch
 static st_status append_slice(bound_input *acc, const bound_input *x, int64_t rows, const char *loop, int k,
                               uint64_t limit)
 {
+    /* a slice of strings is a block whose pointers point into itself
+     * (core/strings.h): appending its bytes would leave them pointing into
+     * the slice the next iteration overwrites */
+    if (x->dtype == ST_STRING)
+        return st_error(ST_ERR_UNSUPPORTED, "Loop '%s': scan output %d holds strings, which a while loop does not stack",
+                        loop, k);
     if (rows == 0) {
         acc->dtype = x->dtype;
         acc->rank = x->rank + 1;

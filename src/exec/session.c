@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/status.h"
+#include "core/strings.h"
 #include "exec/bind.h"
 #include "exec/bound.h"
 #include "exec/profile.h"
@@ -216,13 +217,16 @@ static int input_index(const st_session *s, const char *name)
 }
 
 /* Checks a tensor against what input v declares (for a sequence or
- * optional, its element) and copies it into b, converted to v's dtype;
- * name says which input (and element) in messages.  The caller is
- * inside the session. */
+ * optional, its element) and copies it into b: numbers converted to v's
+ * dtype or, with dtype ST_STRING, an array of C strings copied with their
+ * characters (core/strings.h); name says which input (and element) in
+ * messages.  The caller is inside the session. */
 static st_status bind_tensor(const st_value *v, bound_input *b, const char *name, st_dtype dtype, int rank,
                              const int64_t *dims, const void *data)
 {
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
+    if (v->dtype == ST_STRING && dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' holds strings: set it with st_session_set_input_strings", name);
     if (dtype != v->dtype && !(st_dtype_is_float(dtype) && st_dtype_is_float(v->dtype)))
         return st_error(ST_ERR_DTYPE, "input '%s': expected %s, got %s", name, st_dtype_name(v->dtype),
                         st_dtype_name(dtype));
@@ -241,14 +245,15 @@ static st_status bind_tensor(const st_value *v, bound_input *b, const char *name
         numel *= (uint64_t)dims[d];
     }
     if (numel && !data) return st_error(ST_ERR_INVALID_ARG, "input '%s': data is NULL", name);
-    size_t bytes = (size_t)numel * st_dtype_size(v->dtype);
-    if (bytes + 1 > b->cap) {
-        void *d = realloc(b->data, bytes + 1);
-        if (!d) return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, bytes);
+    size_t bytes = (size_t)numel * st_dtype_size(v->dtype), need = st_values_bytes(v->dtype, (size_t)numel, data);
+    if (need + 1 > b->cap) {
+        void *d = realloc(b->data, need + 1);
+        if (!d) return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, need);
         b->data = d;
-        b->cap = bytes + 1;
+        b->cap = need + 1;
     }
-    st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
+    if (v->dtype == ST_STRING) st_values_copy(ST_STRING, b->data, (size_t)numel, data);
+    else st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
     b->set = true;
     b->uploaded = false;
     b->dtype = v->dtype;
@@ -258,8 +263,10 @@ static st_status bind_tensor(const st_value *v, bound_input *b, const char *name
     return ST_OK;
 }
 
-st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
-                               const void *data)
+/* Input name, a tensor or an optional tensor, bound to what the caller
+ * gives (bind_tensor). */
+static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                            const void *data)
 {
     if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
     int i = input_index(s, name);
@@ -275,6 +282,40 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     if (r == ST_OK) b->absent = false; /* an optional input holds it */
     leave(s);
     return r;
+}
+
+st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                               const void *data)
+{
+    if (dtype == ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s': strings are set with st_session_set_input_strings", name ? name : "");
+    return bind_input(s, name, dtype, rank, dims, data);
+}
+
+/* Strings, like st_session_set_input_checked, are counted against dims
+ * before one is read. */
+st_status st_session_set_input_strings(st_session *s, const char *name, int rank, const int64_t *dims,
+                                       const char *const *strs, size_t count)
+{
+    if (!s || !name || (rank > 0 && !dims) || (count && !strs))
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_strings: NULL argument");
+    if (rank < 0 || rank > ST_MAX_RANK)
+        return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
+    uint64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
+        numel = dims[d] && numel > UINT64_MAX / (uint64_t)dims[d] ? UINT64_MAX : numel * (uint64_t)dims[d];
+    }
+    if (numel != count)
+        return st_error(ST_ERR_SHAPE, "input '%s': dims hold %llu strings, but %zu were given", name,
+                        (unsigned long long)numel, count);
+    for (size_t k = 0; k < count; k++)
+        if (!strs[k]) return st_error(ST_ERR_INVALID_ARG, "input '%s': string %zu is NULL", name, k);
+    int i = input_index(s, name);
+    if (i >= 0 && s->model->g->values[s->model->g->inputs[i]].dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' is %s, not strings", name,
+                        st_dtype_name(s->model->g->values[s->model->g->inputs[i]].dtype));
+    return bind_input(s, name, ST_STRING, rank, dims, strs);
 }
 
 /* The buffer-size check of st_session_set_input_checked and
@@ -368,6 +409,10 @@ st_status st_session_set_input_element(st_session *s, const char *name, int inde
     ST_TRY(list_input(s, name, 1u << ST_KIND_SEQUENCE | 1u << ST_KIND_OPTIONAL_SEQUENCE, "st_session_set_input_element",
                       &i));
     if (rank > 0 && !dims) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_element: NULL dims");
+    /* strings are values a plan is made for (plan.c), which a sequence's
+     * elements are not */
+    if (s->model->g->values[s->model->g->inputs[i]].dtype == ST_STRING || dtype == ST_STRING)
+        return st_error(ST_ERR_UNSUPPORTED, "input '%s': sequences of strings are not supported", name);
     char what[300];
     snprintf(what, sizeof what, "%s[%d]", name, index);
     ST_TRY(check_bytes(what, dtype, rank, dims, bytes));
@@ -861,12 +906,13 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
         return st_error(ST_ERR_INVALID_ARG, "'%s' is not held after the last stage of this run (plan/stage.c)",
                         s->model->g->values[v].name);
     if (pv->kind == ST_PV_CONST) {
-        /* a constant output gets its own storage, so it outlives the plan */
+        /* a constant output gets its own storage, so it outlives the plan
+         * (strings with their characters) */
         st_backend *cpu = st_cpu_backend();
-        uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims);
         st_storage *st;
-        ST_TRY(cpu->storage_alloc(cpu, bytes, "constant output", &st));
-        cpu->write(cpu, st, 0, pv->t.data, bytes);
+        ST_TRY(cpu->storage_alloc(cpu, st_values_bytes(pv->t.dtype, n, pv->t.data), "constant output", &st));
+        st_values_copy(pv->t.dtype, st->host, n, pv->t.data);
         st_view view;
         st_view_init(&view, pv->t.dtype, pv->t.rank, pv->t.dims);
         view.storage = st;

@@ -5,6 +5,8 @@
 #ifndef ST_OPS_ELEMENTWISE_H
 #define ST_OPS_ELEMENTWISE_H
 
+#include <stdint.h>
+
 #include "ops/codes.h"
 
 /* The codes, numbered by their order in ops/codes.h (which OpenCL C reads
@@ -95,7 +97,22 @@ typedef struct st_ew_state {
     int fmod;           /* Mod: C fmod instead of the divisor's sign */
     int detect_pos, detect_neg; /* IsInf */
     int n_inputs;       /* variadic ops: the divisor of Mean */
+    /* Binary ops before opset 7 line B's dims up with A's from the
+     * `axis` attribute (PRelu's slope from the channel dim), not from the
+     * right: kernels see B with this many size-1 dims appended, which
+     * numpy's right-aligned broadcasting then puts in place. */
+    int b_units;
 } st_ew_state;
+
+/* Appends the b_units size-1 dims to the layout of a binary op's input 1
+ * (an st_operand's or st_view's rank, sizes and strides). */
+static inline void st_ew_legacy_b(const st_ew_state *s, int *rank, int64_t *sizes, int64_t *strides)
+{
+    for (int i = 0; i < s->b_units; i++, (*rank)++) {
+        sizes[*rank] = 1;
+        strides[*rank] = 1;
+    }
+}
 
 /* An activation applied by another op's kernel before it stores its
  * output (passes/fuse.c), so the value is rounded to a lower precision

@@ -124,6 +124,10 @@ static st_status infer_batch_norm(st_infer *c)
     const st_tinfo *x = &c->in[0];
     if (c->opset >= 14 && st_attr_int(c->node, "training_mode", 0) != 0)
         return st_infer_error(c, ST_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    /* before opset 7, is_test=0 normalises by the batch's statistics; an
+     * absent is_test is read as inference, as ONNX's 6 -> 7 converter does */
+    if (c->opset < 7 && st_node_attr(c->node, "is_test") && st_attr_int(c->node, "is_test", 0) == 0)
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "is_test=0 (training: batch statistics) is not supported (inference only)");
     for (int i = 1; i < c->n_out; i++)
         if (c->out[i].present)
             return st_infer_error(c, ST_ERR_UNSUPPORTED, "output %d (running or saved statistics) exists only in training, which is not supported", i);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strings.h"
 #include "graph/derive.h"
 #include "graph/model.h"
 #include "plan/plan.h"
@@ -185,10 +186,10 @@ static st_status init_values(st_plan *p)
         pv->t.rank = p->in_rank[i];
         memcpy(pv->t.dims, p->in_dims[i], sizeof pv->t.dims);
         if (p->value_inputs[i]) {
-            uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
-            void *d = st_plan_alloc(p, bytes);
+            size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims);
+            void *d = st_plan_alloc(p, st_values_bytes(pv->t.dtype, n, p->in_data[i]));
             if (!d) return st_error(ST_ERR_NOMEM, "out of memory planning");
-            memcpy(d, p->in_data[i], bytes);
+            st_values_copy(pv->t.dtype, d, n, p->in_data[i]);
             p->value_data[i] = d;
             pv->kind = ST_PV_CONST;
             pv->t.data = d;
@@ -306,6 +307,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         lists |= p->in_elems[i] != ST_IN_TENSOR;
     }
     p->in_data = in_data;
+    /* strings never enter an arena: a plan knows their values (core/strings.h) */
+    for (int i = 0; i < g->n_inputs; i++) p->value_inputs[i] = g->values[g->inputs[i]].dtype == ST_STRING;
     st_status s = ST_OK;
     /* the tensors that sequence and optional inputs hold are values of
      * the plan's own graph, made once (they keep their ids on replans) */
@@ -366,10 +369,10 @@ bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_di
         if (p->in_rank[i] != in_rank[i]) return false;
         for (int d = 0; d < in_rank[i]; d++)
             if (p->in_dims[i][d] != in_dims[i][d]) return false;
-        if (i < p->n_inputs && p->value_inputs[i]) {
-            size_t bytes = (size_t)st_numel(in_rank[i], in_dims[i]) * st_dtype_size(g->values[g->inputs[i]].dtype);
-            if (memcmp(p->value_data[i], in_data[i], bytes) != 0) return false;
-        }
+        if (i < p->n_inputs && p->value_inputs[i] &&
+            !st_values_equal(g->values[g->inputs[i]].dtype, (size_t)st_numel(in_rank[i], in_dims[i]), p->value_data[i],
+                             in_data[i]))
+            return false;
     }
     return true;
 }

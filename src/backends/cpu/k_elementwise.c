@@ -641,7 +641,9 @@ static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *
 st_status st_cpu_binary(const st_kctx *k)
 {
     const st_ew_state *s = k->state;
-    const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    st_operand lb = k->in[1];
+    st_ew_legacy_b(s, &lb.rank, lb.sizes, lb.strides);
+    const st_operand *a = &k->in[0], *b = &lb, *y = &k->out[0];
     /* Pow by a constant 2 (YOLOv5's head squares its width and height
      * terms) as a * a: the correctly rounded square, where powf is within
      * an ulp of it, without a libm call per element (as ONNX Runtime does) */

@@ -24,6 +24,7 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_control,
     st_ops_sequence,
     st_ops_text,
+    st_ops_qlinear,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

@@ -31,6 +31,7 @@ extern const st_op_def st_ops_misc[];     /* misc.c: losses, recurrent, quantiza
 extern const st_op_def st_ops_control[];  /* control.c: If, Loop, Scan, SequenceMap */
 extern const st_op_def st_ops_sequence[]; /* sequence.c: sequence and optional ops */
 extern const st_op_def st_ops_text[];     /* text.c: StringNormalizer, TfIdfVectorizer */
+extern const st_op_def st_ops_qlinear[];  /* qlinear.c: com.microsoft QLinearAdd, ..., QLinearConcat */
 
 /* elementwise.c */
 st_status st_infer_unary(st_infer *c);

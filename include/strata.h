@@ -125,6 +125,17 @@ typedef enum st_schedule {
     ST_SCHEDULE_RANDOM = 1      /* ready commands in a seeded random order, completed late */
 } st_schedule;
 
+/* What a model input or output holds.  A sequence is an ordered list of
+ * tensors of one dtype (their shapes may differ); an optional holds a
+ * tensor or a sequence, or nothing.  st_value_info describes the element
+ * tensor of a sequence or optional.  (Since 0.2.0.) */
+typedef enum st_value_kind {
+    ST_KIND_TENSOR = 0,
+    ST_KIND_SEQUENCE = 1,
+    ST_KIND_OPTIONAL = 2,             /* an optional tensor */
+    ST_KIND_OPTIONAL_SEQUENCE = 3     /* an optional sequence of tensors */
+} st_value_kind;
+
 typedef struct st_model st_model;
 typedef struct st_session st_session;
 typedef struct st_tensor st_tensor;
@@ -186,6 +197,10 @@ int st_model_input_count(const st_model *m);
 int st_model_output_count(const st_model *m);
 st_status st_model_input_info(const st_model *m, int index, st_value_info *info);
 st_status st_model_output_info(const st_model *m, int index, st_value_info *info);
+/* Whether input or output index is a tensor, a sequence or an optional;
+ * ST_KIND_TENSOR for an index out of range.  (Since 0.2.0.) */
+st_value_kind st_model_input_kind(const st_model *m, int index);
+st_value_kind st_model_output_kind(const st_model *m, int index);
 
 /* ---- sessions ---- */
 void st_session_options_init(st_session_options *o);
@@ -205,6 +220,20 @@ st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype
  * the compatibility rules above). */
 st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank,
                                const int64_t *dims, const void *data);
+/* Sequence and optional inputs (since 0.2.0).  A sequence input is bound
+ * element by element: st_session_set_input_sequence gives its length
+ * (0 is an empty sequence), then st_session_set_input_element binds each
+ * element, checked like st_session_set_input_checked against the element
+ * type the model declares; elements may differ in shape.  Every element
+ * must be bound before a run.  An optional input holding a tensor is
+ * bound with st_session_set_input_checked, one holding a sequence with
+ * the two calls above, and an empty one with st_session_set_input_absent.
+ * A plan is made per sequence length and element shapes (and per optional
+ * present or absent), and cached like any other input shape. */
+st_status st_session_set_input_sequence(st_session *s, const char *name, int count);
+st_status st_session_set_input_element(st_session *s, const char *name, int index, st_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, size_t bytes);
+st_status st_session_set_input_absent(st_session *s, const char *name);
 /* Copies count strings (NUL-terminated; UTF-8 where an op reads them as
  * text) into the session, for an input of dtype ST_STRING; count must be
  * the product of dims, else ST_ERR_SHAPE and nothing is read.  Strings are
@@ -228,6 +257,17 @@ st_status st_session_profile_write(st_session *s);
 st_status st_session_output(st_session *s, const char *name, st_tensor **out);
 /* The same for a graph input, so a caller can write it in place. */
 st_status st_session_input(st_session *s, const char *name, st_tensor **out);
+/* Sequence and optional outputs of the last run (since 0.2.0).
+ * st_session_output reads an optional output that holds a tensor; one
+ * that is empty, or a sequence, is an error that says so.  present: 1
+ * when an optional output holds a value, 0 when it is empty (1 for any
+ * other output).  length: the number of tensors in a sequence output (or
+ * in the sequence an optional output holds).  st_session_output_element
+ * gives element index (0 <= index < length) as a view like
+ * st_session_output's; free it with st_tensor_free. */
+st_status st_session_output_present(st_session *s, const char *name, int *present);
+st_status st_session_output_length(st_session *s, const char *name, int *length);
+st_status st_session_output_element(st_session *s, const char *name, int index, st_tensor **out);
 
 /* ---- cancelling runs, and deadlines (since 0.2.0) ----
  * A cancelled run, or one past its deadline, starts no more commands: on

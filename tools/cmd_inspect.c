@@ -33,6 +33,10 @@ static void print_shape(FILE *f, const st_value *v, bool json)
     fputc(']', f);
 }
 
+/* What a graph input or output holds, for people and for JSON. */
+static const char *KIND_TEXT[] = {"", "sequence of ", "optional ", "optional sequence of "};
+static const char *KIND_JSON[] = {"tensor", "sequence", "optional", "optional_sequence"};
+
 static void print_ints(FILE *f, int n, const int64_t *v)
 {
     fputc('[', f);
@@ -86,8 +90,9 @@ static int model_summary(const tool_opts *o, const st_model *m)
             const st_value *v = &g->values[g->inputs[i]];
             fprintf(f, "%s{\"name\": ", i ? ", " : "");
             tool_json_string(f, v->name);
-            fprintf(f, ", \"dtype\": \"%s\", \"shape\": ", st_dtype_name(v->dtype));
-            print_shape(f, v, true);
+            fprintf(f, ", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": ", KIND_JSON[v->kind], st_dtype_name(v->dtype));
+            if (v->rank >= 0) print_shape(f, v, true);
+            else fputs("null", f);
             fputc('}', f);
         }
         fprintf(f, "], \"outputs\": [");
@@ -95,7 +100,7 @@ static int model_summary(const tool_opts *o, const st_model *m)
             const st_value *v = &g->values[g->outputs[i]];
             fprintf(f, "%s{\"name\": ", i ? ", " : "");
             tool_json_string(f, v->name);
-            fprintf(f, ", \"dtype\": \"%s\", \"shape\": ", st_dtype_name(v->dtype));
+            fprintf(f, ", \"kind\": \"%s\", \"dtype\": \"%s\", \"shape\": ", KIND_JSON[v->kind], st_dtype_name(v->dtype));
             if (v->rank >= 0) print_shape(f, v, true);
             else fputs("null", f);
             fputc('}', f);
@@ -126,14 +131,15 @@ static int model_summary(const tool_opts *o, const st_model *m)
         fprintf(f, "\ninputs:\n");
         for (int i = 0; i < g->n_inputs; i++) {
             const st_value *v = &g->values[g->inputs[i]];
-            fprintf(f, "  %s: %s ", v->name, st_dtype_name(v->dtype));
-            print_shape(f, v, false);
+            fprintf(f, "  %s: %s%s ", v->name, KIND_TEXT[v->kind], st_dtype_name(v->dtype));
+            if (v->rank >= 0) print_shape(f, v, false);
+            else fputs("(shape unknown)", f);
             fputc('\n', f);
         }
         fprintf(f, "outputs:\n");
         for (int i = 0; i < g->n_outputs; i++) {
             const st_value *v = &g->values[g->outputs[i]];
-            fprintf(f, "  %s: %s ", v->name, st_dtype_name(v->dtype));
+            fprintf(f, "  %s: %s%s ", v->name, KIND_TEXT[v->kind], st_dtype_name(v->dtype));
             if (v->rank >= 0) print_shape(f, v, false);
             else fputs("(shape unknown)", f);
             fputc('\n', f);
@@ -151,7 +157,7 @@ static int model_summary(const tool_opts *o, const st_model *m)
     return 0;
 }
 
-static const char *VKIND[] = {"dead", "const", "input", "root", "view"};
+static const char *VKIND[] = {"dead", "const", "input", "root", "view", "list"};
 static const char *NKIND[] = {"dead", "folded", "view", "exec", "fused"};
 
 static const char *device_of(const st_plan *p, int d)
@@ -254,6 +260,15 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
                 fprintf(f, ", \"in_place_in\": ");
                 tool_json_string(f, g->nodes[pv->concat].name);
             }
+            const st_node *l = pv->kind == ST_PV_STRUCT ? st_sequence_node(g, v) : NULL;
+            if (l) { /* a sequence's elements, or what an optional holds */
+                fprintf(f, ", \"elements\": [");
+                for (int k = 0; k < l->n_in; k++) {
+                    fprintf(f, "%s", k ? ", " : "");
+                    tool_json_string(f, g->values[l->in[k]].name);
+                }
+                fputc(']', f);
+            }
             fputc('}', f);
         }
         fprintf(f, "],\n \"nodes\": [");
@@ -319,6 +334,14 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
                 fprintf(f, "  xfer   %-14s %s  %s -> %s, %lld bytes\n", "Transfer", p->transfers[t].name,
                         device_of(p, 1 - p->transfers[t].to), device_of(p, p->transfers[t].to),
                         (long long)transfer_bytes(&p->transfers[t]));
+            if (pn->kind == ST_PN_FOLDED && g->nodes[i].n_out == 1 && st_sequence_node(g, g->nodes[i].out[0])) {
+                /* a sequence or optional: which values it lists (passes/sequence.c) */
+                const st_node *l = &g->nodes[i];
+                fprintf(f, "  list   %-14s %s\n         -> %s: [", l->op_type, l->name, g->values[l->out[0]].name);
+                for (int k = 0; k < l->n_in; k++) fprintf(f, "%s%s", k ? ", " : "", g->values[l->in[k]].name);
+                fprintf(f, "]\n");
+                continue;
+            }
             if (pn->kind == ST_PN_DEAD || pn->kind == ST_PN_FOLDED) continue;
             fprintf(f, "  %-6s %-14s %s", NKIND[pn->kind], g->nodes[i].op_type, g->nodes[i].name);
             if (p->target.mixed && pn->kind == ST_PN_EXEC) fprintf(f, "  @%s", device_of(p, pn->device));

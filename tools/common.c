@@ -361,6 +361,17 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
                 used[positional++] = true;
             }
         }
+        st_value_kind kind = st_model_input_kind(m, i);
+        if (kind == ST_KIND_SEQUENCE || kind == ST_KIND_OPTIONAL_SEQUENCE)
+            return tool_fail("input '%s' is %s sequence of tensors; the command line binds tensor inputs only (the C API "
+                             "binds sequences: st_session_set_input_sequence)", info.name,
+                             kind == ST_KIND_SEQUENCE ? "a" : "an optional");
+        if (kind == ST_KIND_OPTIONAL && !path) {
+            /* an optional input without data is run empty, not filled with noise */
+            if (!o->quiet) fprintf(stderr, "strata: note: optional input '%s' has no -i file; it is left empty\n", info.name);
+            if (st_session_set_input_absent(s, info.name) != ST_OK) return tool_fail_st("");
+            continue;
+        }
         st_npy x;
         if (path) {
             if (st_npy_read(path, &x) != ST_OK) return tool_fail_st("");
@@ -386,7 +397,18 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
 {
     st_tensor *t;
     memset(out, 0, sizeof *out);
-    if (st_session_output(s, name, &t) != ST_OK) return tool_fail_st("");
+    if (st_session_output(s, name, &t) != ST_OK) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", st_last_error());
+        int len, present;
+        if (st_session_output_length(s, name, &len) == ST_OK)
+            return tool_fail("output '%s' is a sequence of %d tensors; the command line writes and compares tensor outputs "
+                             "only (the C API reads sequences: st_session_output_element)", name, len);
+        if (st_session_output_present(s, name, &present) == ST_OK && !present)
+            return tool_fail("output '%s' is an optional that holds no value in this run; there is nothing to write",
+                             name);
+        return tool_fail("%s", why);
+    }
     st_dtype dt = st_tensor_dtype(t);
     /* bf16 has no .npy type: it is written (and compared) as f32 */
     if (dt == ST_BF16) dt = ST_F32;

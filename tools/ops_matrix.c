@@ -6,8 +6,10 @@
  * keeps the two the same.
  *
  * A backend's dtypes for an op are its entries' masks, within what the op
- * is defined on ("body" for If, Loop and Scan, which planning expands into
- * their bodies' nodes, each placed on its own); a node may still be refused at plan time by an entry's
+ * is defined on ("body" for If, Loop, Scan and SequenceMap, which planning
+ * expands into their bodies' nodes, each placed on its own; "plan" for the
+ * sequence and optional ops, which planning lowers into the nodes that do
+ * what they do to the list of tensors); a node may still be refused at plan time by an entry's
  * accepts (a float64 tensor on an OpenCL device without cl_khr_fp64, a
  * stride cuDNN cannot describe), and then runs on the CPU.
  */
@@ -94,6 +96,12 @@ int tool_ops_matrix(bool json)
             if (op->flags & ST_OP_CONTROL) {
                 /* no kernel: planning expands it into its body's nodes */
                 fprintf(f, " body | body | body |\n");
+                continue;
+            }
+            if (op->flags & ST_OP_SEQUENCE) {
+                /* no kernel: planning lowers it into views, Concat, Split,
+                 * constants (passes/sequence.c) */
+                fprintf(f, " plan | plan | plan |\n");
                 continue;
             }
             for (int b = 0; b < 3; b++) {

@@ -141,8 +141,9 @@ static void stage_dot(FILE *f, const st_plan *p, const st_dag *d, int stage, boo
         fprintf(f, "\"];\n");
     }
     /* graph inputs and outputs */
-    for (int i = 0; i < g->n_inputs; i++) {
-        int v = g->inputs[i];
+    for (int i = 0; i < g->n_inputs + p->n_slots - p->n_inputs; i++) {
+        /* then the tensors that sequence and optional inputs hold */
+        int v = i < g->n_inputs ? g->inputs[i] : p->slot_value[i - g->n_inputs];
         if (p->values[v].kind != ST_PV_INPUT) continue;
         fprintf(f, "    s%d_i%d [shape=note, label=\"input ", stage, v);
         dot_text(f, g->values[v].name);

@@ -97,7 +97,7 @@ st_status st_plan_bind(st_plan *p, st_backend *b, st_backend *host, st_storage *
     if (s != ST_OK) return s;
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
-        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST) continue;
+        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST || pv->kind == ST_PV_STRUCT) continue;
         pv->view.storage = pv->storage == 1 ? host_arena : arena;
     }
     for (int t = 0; t < p->n_transfers; t++)

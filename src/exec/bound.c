@@ -10,7 +10,11 @@
 void st_bound_free(bound_input *b, int n)
 {
     if (!b) return;
-    for (int i = 0; i < n; i++) free(b[i].data);
+    for (int i = 0; i < n; i++) {
+        free(b[i].data);
+        for (int k = 0; k < b[i].cap_elems; k++) free(b[i].elems[k].data);
+        free(b[i].elems);
+    }
     free(b);
 }
 

@@ -30,8 +30,17 @@ typedef struct bound_input {
     bool uploaded;
     uint64_t up_plan;
     uint64_t up_arena;
+    /* A sequence or optional input (passes/sequence.c): the tensors it
+     * holds, each bound like a tensor input (an optional's tensor is bound
+     * in this one), or absent; n_elems: a sequence's length.  Only the
+     * caller's inputs hold these: what a stage or a loop passes on is
+     * tensors (plan/stage.c). */
+    int n_elems, cap_elems;
+    struct bound_input *elems;
+    bool absent;
 } bound_input;
 
+/* Frees b[0..n) (a sequence's elements too) and b. */
 void st_bound_free(bound_input *b, int n);
 /* Makes room for bytes in b (what names the value, for the message). */
 st_status st_bound_reserve(bound_input *b, size_t bytes, const char *what);

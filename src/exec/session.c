@@ -243,8 +243,7 @@ void st_session_free(st_session *s)
     for (int i = 0; i < s->n_cache; i++) free_cached(&s->cache[i]);
     st_storage_release(s->arena);
     st_storage_release(s->host_arena);
-    for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
-    free(s->bound);
+    st_bound_free(s->bound, s->model->g->n_inputs);
     st_model_release(s->model);
     st_profile_free(s->prof); /* runs not written with st_session_profile_write are dropped */
     free(s);
@@ -258,15 +257,14 @@ static int input_index(const st_session *s, const char *name)
     return -1;
 }
 
-/* Numbers (converted to the model's dtype) or, with dtype ST_STRING, an
- * array of C strings, copied with their characters (core/strings.h). */
-static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
-                            const void *data)
+/* Checks a tensor against what input v declares (for a sequence or
+ * optional, its element) and copies it into b: numbers converted to v's
+ * dtype or, with dtype ST_STRING, an array of C strings copied with their
+ * characters (core/strings.h); name says which input (and element) in
+ * messages.  The caller is inside the session. */
+static st_status bind_tensor(const st_value *v, bound_input *b, const char *name, st_dtype dtype, int rank,
+                             const int64_t *dims, const void *data)
 {
-    if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
-    int i = input_index(s, name);
-    if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
-    const st_value *v = &s->model->g->values[s->model->g->inputs[i]];
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
     if (v->dtype == ST_STRING && dtype != ST_STRING)
         return st_error(ST_ERR_DTYPE, "input '%s' holds strings: set it with st_session_set_input_strings", name);
@@ -288,15 +286,10 @@ static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int
         numel *= (uint64_t)dims[d];
     }
     if (numel && !data) return st_error(ST_ERR_INVALID_ARG, "input '%s': data is NULL", name);
-    if (!enter(s)) return ST_ERR_BUSY;
-    bound_input *b = &s->bound[i];
     size_t bytes = (size_t)numel * st_dtype_size(v->dtype), need = st_values_bytes(v->dtype, (size_t)numel, data);
     if (need + 1 > b->cap) {
         void *d = realloc(b->data, need + 1);
-        if (!d) {
-            leave(s);
-            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, need);
-        }
+        if (!d) return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, need);
         b->data = d;
         b->cap = need + 1;
     }
@@ -306,10 +299,30 @@ static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int
     b->uploaded = false;
     b->dtype = v->dtype;
     b->rank = rank;
-    memcpy(b->dims, dims, (size_t)rank * sizeof *dims);
+    if (rank) memcpy(b->dims, dims, (size_t)rank * sizeof *dims); /* a scalar's dims may be NULL */
     b->bytes = bytes;
-    leave(s);
     return ST_OK;
+}
+
+/* Input name, a tensor or an optional tensor, bound to what the caller
+ * gives (bind_tensor). */
+static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                            const void *data)
+{
+    if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
+    int i = input_index(s, name);
+    if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    const st_value *v = &s->model->g->values[s->model->g->inputs[i]];
+    if (v->kind == ST_KIND_SEQUENCE || v->kind == ST_KIND_OPTIONAL_SEQUENCE)
+        return st_error(ST_ERR_INVALID_ARG, "input '%s' is %s sequence of tensors: bind it with "
+                        "st_session_set_input_sequence and st_session_set_input_element", name,
+                        v->kind == ST_KIND_SEQUENCE ? "a" : "an optional");
+    if (!enter(s)) return ST_ERR_BUSY;
+    bound_input *b = &s->bound[i];
+    st_status r = bind_tensor(v, b, name, dtype, rank, dims, data);
+    if (r == ST_OK) b->absent = false; /* an optional input holds it */
+    leave(s);
+    return r;
 }
 
 st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
@@ -346,14 +359,12 @@ st_status st_session_set_input_strings(st_session *s, const char *name, int rank
     return bind_input(s, name, ST_STRING, rank, dims, strs);
 }
 
-/* The buffer-size-checked form (strata.h): wrong dims would make the copy
- * below read past the caller's buffer, so they are refused against the
- * byte count before a byte is read. */
-st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
-                                       const void *data, size_t bytes)
+/* The buffer-size check of st_session_set_input_checked and
+ * st_session_set_input_element (strata.h): wrong dims would make the copy
+ * read past the caller's buffer, so they are refused against the byte
+ * count before a byte is read. */
+static st_status check_bytes(const char *name, st_dtype dtype, int rank, const int64_t *dims, size_t bytes)
 {
-    if (!s || !name || (rank > 0 && !dims))
-        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_checked: NULL argument");
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
     if (rank < 0 || rank > ST_MAX_RANK)
         return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
@@ -376,7 +387,157 @@ st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype
     if (need != bytes)
         return st_error(ST_ERR_SHAPE, "input '%s': dims %s of %s need %llu bytes, but the buffer has %zu", name, shape,
                         st_dtype_name(dtype), (unsigned long long)need, bytes);
+    return ST_OK;
+}
+
+st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                                       const void *data, size_t bytes)
+{
+    if (!s || !name || (rank > 0 && !dims))
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_checked: NULL argument");
+    ST_TRY(check_bytes(name, dtype, rank, dims, bytes));
     return st_session_set_input(s, name, dtype, rank, dims, data);
+}
+
+/* ---- sequence and optional inputs (passes/sequence.c) ---- */
+
+/* Input name, which must be of one of the kinds in mask (bits of
+ * st_value_kind); fn names the call in messages. */
+static st_status list_input(st_session *s, const char *name, unsigned mask, const char *fn, int *index)
+{
+    if (!s || !name) return st_error(ST_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    int i = input_index(s, name);
+    if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    st_value_kind k = s->model->g->values[s->model->g->inputs[i]].kind;
+    static const char *WHAT[] = {"a tensor", "a sequence", "an optional tensor", "an optional sequence"};
+    if (!(mask & (1u << k)))
+        return st_error(ST_ERR_INVALID_ARG, "%s: input '%s' is %s", fn, name, WHAT[k]);
+    *index = i;
+    return ST_OK;
+}
+
+st_status st_session_set_input_sequence(st_session *s, const char *name, int count)
+{
+    int i;
+    ST_TRY(list_input(s, name, 1u << ST_KIND_SEQUENCE | 1u << ST_KIND_OPTIONAL_SEQUENCE, "st_session_set_input_sequence",
+                      &i));
+    if (count < 0 || count > ST_MAX_SEQUENCE)
+        return st_error(ST_ERR_INVALID_ARG, "input '%s': a sequence of %d tensors (0 to %d)", name, count, ST_MAX_SEQUENCE);
+    if (!enter(s)) return ST_ERR_BUSY;
+    bound_input *b = &s->bound[i];
+    if (count > b->cap_elems) {
+        bound_input *e = realloc(b->elems, (size_t)count * sizeof *e);
+        if (!e) {
+            leave(s);
+            return st_error(ST_ERR_NOMEM, "input '%s': out of memory for %d elements", name, count);
+        }
+        memset(e + b->cap_elems, 0, (size_t)(count - b->cap_elems) * sizeof *e);
+        b->elems = e;
+        b->cap_elems = count;
+    }
+    for (int k = 0; k < count; k++) b->elems[k].set = false;
+    b->n_elems = count;
+    b->absent = false;
+    b->set = true;
+    leave(s);
+    return ST_OK;
+}
+
+st_status st_session_set_input_element(st_session *s, const char *name, int index, st_dtype dtype, int rank,
+                                       const int64_t *dims, const void *data, size_t bytes)
+{
+    int i;
+    ST_TRY(list_input(s, name, 1u << ST_KIND_SEQUENCE | 1u << ST_KIND_OPTIONAL_SEQUENCE, "st_session_set_input_element",
+                      &i));
+    if (rank > 0 && !dims) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_element: NULL dims");
+    /* strings are values a plan is made for (plan.c), which a sequence's
+     * elements are not */
+    if (s->model->g->values[s->model->g->inputs[i]].dtype == ST_STRING || dtype == ST_STRING)
+        return st_error(ST_ERR_UNSUPPORTED, "input '%s': sequences of strings are not supported", name);
+    char what[300];
+    snprintf(what, sizeof what, "%s[%d]", name, index);
+    ST_TRY(check_bytes(what, dtype, rank, dims, bytes));
+    if (!enter(s)) return ST_ERR_BUSY;
+    bound_input *b = &s->bound[i];
+    st_status r = ST_OK;
+    if (!b->set || b->absent || b->n_elems < 0)
+        r = st_error(ST_ERR_INVALID_ARG, "input '%s': give its length with st_session_set_input_sequence before its "
+                     "elements", name);
+    else if (index < 0 || index >= b->n_elems)
+        r = st_error(ST_ERR_INVALID_ARG, "input '%s': element %d of a sequence of %d", name, index, b->n_elems);
+    else
+        r = bind_tensor(&s->model->g->values[s->model->g->inputs[i]], &b->elems[index], what, dtype, rank, dims, data);
+    leave(s);
+    return r;
+}
+
+st_status st_session_set_input_absent(st_session *s, const char *name)
+{
+    int i;
+    ST_TRY(list_input(s, name, 1u << ST_KIND_OPTIONAL | 1u << ST_KIND_OPTIONAL_SEQUENCE, "st_session_set_input_absent",
+                      &i));
+    if (!enter(s)) return ST_ERR_BUSY;
+    bound_input *b = &s->bound[i];
+    b->set = true;
+    b->absent = true;
+    b->uploaded = false;
+    b->rank = 0;
+    b->bytes = 0;
+    leave(s);
+    return ST_OK;
+}
+
+/* The bindings in the order of a plan's input slots (plan/plan.h): one
+ * per graph input of m (NULL for a sequence or optional one), then the
+ * tensors that each sequence or optional input holds; in_elems per graph
+ * input.  Returns the slot count, or -1 when out of memory. */
+static int input_slots(const st_graph *g, bound_input *bound, bound_input ***slots, int **in_elems)
+{
+    int n = g->n_inputs;
+    int *el = malloc(((size_t)g->n_inputs + 1) * sizeof *el);
+    if (!el) return -1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        st_value_kind k = g->values[g->inputs[i]].kind;
+        const bound_input *b = &bound[i];
+        el[i] = k == ST_KIND_TENSOR ? ST_IN_TENSOR : b->absent ? ST_IN_ABSENT : k == ST_KIND_OPTIONAL ? 1 : b->n_elems;
+        if (el[i] > 0) n += el[i];
+    }
+    bound_input **sl = malloc(((size_t)n + 1) * sizeof *sl);
+    if (!sl) {
+        free(el);
+        return -1;
+    }
+    int at = g->n_inputs;
+    for (int i = 0; i < g->n_inputs; i++) {
+        sl[i] = el[i] == ST_IN_TENSOR ? &bound[i] : NULL;
+        if (el[i] > 0 && g->values[g->inputs[i]].kind == ST_KIND_OPTIONAL) sl[at++] = &bound[i];
+        else
+            for (int k = 0; k < el[i]; k++) sl[at++] = &bound[i].elems[k];
+    }
+    *slots = sl;
+    *in_elems = el;
+    return n;
+}
+
+/* Why input i of g cannot run as bound (not set, or an element missing),
+ * or ST_OK. */
+static st_status unbound(const st_graph *g, const bound_input *b, int i)
+{
+    const st_value *v = &g->values[g->inputs[i]];
+    if (!b->set) {
+        if (v->kind == ST_KIND_TENSOR) return st_error(ST_ERR_INVALID_ARG, "input '%s' was not set", v->name);
+        if (v->kind == ST_KIND_SEQUENCE)
+            return st_error(ST_ERR_INVALID_ARG, "input '%s' (a sequence) was not set: st_session_set_input_sequence and "
+                            "st_session_set_input_element bind it", v->name);
+        return st_error(ST_ERR_INVALID_ARG, "input '%s' (an optional) was not set: bind its value, or mark it empty with "
+                        "st_session_set_input_absent", v->name);
+    }
+    if ((v->kind == ST_KIND_SEQUENCE || v->kind == ST_KIND_OPTIONAL_SEQUENCE) && !b->absent)
+        for (int k = 0; k < b->n_elems; k++)
+            if (!b->elems[k].set)
+                return st_error(ST_ERR_INVALID_ARG, "input '%s': element %d of its %d was not set", v->name, k,
+                                b->n_elems);
+    return ST_OK;
 }
 
 /* Points a cached plan's views at the current arenas (storages 0 and 1). */
@@ -421,29 +582,48 @@ static void free_cached(st_cached *c)
 
 /* The plan of model m (the session's, or a later stage's) for inputs
  * bound, from the cache or built. */
-static st_status get_plan(st_session *s, const st_model *m, const bound_input *bound, st_cached **out)
+static st_status get_plan(st_session *s, const st_model *m, bound_input *bound, st_cached **out)
 {
     const st_graph *g = m->g;
-    int rank[g->n_inputs + 1];
-    const void *data[g->n_inputs + 1];
-    int64_t (*dims)[ST_MAX_RANK] = calloc((size_t)g->n_inputs + 1, sizeof *dims);
-    if (!dims) return st_error(ST_ERR_NOMEM, "out of memory planning");
-    for (int i = 0; i < g->n_inputs; i++) {
-        rank[i] = bound[i].rank;
-        data[i] = bound[i].data;
-        memcpy(dims[i], bound[i].dims, sizeof dims[i]);
+    bound_input **slots;
+    int *in_elems;
+    int n = input_slots(g, bound, &slots, &in_elems);
+    if (n < 0) return st_error(ST_ERR_NOMEM, "out of memory planning");
+    int *rank = malloc(((size_t)n + 1) * sizeof *rank);
+    const void **data = malloc(((size_t)n + 1) * sizeof *data);
+    int64_t (*dims)[ST_MAX_RANK] = calloc((size_t)n + 1, sizeof *dims);
+    if (!rank || !data || !dims) {
+        free(slots);
+        free(in_elems);
+        free(rank);
+        free(data);
+        free(dims);
+        return st_error(ST_ERR_NOMEM, "out of memory planning");
     }
-    for (int i = 0; i < s->n_cache; i++)
+    for (int i = 0; i < n; i++) {
+        rank[i] = slots[i] ? slots[i]->rank : 0;
+        data[i] = slots[i] ? slots[i]->data : NULL;
+        if (slots[i]) memcpy(dims[i], slots[i]->dims, sizeof dims[i]);
+    }
+    free(slots);
+    st_cached *hit = NULL;
+    for (int i = 0; i < s->n_cache && !hit; i++)
         if (s->cache[i].plan->model == m &&
-            st_plan_matches(s->cache[i].plan, rank, (const int64_t(*)[ST_MAX_RANK])dims, data)) {
-            s->cache[i].used = ++s->clock;
-            *out = &s->cache[i];
-            free(dims);
-            return ST_OK;
-        }
+            st_plan_matches(s->cache[i].plan, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, in_elems))
+            hit = &s->cache[i];
     st_plan *p = NULL;
-    st_status r = st_plan_build(m, &s->target, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p);
+    st_status r = ST_OK;
+    if (!hit)
+        r = st_plan_build(m, &s->target, &s->opt, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, in_elems, &p);
+    free(rank);
+    free(data);
     free(dims);
+    free(in_elems);
+    if (hit) {
+        hit->used = ++s->clock;
+        *out = hit;
+        return ST_OK;
+    }
     if (r != ST_OK) return r;
     if (p->arena_bytes + p->host_arena_bytes > s->opt.memory_limit) {
         r = st_error(ST_ERR_NOMEM, "the plan needs %llu bytes of activations, over the memory limit of %llu bytes",
@@ -576,9 +756,7 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
 static st_status run_locked(st_session *s)
 {
     const st_graph *g = s->model->g;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (!s->bound[i].set)
-            return st_error(ST_ERR_INVALID_ARG, "input '%s' was not set", g->values[g->inputs[i]].name);
+    for (int i = 0; i < g->n_inputs; i++) ST_TRY(unbound(g, &s->bound[i], i));
     st_tracker *t = s->tracker;
     /* one DAG in flight: the previous run must be done before the arena changes */
     pthread_mutex_lock(&t->mu);
@@ -684,9 +862,18 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
         if (s->host_arena && p->host_arena_bytes)
             ST_TRY(s->host_arena->backend->fill(s->host_arena->backend, s->host_arena, 0, 0xff, s->host_arena->size));
     }
-    for (int i = 0; i < g->n_inputs; i++) {
-        const st_pvalue *pv = &p->values[g->inputs[i]];
-        bound_input *bi = &bound[i];
+    /* graph inputs, then the tensors that sequence and optional ones hold */
+    bound_input **slots;
+    int *in_elems;
+    int n_slots = input_slots(g, bound, &slots, &in_elems);
+    if (n_slots < 0) return st_error(ST_ERR_NOMEM, "out of memory uploading the inputs");
+    free(in_elems);
+    r = ST_OK;
+    for (int i = 0; i < n_slots && r == ST_OK; i++) {
+        bound_input *bi = slots[i];
+        if (!bi) continue;
+        int v = i < g->n_inputs ? g->inputs[i] : p->slot_value[i - g->n_inputs];
+        const st_pvalue *pv = &p->values[v];
         if (pv->kind != ST_PV_INPUT || bi->bytes == 0) continue; /* value inputs are constants */
         /* unchanged since the last upload into this arena for this plan,
          * and no other plan ran in the arena since: nothing to copy (the
@@ -698,18 +885,22 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
         bi->up_plan = p->serial;
         bi->up_arena = s->arena_gen;
         if (pv->t.dtype == bi->dtype) {
-            ST_TRY(b->write(b, s->arena, (uint64_t)pv->view.offset, bi->data, bi->bytes));
+            r = b->write(b, s->arena, (uint64_t)pv->view.offset, bi->data, bi->bytes);
         } else {
             size_t n = bi->bytes / st_dtype_size(bi->dtype);
             void *tmp = malloc(n * st_dtype_size(pv->t.dtype) + 1);
-            if (!tmp) return st_error(ST_ERR_NOMEM, "out of memory converting input '%s'", g->values[g->inputs[i]].name);
+            if (!tmp) {
+                r = st_error(ST_ERR_NOMEM, "out of memory converting input '%s'", p->g->values[v].name);
+                break;
+            }
             st_convert(pv->t.dtype, tmp, bi->dtype, bi->data, n);
             r = b->write(b, s->arena, (uint64_t)pv->view.offset, tmp, n * st_dtype_size(pv->t.dtype));
             free(tmp);
-            ST_TRY(r);
         }
     }
     s->arena_plan = p->serial;
+    free(slots);
+    ST_TRY(r);
     st_exec *e = t->exec;
     e->prof = NULL;
     if (!s->prof) return e->vt->submit(e, c->dag);
@@ -764,6 +955,11 @@ st_status st_session_profile_write(st_session *s)
 static st_status value_tensor(st_session *s, int v, st_tensor **out)
 {
     const st_pvalue *pv = &s->cur->plan->values[v];
+    if (pv->kind == ST_PV_STRUCT) {
+        const st_node *l = st_sequence_node(s->cur->plan->g, v);
+        return st_error(ST_ERR_INVALID_ARG, "'%s' is %s, not a tensor", s->cur->plan->g->values[v].name,
+                        l && !strcmp(l->op_type, "Optional") ? "an optional" : "a sequence");
+    }
     if (pv->kind == ST_PV_DEAD) /* a staged run's last stage does not read this input */
         return st_error(ST_ERR_INVALID_ARG, "'%s' is not held after the last stage of this run (plan/stage.c)",
                         s->model->g->values[v].name);
@@ -788,19 +984,114 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
     return ST_OK;
 }
 
-st_status st_session_output(st_session *s, const char *name, st_tensor **out)
+static int output_index(const st_session *s, const char *name)
 {
-    if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "st_session_output: NULL argument");
-    *out = NULL;
     const st_graph *g = s->model->g;
-    int v = -1;
-    for (int i = 0; i < g->n_outputs && v < 0; i++)
-        if (strcmp(g->values[g->outputs[i]].name, name) == 0) v = g->outputs[i];
+    for (int i = 0; i < g->n_outputs; i++)
+        if (strcmp(g->values[g->outputs[i]].name, name) == 0) return g->outputs[i];
+    return -1;
+}
+
+/* What output v of the last run holds (passes/sequence.c): a sequence's
+ * tensors, or one tensor, or nothing (an empty optional).  The caller is
+ * inside the session, after a run. */
+typedef struct held {
+    bool present, seq;
+    int n;                    /* a sequence's length */
+    const int *elems;         /* its tensors */
+    int tensor;               /* or the one tensor */
+} held;
+
+static held output_holds(const st_session *s, int v)
+{
+    const st_graph *g = s->cur->plan->g;
+    const st_node *l = st_sequence_node(g, v);
+    held h = {true, false, 0, NULL, v};
+    if (l && !strcmp(l->op_type, "Optional")) {
+        h.present = l->n_in > 0 && l->in[0] >= 0;
+        if (!h.present) return h;
+        h.tensor = l->in[0];
+        l = st_sequence_node(g, h.tensor);
+    }
+    if (l) {
+        h.seq = true;
+        h.n = l->n_in;
+        h.elems = l->in;
+    }
+    return h;
+}
+
+/* Output name of the last run, entering the session: what it holds. */
+static st_status output_enter(st_session *s, const char *name, const void *out, const char *fn, held *h)
+{
+    if (!s || !name || !out) return st_error(ST_ERR_INVALID_ARG, "%s: NULL argument", fn);
+    int v = output_index(s, name);
     if (v < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no output named '%s'", name);
     /* s->cur and its plan change under a run on another thread */
     if (!enter(s)) return ST_ERR_BUSY;
-    st_status r = s->cur ? value_tensor(s, v, out)
-                         : st_error(ST_ERR_INVALID_ARG, "st_session_output: no run has been made yet");
+    if (!s->cur) {
+        leave(s);
+        return st_error(ST_ERR_INVALID_ARG, "%s: no run has been made yet", fn);
+    }
+    *h = output_holds(s, v);
+    return ST_OK;
+}
+
+st_status st_session_output(st_session *s, const char *name, st_tensor **out)
+{
+    if (out) *out = NULL;
+    held h;
+    ST_TRY(output_enter(s, name, out, "st_session_output", &h));
+    st_status r;
+    if (!h.present)
+        r = st_error(ST_ERR_INVALID_ARG, "output '%s' is an optional that holds no value in this run "
+                     "(st_session_output_present tells)", name);
+    else if (h.seq)
+        r = st_error(ST_ERR_INVALID_ARG, "output '%s' is a sequence of %d tensor%s, not a tensor: read it with "
+                     "st_session_output_length and st_session_output_element", name, h.n, h.n == 1 ? "" : "s");
+    else
+        r = value_tensor(s, h.tensor, out);
+    leave(s);
+    return r;
+}
+
+st_status st_session_output_present(st_session *s, const char *name, int *present)
+{
+    held h;
+    ST_TRY(output_enter(s, name, present, "st_session_output_present", &h));
+    *present = h.present;
+    leave(s);
+    return ST_OK;
+}
+
+/* The sequence that output name holds, or why it holds none. */
+static st_status output_sequence(const char *name, const held *h)
+{
+    if (!h->present) return st_error(ST_ERR_INVALID_ARG, "output '%s' is an optional that holds no value in this run", name);
+    if (!h->seq)
+        return st_error(ST_ERR_INVALID_ARG, "output '%s' is a tensor, not a sequence: read it with st_session_output", name);
+    return ST_OK;
+}
+
+st_status st_session_output_length(st_session *s, const char *name, int *length)
+{
+    held h;
+    ST_TRY(output_enter(s, name, length, "st_session_output_length", &h));
+    st_status r = output_sequence(name, &h);
+    if (r == ST_OK) *length = h.n;
+    leave(s);
+    return r;
+}
+
+st_status st_session_output_element(st_session *s, const char *name, int index, st_tensor **out)
+{
+    if (out) *out = NULL;
+    held h;
+    ST_TRY(output_enter(s, name, out, "st_session_output_element", &h));
+    st_status r = output_sequence(name, &h);
+    if (r == ST_OK && (index < 0 || index >= h.n))
+        r = st_error(ST_ERR_INVALID_ARG, "output '%s': element %d of a sequence of %d", name, index, h.n);
+    if (r == ST_OK) r = value_tensor(s, h.elems[index], out);
     leave(s);
     return r;
 }

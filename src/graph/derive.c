@@ -170,6 +170,21 @@ bool st_graph_splice(st_graph *g, int at, int n)
     return true;
 }
 
+bool st_graph_insert(st_graph *g, int at, int n)
+{
+    if (g->n_nodes + n + 1 > g->cap_nodes) {
+        int cap = (g->n_nodes + n) * 2 + 16;
+        st_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) return false;
+        g->nodes = nodes;
+        g->cap_nodes = cap;
+    }
+    memmove(g->nodes + at + n, g->nodes + at, (size_t)(g->n_nodes - at) * sizeof *g->nodes);
+    memset(g->nodes + at, 0, (size_t)n * sizeof *g->nodes);
+    g->n_nodes += n;
+    return true;
+}
+
 void st_graph_relink(st_graph *g)
 {
     for (int v = 0; v < g->n_values; v++) g->values[v].producer = -1;

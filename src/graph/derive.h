@@ -45,6 +45,10 @@ int st_graph_add_const(st_graph *g, const char *name, st_dtype dtype, int rank, 
  * are not needed: a derived graph frees every node's in, out and implicit
  * arrays).  Returns false when out of memory. */
 bool st_graph_splice(st_graph *g, int at, int n);
+/* Makes room for n zeroed nodes before index at (which may be n_nodes),
+ * without replacing any; the caller fills them and relinks.  Returns
+ * false when out of memory. */
+bool st_graph_insert(st_graph *g, int at, int n);
 /* Recomputes every value's producer from the nodes' outputs. */
 void st_graph_relink(st_graph *g);
 

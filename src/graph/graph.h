@@ -78,6 +78,12 @@ typedef struct st_value {
     int producer;                    /* node index, -1 for inputs and constants */
     int producer_slot;               /* which output of the producer */
     bool is_input, is_output;
+    /* A sequence or optional (declared so: a graph input or output, a
+     * subgraph's input, value_info): dtype, rank and dims then describe
+     * its element tensor.  Planning goes by the ops that make a value, not
+     * by this (passes/sequence.c); the API reports it for graph inputs and
+     * outputs. */
+    st_value_kind kind;
 } st_value;
 
 typedef struct st_node {

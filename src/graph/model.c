@@ -112,3 +112,15 @@ st_status st_model_output_info(const st_model *m, int index, st_value_info *info
     fill_info(&m->g->values[m->g->outputs[index]], info);
     return ST_OK;
 }
+
+st_value_kind st_model_input_kind(const st_model *m, int index)
+{
+    if (!m || index < 0 || index >= m->g->n_inputs) return ST_KIND_TENSOR;
+    return m->g->values[m->g->inputs[index]].kind;
+}
+
+st_value_kind st_model_output_kind(const st_model *m, int index)
+{
+    if (!m || index < 0 || index >= m->g->n_outputs) return ST_KIND_TENSOR;
+    return m->g->values[m->g->outputs[index]].kind;
+}

@@ -402,6 +402,35 @@ static st_status attr_from_proto(Onnx__AttributeProto *p, const char *node, cons
 
 /* ---- value types ---- */
 
+/* A sequence or optional type: sets v->kind and moves *tp to the element
+ * tensor's type (NULL when the element's type is left open).  strata's
+ * sequences and optionals hold tensors: a sequence of sequences, of maps,
+ * or an optional optional is refused by name. */
+static st_status container_type(st_value *v, const Onnx__TypeProto **tp)
+{
+    const Onnx__TypeProto *t = *tp, *e;
+    if (t->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+        v->kind = ST_KIND_SEQUENCE;
+        e = t->sequence_type->elem_type;
+    } else if (t->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+        e = t->optional_type->elem_type;
+        bool seq = e && e->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+        v->kind = seq ? ST_KIND_OPTIONAL_SEQUENCE : ST_KIND_OPTIONAL;
+        if (seq) e = e->sequence_type->elem_type;
+    } else {
+        return ST_OK;
+    }
+    if (e && e->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET && e->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return st_error(ST_ERR_UNSUPPORTED, "value '%s': %s of %s is not supported (strata's sequences and optionals "
+                        "hold tensors)", v->name, v->kind == ST_KIND_SEQUENCE ? "a sequence" : "an optional",
+                        e->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? "sequences"
+                        : e->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE      ? "maps"
+                        : e->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "optionals"
+                                                                                 : "sparse tensors");
+    *tp = e && e->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? e : NULL;
+    return ST_OK;
+}
+
 static st_status apply_type(st_value *v, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
@@ -409,9 +438,11 @@ static st_status apply_type(st_value *v, const Onnx__ValueInfoProto *vi)
      * PyTorch exporter does inside If branches): nothing is declared, so
      * inference decides, as if the entry were absent. */
     if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return ST_OK;
+    ST_TRY(container_type(v, &tp));
+    if (!tp) return ST_OK;
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return st_error(ST_ERR_UNSUPPORTED, "value '%s': only tensor types are supported (not sequences, maps or optionals)",
-                        v->name);
+        return st_error(ST_ERR_UNSUPPORTED, "value '%s': only tensors, sequences of tensors and optionals are supported "
+                        "(not maps or sparse tensors)", v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type && tt->elem_type != 0) {
         if (!dtype_loadable(tt->elem_type))

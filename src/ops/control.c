@@ -1,5 +1,6 @@
 /*
- * control.c — the op rows of the control-flow ops: If, Loop and Scan.
+ * control.c — the op rows of the control-flow ops: If, Loop, Scan and
+ * SequenceMap.
  *
  * They have no shape rule of their own and no kernel: planning expands
  * each into the nodes of its body once its behaviour is known
@@ -18,5 +19,6 @@ const st_op_def st_ops_control[] = {
     {"If", "", 1, ST_OP_CONTROL, infer_control, NULL, NULL},
     {"Loop", "", 1, ST_OP_CONTROL, infer_control, NULL, NULL},
     {"Scan", "", 8, ST_OP_CONTROL, infer_control, NULL, NULL},
+    {"SequenceMap", "", 17, ST_OP_CONTROL, infer_control, NULL, NULL},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -89,7 +89,8 @@ enum {
     ST_OP_SHAPE_ONLY = 1 << 0,     /* reads only its input's shape (Shape, Size): always foldable */
     ST_OP_NO_FOLD = 1 << 1,        /* never evaluate at plan time (random ops) */
     ST_OP_CONCAT = 1 << 2,         /* candidates for in-place placement of inputs */
-    ST_OP_CONTROL = 1 << 3         /* If, Loop, Scan: expanded into their bodies (passes/control.c) */
+    ST_OP_CONTROL = 1 << 3,        /* If, Loop, Scan, SequenceMap: expanded into their bodies (passes/control.c) */
+    ST_OP_SEQUENCE = 1 << 4        /* sequence and optional ops: lowered at plan time (passes/sequence.c) */
 };
 
 typedef struct st_op_def {

@@ -28,7 +28,8 @@ extern const st_op_def st_ops_norm[];     /* norm.c: Softmax family, LayerNorm, 
 extern const st_op_def st_ops_index[];    /* index.c: Expand, Tile, Pad, Range, Gather/Scatter, NMS, Einsum, ... */
 extern const st_op_def st_ops_resize[];   /* resize.c: Resize, Upsample, ConvTranspose */
 extern const st_op_def st_ops_misc[];     /* misc.c: losses, recurrent, quantization, signal, ... */
-extern const st_op_def st_ops_control[];  /* control.c: If, Loop, Scan */
+extern const st_op_def st_ops_control[];  /* control.c: If, Loop, Scan, SequenceMap */
+extern const st_op_def st_ops_sequence[]; /* sequence.c: sequence and optional ops */
 extern const st_op_def st_ops_text[];     /* text.c: StringNormalizer, TfIdfVectorizer */
 extern const st_op_def st_ops_qlinear[];  /* qlinear.c: com.microsoft QLinearAdd, ..., QLinearConcat */
 

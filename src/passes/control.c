@@ -21,7 +21,10 @@
  *   - Scan over a sequence length known from the shapes: the same, each
  *     iteration reading its slice of every scan input through a Gather of
  *     a constant index (a view); opset 8's form with a batch axis runs one
- *     such Scan per batch entry, stacked back along the batch axis.
+ *     such Scan per batch entry, stacked back along the batch axis;
+ *   - SequenceMap over a sequence, whose length a plan knows
+ *     (passes/sequence.c): one copy of the body per element, reading the
+ *     elements at its position, each output a list of the copies'.
  * Nested control nodes expand in their turn, on the next pass.  A Loop
  * whose body computes its condition (a while loop), or a counted loop
  * whose copies would pass ST_MAX_EXPANDED_NODES, is not expanded:
@@ -48,7 +51,8 @@
 
 bool st_control_op(const st_node *n)
 {
-    return !n->domain[0] && (!strcmp(n->op_type, "If") || !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan"));
+    return !n->domain[0] && (!strcmp(n->op_type, "If") || !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan") ||
+                             !strcmp(n->op_type, "SequenceMap"));
 }
 
 /* The value id in g that subgraph reference src of node n stands for: n's
@@ -720,6 +724,100 @@ static st_status expand_scan(st_plan *p, int i)
     return s;
 }
 
+/* ---- SequenceMap ---- */
+
+/* SequenceMap: the body once per element of input 0, a sequence; each
+ * later input is a sequence of the same length, whose element at the same
+ * position the body reads, or a tensor, read whole by every copy.  Each
+ * body output is gathered into a sequence: a list node over the copies'
+ * outputs (passes/sequence.c).  The lists are known here because
+ * specialization lowered every node before this one. */
+static st_status expand_sequence_map(st_plan *p, int i)
+{
+    const st_node *n = &p->g->nodes[i];
+    const st_graph *b = st_attr_graph(n, "body");
+    if (!b) return st_error(ST_ERR_MODEL, "node '%s' (SequenceMap): no body attribute", n->name);
+    if (n->n_in < 1 || b->n_inputs != n->n_in || b->n_outputs != n->n_out)
+        return st_error(ST_ERR_MODEL, "node '%s' (SequenceMap): the body has %d inputs and %d outputs for the node's %d "
+                        "and %d", n->name, b->n_inputs, b->n_outputs, n->n_in, n->n_out);
+    int len = -1;
+    for (int k = 0; k < n->n_in; k++) {
+        const st_node *l = n->in[k] >= 0 ? st_sequence_node(p->g, n->in[k]) : NULL;
+        bool seq = l && !strcmp(l->op_type, "SequenceConstruct");
+        if (n->in[k] < 0 || (l && !seq) || (k == 0 && !seq))
+            return st_error(ST_ERR_MODEL, "node '%s' (SequenceMap): input %d is %s; input 0 is a sequence and the others "
+                            "sequences or tensors", n->name, k, n->in[k] < 0 ? "missing" : l ? "an optional" : "a tensor");
+        if (seq && len >= 0 && l->n_in != len)
+            return st_error(ST_ERR_SHAPE, "node '%s' (SequenceMap): input %d has %d elements, input 0 has %d", n->name, k,
+                            l->n_in, len);
+        if (seq) len = l->n_in;
+    }
+    int64_t per = b->n_nodes;
+    if (len > (ST_MAX_EXPANDED_NODES - p->g->n_nodes - n->n_out) / (per > 0 ? per : 1)) return too_big(n, len, per);
+    ST_TRY(st_plan_own_graph(p));
+    st_graph *g = p->own_g;
+    st_node x = g->nodes[i];
+    int ins[x.n_in], outs[x.n_out > 0 ? x.n_out : 1];
+    memcpy(ins, x.in, (size_t)x.n_in * sizeof *ins);
+    memcpy(outs, x.out, (size_t)x.n_out * sizeof *outs);
+    /* each input's elements (NULL: a tensor), copied: the splice frees them */
+    int *elems[x.n_in];
+    st_status s = ST_OK;
+    for (int k = 0; k < x.n_in; k++) {
+        const st_node *l = st_sequence_node(g, ins[k]);
+        elems[k] = NULL;
+        if (!l || s != ST_OK) continue;
+        elems[k] = malloc(((size_t)len + 1) * sizeof *elems[k]);
+        if (!elems[k]) s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+        else if (len) memcpy(elems[k], l->in, (size_t)len * sizeof *elems[k]);
+    }
+    int impl_n = x.n_implicit;
+    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
+    for (int k = 0; k < impl_n; k++) {
+        impl[k] = x.implicit[k];
+        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
+    }
+    st_node owner = x;
+    owner.implicit = impl;
+    owner.implicit_src = impl_src;
+    int *got = malloc(((size_t)x.n_out * (size_t)(len > 0 ? len : 1) + 1) * sizeof *got);
+    if (s == ST_OK && !got) s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+    if (s == ST_OK && !st_graph_splice(g, i, len * b->n_nodes + x.n_out))
+        s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+    int at = i;
+    for (int t = 0; t < len && s == ST_OK; t++) {
+        const char *prefix = st_graph_strf(g, "%s/%d", x.name, t);
+        if (!prefix) {
+            s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+            break;
+        }
+        inst in;
+        s = inst_begin(&in, g, b, &owner, prefix);
+        for (int k = 0; k < x.n_in && s == ST_OK; k++) in.map[b->inputs[k]] = elems[k] ? elems[k][t] : ins[k];
+        if (s == ST_OK) s = inst_nodes(&in, at, &at);
+        for (int j = 0; j < x.n_out && s == ST_OK; j++) got[j * len + t] = in.map[b->outputs[j]];
+        inst_end(&in);
+    }
+    /* every output a list node (an unused one too: dead-node removal drops
+     * it, and the slots were counted for it) */
+    for (int j = 0; j < x.n_out && s == ST_OK; j++) {
+        char name[320];
+        snprintf(name, sizeof name, "%s/out_%d", x.name, j);
+        int dst = outs[j] >= 0 ? outs[j] : st_graph_add_value(g, name);
+        if (dst < 0) {
+            s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
+            break;
+        }
+        /* an empty sequence's element type: the one the body declares */
+        if (g->values[dst].dtype == ST_UNDEFINED) g->values[dst].dtype = b->values[b->outputs[j]].dtype;
+        s = new_node(g, at++, "SequenceConstruct", name, 17, got + (size_t)j * (size_t)len, len, dst, NULL);
+    }
+    for (int k = 0; k < x.n_in; k++) free(elems[k]);
+    free(got);
+    st_graph_relink(g);
+    return s;
+}
+
 bool st_control_runtime_loop(const st_plan *p, int i)
 {
     const st_node *n = &p->g->nodes[i];
@@ -747,5 +845,6 @@ st_status st_control_expand(st_plan *p, int i)
     const st_node *n = &p->g->nodes[i];
     if (!strcmp(n->op_type, "If")) return expand_if(p, i);
     if (!strcmp(n->op_type, "Loop")) return expand_loop(p, i);
+    if (!strcmp(n->op_type, "SequenceMap")) return expand_sequence_map(p, i);
     return expand_scan(p, i);
 }

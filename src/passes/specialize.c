@@ -261,10 +261,24 @@ st_status st_specialize(st_plan *p)
                          n->op_type, n->domain[0] ? n->domain : "ai.onnx", n->opset);
             break;
         }
+        if (st_sequence_touches(p, n)) {
+            /* a sequence or optional: structure, which the graph is
+             * rewritten into (passes/sequence.c); a position it needs from
+             * the data is asked for like a rule's constant below */
+            int missing = -1;
+            s = st_sequence_lower(p, i, &missing);
+            if (s != ST_OK && missing >= 0) {
+                p->needs_values = mark_value_inputs(p, g, missing);
+                if (p->needs_values) s = st_error(ST_ERR_SHAPE, "replan with input values");
+                else if (stage_cut(p, g, i, missing)) s = st_error(ST_ERR_SHAPE, "stage cut");
+            }
+            if (s != ST_OK || p->expanded) break;
+            continue;
+        }
         if (n->op->flags & ST_OP_CONTROL) {
             /* its condition or trip count may come from a small graph
              * input: plan again with that input's value known */
-            int decide = !strcmp(n->op_type, "Scan") ? -1 : 0;
+            int decide = !strcmp(n->op_type, "Scan") || !strcmp(n->op_type, "SequenceMap") ? -1 : 0;
             for (int k = 0; decide >= 0 && k <= (!strcmp(n->op_type, "Loop") ? 1 : 0) && k < n->n_in; k++) {
                 int v = n->in[k];
                 if (v < 0 || p->values[v].kind == ST_PV_CONST) continue;
@@ -336,7 +350,9 @@ st_status st_specialize(st_plan *p)
             pn->kind = ST_PN_EXEC;
         }
     }
-    if (s == ST_OK) {
+    /* a graph just rewritten (control flow, sequences) is planned again:
+     * it may have outgrown p->nodes, which the next pass resizes */
+    if (s == ST_OK && !p->expanded) {
         for (int i = 0; i < g->n_nodes; i++) {
             if (p->nodes[i].kind != ST_PN_EXEC) continue;
             for (int k = 0; k < g->nodes[i].n_in; k++)

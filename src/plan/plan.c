@@ -143,7 +143,7 @@ st_status st_plan_buffers(st_plan *p)
     /* storages[0] is the main arena, storages[1] the host arena */
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
-        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST) continue;
+        if (pv->kind == ST_PV_DEAD || pv->kind == ST_PV_CONST || pv->kind == ST_PV_STRUCT) continue;
         pv->view.offset += (int64_t)p->buffers[pv->buffer].offset;
         pv->storage = p->buffers[pv->buffer].device == ST_DEV_HOST ? 1 : 0;
     }
@@ -175,6 +175,9 @@ static st_status init_values(st_plan *p)
         }
     }
     for (int i = 0; i < g->n_inputs; i++) {
+        /* a sequence or optional input is made by a list node of the
+         * plan's graph from the tensors it holds (passes/sequence.c) */
+        if (p->in_elems[i] != ST_IN_TENSOR) continue;
         st_pvalue *pv = &p->values[g->inputs[i]];
         pv->kind = ST_PV_INPUT;
         pv->t.present = true;
@@ -191,6 +194,16 @@ static st_status init_values(st_plan *p)
             pv->kind = ST_PV_CONST;
             pv->t.data = d;
         }
+    }
+    for (int k = p->n_inputs; k < p->n_slots; k++) {
+        int v = p->slot_value[k - p->n_inputs];
+        st_pvalue *pv = &p->values[v];
+        pv->kind = ST_PV_INPUT;
+        pv->t.present = true;
+        pv->t.dtype = g->values[v].dtype;
+        pv->model_dtype = pv->t.dtype;
+        pv->t.rank = p->in_rank[k];
+        memcpy(pv->t.dims, p->in_dims[k], sizeof pv->t.dims);
     }
     return ST_OK;
 }
@@ -253,7 +266,7 @@ st_status st_plan_own_graph(st_plan *p)
 
 st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_session_options *o,
                         const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
-                        st_plan **out)
+                        const int *in_elems, st_plan **out)
 {
     const st_graph *g = m->g;
     st_plan *p = calloc(1, sizeof *p);
@@ -267,26 +280,45 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     p->hazard_mode = o->hazard_mode;
     p->memory_limit = o->memory_limit;
     p->n_inputs = g->n_inputs;
-    p->in_rank = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_rank);
-    p->in_dims = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_dims);
+    p->n_slots = g->n_inputs;
+    for (int i = 0; in_elems && i < g->n_inputs; i++)
+        if (in_elems[i] > 0) p->n_slots += in_elems[i];
+    p->in_elems = malloc(((size_t)g->n_inputs + 1) * sizeof *p->in_elems);
+    p->slot_value = malloc(((size_t)(p->n_slots - g->n_inputs) + 1) * sizeof *p->slot_value);
+    p->in_rank = malloc(((size_t)p->n_slots + 1) * sizeof *p->in_rank);
+    p->in_dims = malloc(((size_t)p->n_slots + 1) * sizeof *p->in_dims);
     p->value_inputs = calloc((size_t)g->n_inputs + 1, sizeof *p->value_inputs);
     p->value_data = calloc((size_t)g->n_inputs + 1, sizeof *p->value_data);
     p->n_values = g->n_values;
     p->values = calloc((size_t)g->n_values + 1, sizeof *p->values);
     p->n_nodes = g->n_nodes;
     p->nodes = calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
-    if (!p->in_rank || !p->in_dims || !p->values || !p->nodes || !p->value_inputs || !p->value_data) {
+    if (!p->in_rank || !p->in_dims || !p->values || !p->nodes || !p->value_inputs || !p->value_data || !p->in_elems ||
+        !p->slot_value) {
         st_plan_free(p);
         return st_error(ST_ERR_NOMEM, "out of memory planning");
     }
-    for (int i = 0; i < g->n_inputs; i++) {
+    for (int i = 0; i < p->n_slots; i++) {
         p->in_rank[i] = in_rank[i];
         memcpy(p->in_dims[i], in_dims[i], sizeof p->in_dims[i]);
+    }
+    bool lists = false;
+    for (int i = 0; i < g->n_inputs; i++) {
+        p->in_elems[i] = in_elems ? in_elems[i] : ST_IN_TENSOR;
+        lists |= p->in_elems[i] != ST_IN_TENSOR;
     }
     p->in_data = in_data;
     /* strings never enter an arena: a plan knows their values (core/strings.h) */
     for (int i = 0; i < g->n_inputs; i++) p->value_inputs[i] = g->values[g->inputs[i]].dtype == ST_STRING;
-    st_status s;
+    st_status s = ST_OK;
+    /* the tensors that sequence and optional inputs hold are values of
+     * the plan's own graph, made once (they keep their ids on replans) */
+    if (lists) s = st_sequence_inputs(p);
+    if (s == ST_OK && lists) s = plan_fit(p);
+    if (s != ST_OK) {
+        st_plan_free(p);
+        return s;
+    }
     /* each retry makes at least one more input a known value, or expands
      * one more control-flow node into its body (the graph's size is
      * bounded, passes/control.c), so this ends */
@@ -312,6 +344,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         if (s != ST_OK) break;
     }
     p->in_data = NULL;
+    if (s == ST_OK) s = st_sequence_outputs(p);
     if (s == ST_OK) s = st_pass_fuse(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_QDQ)) st_pass_fuse_qdq(p);
@@ -329,15 +362,18 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
 }
 
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
-                     const void *const *in_data)
+                     const void *const *in_data, const int *in_elems)
 {
     const st_graph *g = p->g;
-    for (int i = 0; i < p->n_inputs; i++) {
+    for (int i = 0; i < p->n_inputs; i++)
+        if (p->in_elems[i] != (in_elems ? in_elems[i] : ST_IN_TENSOR)) return false;
+    for (int i = 0; i < p->n_slots; i++) {
         if (p->in_rank[i] != in_rank[i]) return false;
         for (int d = 0; d < in_rank[i]; d++)
             if (p->in_dims[i][d] != in_dims[i][d]) return false;
-        if (p->value_inputs[i] && !st_values_equal(g->values[g->inputs[i]].dtype, (size_t)st_numel(in_rank[i], in_dims[i]),
-                                                   p->value_data[i], in_data[i]))
+        if (i < p->n_inputs && p->value_inputs[i] &&
+            !st_values_equal(g->values[g->inputs[i]].dtype, (size_t)st_numel(in_rank[i], in_dims[i]), p->value_data[i],
+                             in_data[i]))
             return false;
     }
     return true;
@@ -357,6 +393,8 @@ void st_plan_free(st_plan *p)
     free(p->transfers);
     free(p->in_rank);
     free(p->in_dims);
+    free(p->in_elems);
+    free(p->slot_value);
     free(p->value_inputs);
     free(p->value_data);
     st_graph_free(p->next_g);

@@ -55,7 +55,9 @@ typedef enum st_pv_kind {
     ST_PV_CONST,         /* initializer or folded: host data in t.data */
     ST_PV_INPUT,         /* a graph input: a root buffer the host writes */
     ST_PV_ROOT,          /* computed by a command into its own buffer */
-    ST_PV_VIEW           /* a view of another value's bytes (base) */
+    ST_PV_VIEW,          /* a view of another value's bytes (base) */
+    ST_PV_STRUCT         /* a sequence or optional: no bytes of its own; its elements
+                            are values of their own (passes/sequence.c) */
 } st_pv_kind;
 
 typedef struct st_pvalue {
@@ -136,10 +138,17 @@ typedef struct st_plan {
     bool expanded;               /* set by specialize: the graph changed, plan again */
     uint64_t serial;             /* unique within its session (never reused, unlike addresses) */
     st_dtype precision;
-    /* the input shapes this plan was built for */
+    /* the input shapes this plan was built for: one slot per graph input,
+     * then one per tensor that a sequence or optional input holds, in
+     * input order (in_elems[i]: ST_IN_TENSOR, ST_IN_ABSENT or how many
+     * tensors input i holds; slot_value: the value each of those slots is
+     * in the plan's graph, passes/sequence.c) */
     int n_inputs;
+    int n_slots;
     int *in_rank;
     int64_t (*in_dims)[ST_MAX_RANK];
+    int *in_elems;
+    int *slot_value;
     /* Inputs whose values the plan depends on: small inputs that a shape
      * rule needs as data (a Reshape's shape fed as a graph input).
      * Their values are part of the plan's key and they are constants. */
@@ -230,14 +239,26 @@ st_status st_plan_split(st_plan *p);
 /* The plan's own copy of its graph, made on first use (graph/derive.h). */
 st_status st_plan_own_graph(st_plan *p);
 
+/* How a graph input is bound (st_plan_build's in_elems): a tensor, an
+ * empty optional, or else the number of tensors the sequence or optional
+ * input holds, whose shapes and data follow the graph inputs' slots in
+ * in_rank, in_dims and in_data. */
+#define ST_IN_TENSOR (-1)
+#define ST_IN_ABSENT (-2)
+/* The most tensors a sequence may hold: the plan writes a node or a value
+ * per element. */
+#define ST_MAX_SEQUENCE 100000
+
 /* Builds the whole plan for the given input shapes; in_data (the bound
- * inputs) lets the plan specialize on small integer inputs' values. */
+ * inputs) lets the plan specialize on small integer inputs' values.
+ * in_elems: per graph input, ST_IN_TENSOR or what it holds (NULL: every
+ * input is a tensor). */
 st_status st_plan_build(const struct st_model *m, const st_plan_target *t, const st_session_options *o,
                         const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
-                        st_plan **out);
+                        const int *in_elems, st_plan **out);
 /* Whether plan p is valid for these bound inputs. */
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
-                     const void *const *in_data);
+                     const void *const *in_data, const int *in_elems);
 /* st_plan_bind (exec/bind.h) then gives it storages. */
 void st_plan_free(st_plan *p);
 
@@ -296,6 +317,25 @@ bool st_control_runtime_loop(const st_plan *p, int i);
 /* The value id in the node's graph that subgraph reference src of node n
  * stands for (its implicit inputs), or -1. */
 int st_control_outer_value(const st_node *n, int src);
+
+/* Sequences and optionals (passes/sequence.c).  st_sequence_inputs makes
+ * the values of the tensors that sequence and optional graph inputs hold;
+ * st_sequence_touches says whether specialization hands node n to
+ * st_sequence_lower, which marks a list node (SequenceConstruct, Optional)
+ * as structure, or rewrites node i into what it does to lists and sets
+ * p->expanded (*missing: a value it needs as a constant, or -1);
+ * st_sequence_outputs makes the tensors that sequence and optional graph
+ * outputs hold graph outputs of the plan's graph.  st_sequence_node: the
+ * list node that makes value v in g, or NULL when v is a tensor. */
+st_status st_sequence_inputs(st_plan *p);
+bool st_sequence_touches(const st_plan *p, const st_node *n);
+st_status st_sequence_lower(st_plan *p, int i, int *missing);
+st_status st_sequence_outputs(st_plan *p);
+const st_node *st_sequence_node(const st_graph *g, int v);
+/* In a stage split at node cut: moves the list nodes before it to just
+ * before it, so that the next stage makes the lists and their tensors
+ * cross instead (plan/stage.c).  Returns the new cut. */
+int st_sequence_defer(st_graph *g, int cut);
 
 /* Evaluates a node on the host (folding), outputs into plan memory. */
 st_status st_fold_node(st_plan *p, int node);

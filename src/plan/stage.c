@@ -112,6 +112,9 @@ st_status st_plan_split(st_plan *p)
         snprintf(p->cut_note, sizeof p->cut_note, "node '%s' (%s) needs the data of '%s'; the next stage is planned on "
                  "this one's results", cn->name, cn->op_type, g->values[p->cut_value].name);
     }
+    /* a sequence or optional is structure, not bytes: the next stage makes
+     * the lists, and their tensors cross (passes/sequence.c) */
+    cut = st_sequence_defer(g, cut);
 
     bool *need = calloc((size_t)g->n_values + 1, sizeof *need);
     int *cross = malloc(((size_t)g->n_values + 1) * sizeof *cross);
@@ -135,6 +138,11 @@ st_status st_plan_split(st_plan *p)
         const st_pvalue *pv = &p->values[v];
         if (pv->kind == ST_PV_CONST) {
             s = make_const(b, v, pv);
+            continue;
+        }
+        if (pv->kind == ST_PV_STRUCT || st_sequence_node(g, v)) {
+            s = st_error(ST_ERR_UNSUPPORTED, "the sequence or optional '%s' would cross a stage of the plan as bytes",
+                         gv->name);
             continue;
         }
         /* computed before the cut, or a graph input the rest reads: an
@@ -258,6 +266,19 @@ static st_status loop_split(st_plan *p)
                              b->values[b->outer[k]].name);
         }
     }
+    /* the session carries tensors between iterations (exec/loop.c); a
+     * sequence's length and its elements' shapes are plan-time structure
+     * (passes/sequence.c), which a loop that decides at run time when to
+     * stop cannot give each iteration's plan */
+    for (int k = 0; k < b->n_inputs + b->n_outputs + b->n_outer && s == ST_OK; k++) {
+        int v = k < b->n_inputs ? b->inputs[k]
+                : k < b->n_inputs + b->n_outputs ? b->outputs[k - b->n_inputs]
+                                                 : b->outer[k - b->n_inputs - b->n_outputs];
+        if (b->values[v].kind != ST_KIND_TENSOR)
+            s = st_error(ST_ERR_UNSUPPORTED, "Loop '%s' computes its condition in its body (or is too long to unroll) "
+                         "and its body's '%s' is a sequence or optional: such a loop runs one iteration at a time, "
+                         "which carries tensors only", n->name, b->values[v].name);
+    }
     if (s == ST_OK) s = body_model(p, n, b, l->outer, &l->body);
     /* what the rest reads: the Loop's results (the session fills them),
      * constants (handed over as constants) and this plan's values */
@@ -274,6 +295,11 @@ static st_status loop_split(st_plan *p)
             bool from_loop = gv->producer == cut;
             if (!from_loop && pv->kind == ST_PV_CONST) {
                 s = make_const(c, v, pv);
+                continue;
+            }
+            if (!from_loop && (pv->kind == ST_PV_STRUCT || st_sequence_node(g, v))) {
+                s = st_error(ST_ERR_UNSUPPORTED, "the sequence or optional '%s' would cross Loop '%s' as bytes",
+                             gv->name, n->name);
                 continue;
             }
             st_value *cv = &c->values[v];

@@ -471,6 +471,80 @@ def c_subgraph_unknown_value(d):
     return [save(make_model(g, 16), os.path.join(d, "m.onnx"))], ["'branch'", "'nowhere'", "enclosing"]
 
 
+def sequence_model(d, nodes, outputs, inputs=None, opset=17):
+    """x[2,3] and w[2,4] (a constant) into the given sequence nodes."""
+    onnx, TP, helper, nh = onnx_mods()
+    if inputs is None:
+        inputs = [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3])]
+    inits = [nh.from_array(np.ones((2, 4), np.float32), "w"), nh.from_array(np.array(5, np.int64), "five")]
+    g = base_graph(nodes=nodes, inputs=inputs, outputs=outputs, inits=inits)
+    return save(make_model(g, opset), os.path.join(d, "m.onnx"))
+
+
+def c_sequence_at_out_of_range(d):
+    # position 5 of a sequence of two tensors: refused at plan time
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("SequenceConstruct", ["x", "r"], ["s"], name="seq"),
+             helper.make_node("SequenceAt", ["s", "five"], ["y"], name="at")]
+    return [sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])])], \
+        ["'at'", "position 5", "out of range", "2 tensors"]
+
+
+def c_concat_from_sequence_shapes(d):
+    # [2, 3] and [2, 4] concatenated along axis 0: the dims off the axis differ
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("SequenceConstruct", ["x", "w"], ["s"], name="seq"),
+             helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)]
+    return [sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, None)])], ["'cat'", "dim"]
+
+
+def c_sequence_input(d):
+    # the command line binds tensors; a sequence input is named and refused
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)]
+    ins = [helper.make_value_info("s", helper.make_sequence_type_proto(helper.make_tensor_type_proto(TP.FLOAT, [2, 3])))]
+    return [sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, None)], inputs=ins)], \
+        ["input 's'", "sequence", "command line"]
+
+
+def c_sequence_output(d):
+    # a sequence output cannot be written as one .npy: named and refused
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("SequenceConstruct", ["x", "w"], ["s"], name="seq")]
+    outs = [helper.make_value_info("s", helper.make_sequence_type_proto(helper.make_tensor_type_proto(TP.FLOAT, None)))]
+    return [sequence_model(d, nodes, outs)], ["output 's'", "sequence of 2 tensors", "command line"]
+
+
+def c_optional_input_empty(d):
+    # an optional input with no -i file runs empty; taking its value fails
+    onnx, TP, helper, nh = onnx_mods()
+    nodes = [helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")]
+    ins = [helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TP.FLOAT, [2, 3])))]
+    return [sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, [2, 3])], inputs=ins), "-q"], \
+        ["'get'", "optional 'o' is empty"]
+
+
+def c_while_loop_sequence(d):
+    # a Loop whose body computes its condition runs one iteration at a time,
+    # carrying tensors between iterations; a sequence it carries is refused
+    onnx, TP, helper, nh = onnx_mods()
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TP.FLOAT, [2, 3]))
+    body = body_graph([helper.make_node("Less", ["i", "five"], ["c_out"], name="more"),
+                       helper.make_node("SequenceInsert", ["s_in", "x"], ["s_out"], name="push")],
+                      [helper.make_tensor_value_info("i", TP.INT64, []), helper.make_tensor_value_info("c_in", TP.BOOL, []),
+                       helper.make_value_info("s_in", seq_t)],
+                      [helper.make_tensor_value_info("c_out", TP.BOOL, []), helper.make_value_info("s_out", seq_t)])
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["s0"], name="seq"),
+             helper.make_node("Loop", ["", "yes", "s0"], ["s"], name="loop", body=body),
+             helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)]
+    m = sequence_model(d, nodes, [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    onnx_m = onnx.load(m)
+    onnx_m.graph.initializer.append(nh.from_array(np.array(True), "yes"))
+    onnx.save(onnx_m, m)
+    return [m, "-q"], ["'loop'", "'s_in'", "sequence or optional", "one iteration at a time"]
+
+
 def varint(n):
     out = bytearray()
     while True:

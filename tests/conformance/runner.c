@@ -10,7 +10,10 @@
  * output_K.pb.  The runner loads the model, feeds the inputs in order, and
  * compares every output with the reference the way ONNX's own backend
  * tests do (|got - want| <= atol + rtol * |want|, rtol 1e-3, atol 1e-7;
- * exact for integers and bools; NaN matches NaN).
+ * exact for integers and bools; NaN matches NaN).  A sequence or optional
+ * input or output (values.h) is bound and compared element by element: a
+ * sequence's length and each element, an optional's presence and then
+ * what it holds.
  *
  * Each case runs in a child process with a time limit, so a crash or a
  * hang is a FAIL line, not the end of the run.  A case is UNSUPPORTED when
@@ -47,6 +50,7 @@
 #include "onnx/loader.h"
 #include "plan/plan.h"
 #include "strata.h"
+#include "values.h"
 
 #define CASE_SECONDS 60
 #define TEST_DATA_ROOT "/usr/share/libonnx-testdata/data"
@@ -66,27 +70,19 @@ typedef struct opts {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Files named prefix_<k>.pb in dir, sorted by k. */
-static int load_pbs(const char *dir, const char *prefix, st_const **out, int max, char *msg, size_t cap)
+/* Files named prefix_<k>.pb in dir, sorted by k, each read as kind(m, k)
+ * says (a tensor, a sequence or an optional, values.h). */
+static int load_pbs(const char *dir, const char *prefix, const st_model *m,
+                    st_value_kind (*kind)(const st_model *, int), tvalue *out, int max, char *msg, size_t cap)
 {
     int n = 0;
     for (; n < max; n++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, n);
-        void *buf;
-        size_t len;
         struct stat sb;
         if (stat(path, &sb) != 0) break;
-        if (st_file_read(path, &buf, &len) != ST_OK) {
-            snprintf(msg, cap, "%s", st_last_error());
-            return -1;
-        }
-        st_status s = st_onnx_load_tensor(buf, len, &out[n], NULL);
-        free(buf);
-        if (s != ST_OK) {
-            snprintf(msg, cap, "%s: %s", path, st_last_error());
-            return s == ST_ERR_UNSUPPORTED ? -2 : -1;
-        }
+        int r = tvalue_load(path, kind(m, n), &out[n], msg, cap);
+        if (r) return r;
     }
     return n;
 }
@@ -107,12 +103,12 @@ static bool close_enough(st_dtype t, const void *got, const void *want, size_t i
 
 /* A string output, element by element (exact, as ONNX's tests compare
  * them); false with the first difference in msg. */
-static bool strings_match(const st_tensor *t, const char *name, const st_const *want, char *msg, size_t cap)
+static bool strings_match(const st_tensor *t, const char *what, const st_const *want, char *msg, size_t cap)
 {
     size_t n = (size_t)st_const_numel(want), bad = 0, first = 0;
     const char **got = calloc(n + 1, sizeof *got);
     if (!got || st_tensor_read_strings(t, got, n) != ST_OK) {
-        snprintf(msg, cap, "reading '%s': %s", name, got ? st_last_error() : "out of memory");
+        snprintf(msg, cap, "reading %s: %s", what, got ? st_last_error() : "out of memory");
         free(got);
         return false;
     }
@@ -120,10 +116,119 @@ static bool strings_match(const st_tensor *t, const char *name, const st_const *
     for (size_t i = 0; i < n; i++)
         if (strcmp(got[i], w[i]) != 0 && !bad++) first = i;
     if (bad)
-        snprintf(msg, cap, "output '%s': %zu of %zu strings differ; first at %zu: got \"%.60s\" want \"%.60s\"", name, bad, n,
+        snprintf(msg, cap, "output %s: %zu of %zu strings differ; first at %zu: got \"%.60s\" want \"%.60s\"", what, bad, n,
                  first, got[first], w[first]);
     free(got);
     return bad == 0;
+}
+
+/* Compares output tensor t (named what) with want; writes why not into
+ * msg.  Frees t. */
+static int compare(const char *what, st_tensor *t, st_const *want, char *msg, size_t cap)
+{
+    if (st_tensor_dtype(t) == ST_BF16 && want->dtype == ST_U16) want->dtype = ST_BF16;
+    bool shape_ok = st_tensor_rank(t) == want->rank;
+    for (int d = 0; d < want->rank && shape_ok; d++) shape_ok = st_tensor_dim(t, d) == want->dims[d];
+    if (!shape_ok || st_tensor_dtype(t) != want->dtype) {
+        char a[128] = "", b[128] = "";
+        for (int d = 0; d < st_tensor_rank(t); d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)st_tensor_dim(t, d));
+        for (int d = 0; d < want->rank; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)want->dims[d]);
+        snprintf(msg, cap, "output %s: got %s [%s], want %s [%s]", what, st_dtype_name(st_tensor_dtype(t)), a,
+                 st_dtype_name(want->dtype), b);
+        st_tensor_free(t);
+        return R_FAIL;
+    }
+    if (want->dtype == ST_STRING) {
+        bool ok = strings_match(t, what, want, msg, cap);
+        st_tensor_free(t);
+        return ok ? R_PASS : R_FAIL;
+    }
+    void *got = malloc(want->bytes + 1);
+    /* poison, so an output that is never written cannot pass */
+    if (got) memset(got, 0xa5, want->bytes + 1);
+    st_status s = got ? st_tensor_read(t, want->dtype, got, want->bytes) : ST_ERR_NOMEM;
+    st_tensor_free(t);
+    if (s != ST_OK) {
+        snprintf(msg, cap, "reading %s: %s", what, st_last_error());
+        free(got);
+        return R_FAIL;
+    }
+    size_t n = want->bytes / st_dtype_size(want->dtype), bad = 0, first = 0;
+    double err = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!close_enough(want->dtype, got, want->data, i, &err)) {
+            if (!bad) first = i;
+            bad++;
+        }
+    if (bad)
+        snprintf(msg, cap, "output %s: %zu of %zu elements differ (max abs err %.3g); first at %zu: got %.7g want %.7g",
+                 what, bad, n, err, first, st_load_f64(want->dtype, (char *)got + first * st_dtype_size(want->dtype)),
+                 st_load_f64(want->dtype, (char *)want->data + first * st_dtype_size(want->dtype)));
+    free(got);
+    return bad ? R_FAIL : R_PASS;
+}
+
+/* Binds input value in (a tensor, a sequence or an optional) by name. */
+static st_status bind(st_session *sess, const st_value_info *info, tvalue *in)
+{
+    for (int k = 0; k < in->n; k++) /* NumPy has no bfloat16: the test data stores its bits as uint16 */
+        if (info->dtype == ST_BF16 && in->t[k]->dtype == ST_U16) in->t[k]->dtype = ST_BF16;
+    if (!in->present) return st_session_set_input_absent(sess, info->name);
+    if (in->kind == ST_KIND_TENSOR || in->kind == ST_KIND_OPTIONAL) {
+        const st_const *c = in->t[0];
+        if (c->dtype == ST_STRING)
+            return st_session_set_input_strings(sess, info->name, c->rank, c->dims, (const char *const *)c->data,
+                                                (size_t)st_const_numel(c));
+        return st_session_set_input_checked(sess, info->name, c->dtype, c->rank, c->dims, c->data, c->bytes);
+    }
+    ST_TRY(st_session_set_input_sequence(sess, info->name, in->n));
+    for (int k = 0; k < in->n; k++) {
+        const st_const *c = in->t[k];
+        ST_TRY(st_session_set_input_element(sess, info->name, k, c->dtype, c->rank, c->dims, c->data, c->bytes));
+    }
+    return ST_OK;
+}
+
+/* Compares output info->name with want, a tensor, a sequence (element by
+ * element) or an optional (present or not, then what it holds). */
+static int check_output(st_session *sess, const st_value_info *info, const tvalue *want, char *msg, size_t cap)
+{
+    char what[300];
+    snprintf(what, sizeof what, "'%s'", info->name);
+    st_status s = ST_OK;
+    if (want->kind == ST_KIND_OPTIONAL || want->kind == ST_KIND_OPTIONAL_SEQUENCE) {
+        int present = -1;
+        s = st_session_output_present(sess, info->name, &present);
+        if (s == ST_OK && present != want->present) {
+            snprintf(msg, cap, "output %s: %s, want %s", what, present ? "holds a value" : "empty",
+                     want->present ? "a value" : "empty");
+            return R_FAIL;
+        }
+        if (s == ST_OK && !want->present) return R_PASS;
+    }
+    st_tensor *t = NULL;
+    if (s == ST_OK && (want->kind == ST_KIND_TENSOR || want->kind == ST_KIND_OPTIONAL)) {
+        s = st_session_output(sess, info->name, &t);
+        if (s == ST_OK) return compare(what, t, want->t[0], msg, cap);
+    }
+    int len = -1;
+    if (s == ST_OK) s = st_session_output_length(sess, info->name, &len);
+    if (s == ST_OK && len != want->n) {
+        snprintf(msg, cap, "output %s: a sequence of %d tensors, want %d", what, len, want->n);
+        return R_FAIL;
+    }
+    for (int k = 0; k < len && s == ST_OK; k++) {
+        s = st_session_output_element(sess, info->name, k, &t);
+        if (s != ST_OK) break;
+        snprintf(what, sizeof what, "'%s'[%d]", info->name, k);
+        int r = compare(what, t, want->t[k], msg, cap);
+        if (r != R_PASS) return r;
+    }
+    if (s != ST_OK) {
+        snprintf(msg, cap, "%s", st_last_error());
+        return R_FAIL;
+    }
+    return R_PASS;
 }
 
 /* Runs one case; writes a one-line reason into msg. */
@@ -152,8 +257,9 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
         struct stat sb;
         if (stat(sdir, &sb) != 0) break;
         nsets++;
-        st_const *ins[64] = {0}, *outs[64] = {0};
-        int ni = load_pbs(sdir, "input", ins, 64, msg, cap), no = ni >= 0 ? load_pbs(sdir, "output", outs, 64, msg, cap) : 0;
+        tvalue ins[64] = {0}, outs[64] = {0};
+        int ni = load_pbs(sdir, "input", m, st_model_input_kind, ins, 64, msg, cap);
+        int no = ni >= 0 ? load_pbs(sdir, "output", m, st_model_output_kind, outs, 64, msg, cap) : 0;
         if (ni < 0 || no < 0) {
             result = (ni == -2 || no == -2) ? R_UNSUPPORTED : R_FAIL;
         } else if (ni != st_model_input_count(m)) {
@@ -163,14 +269,7 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
         for (int k = 0; k < ni && result == R_PASS; k++) {
             st_value_info info;
             st_model_input_info(m, k, &info);
-            /* NumPy has no bfloat16: the test data stores its bits as uint16 */
-            if (info.dtype == ST_BF16 && ins[k]->dtype == ST_U16) ins[k]->dtype = ST_BF16;
-            if (ins[k]->dtype == ST_STRING)
-                s = st_session_set_input_strings(sess, info.name, ins[k]->rank, ins[k]->dims,
-                                                 (const char *const *)ins[k]->data, (size_t)st_const_numel(ins[k]));
-            else
-                s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
-                                                 ins[k]->bytes);
+            s = bind(sess, &info, &ins[k]);
             if (s != ST_OK) {
                 snprintf(msg, cap, "%s", st_last_error());
                 result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
@@ -191,60 +290,11 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
         for (int k = 0; k < no && result == R_PASS; k++) {
             st_value_info info;
             st_model_output_info(m, k, &info);
-            st_tensor *t;
-            if (st_session_output(sess, info.name, &t) != ST_OK) {
-                snprintf(msg, cap, "%s", st_last_error());
-                result = R_FAIL;
-                break;
-            }
-            st_const *want = outs[k];
-            if (st_tensor_dtype(t) == ST_BF16 && want->dtype == ST_U16) want->dtype = ST_BF16;
-            bool shape_ok = st_tensor_rank(t) == want->rank;
-            for (int d = 0; d < want->rank && shape_ok; d++) shape_ok = st_tensor_dim(t, d) == want->dims[d];
-            if (!shape_ok || st_tensor_dtype(t) != want->dtype) {
-                char a[128] = "", b[128] = "";
-                for (int d = 0; d < st_tensor_rank(t); d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)st_tensor_dim(t, d));
-                for (int d = 0; d < want->rank; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)want->dims[d]);
-                snprintf(msg, cap, "output '%s': got %s [%s], want %s [%s]", info.name, st_dtype_name(st_tensor_dtype(t)), a,
-                         st_dtype_name(want->dtype), b);
-                result = R_FAIL;
-                st_tensor_free(t);
-                break;
-            }
-            if (want->dtype == ST_STRING) {
-                if (!strings_match(t, info.name, want, msg, cap)) result = R_FAIL;
-                st_tensor_free(t);
-                continue;
-            }
-            void *got = malloc(want->bytes + 1);
-            /* poison, so an output that is never written cannot pass */
-            memset(got, 0xa5, want->bytes + 1);
-            s = got ? st_tensor_read(t, want->dtype, got, want->bytes) : ST_ERR_NOMEM;
-            st_tensor_free(t);
-            if (s != ST_OK) {
-                snprintf(msg, cap, "reading '%s': %s", info.name, st_last_error());
-                result = R_FAIL;
-                free(got);
-                break;
-            }
-            size_t n = want->bytes / st_dtype_size(want->dtype), bad = 0, first = 0;
-            double err = 0;
-            for (size_t i = 0; i < n; i++)
-                if (!close_enough(want->dtype, got, want->data, i, &err)) {
-                    if (!bad) first = i;
-                    bad++;
-                }
-            if (bad) {
-                snprintf(msg, cap, "output '%s': %zu of %zu elements differ (max abs err %.3g); first at %zu: got %.7g want %.7g",
-                         info.name, bad, n, err, first, st_load_f64(want->dtype, (char *)got + first * st_dtype_size(want->dtype)),
-                         st_load_f64(want->dtype, (char *)want->data + first * st_dtype_size(want->dtype)));
-                result = R_FAIL;
-            }
-            free(got);
+            result = check_output(sess, &info, &outs[k], msg, cap);
         }
         for (int k = 0; k < 64; k++) {
-            st_const_free(ins[k]);
-            st_const_free(outs[k]);
+            tvalue_free(&ins[k]);
+            tvalue_free(&outs[k]);
         }
     }
     if (result == R_PASS && nsets == 0) {

@@ -48,7 +48,8 @@ int main(void)
         /* the CPU runs every op of the op table, in every dtype the op takes */
         for (int i = 0; i < st_op_count(); i++) {
             const st_op_def *op = st_op_at(i);
-            if (op->flags & ST_OP_CONTROL) continue; /* expanded into their bodies at plan time */
+            /* expanded into their bodies, or lowered, at plan time */
+            if (op->flags & (ST_OP_CONTROL | ST_OP_SEQUENCE)) continue;
             uint32_t m = st_kernel_dtypes(cpu, op);
             CHECKF(m != 0, "op '%s' has no CPU kernel", op->name);
             if (op->types) CHECKF((m & op->types) == op->types, "the CPU does not run every dtype op '%s' takes", op->name);

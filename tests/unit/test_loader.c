@@ -515,11 +515,14 @@ static void test_structure(void)
     m->graph->input[0]->type->tensor_type->has_elem_type = 0;
     expect_error(m, NULL, ST_ERR_MODEL, "'x'", "element type", NULL);
 
-    /* a graph input of a rank strata cannot hold, and one of a sequence type */
+    /* a graph input of a rank strata cannot hold */
     m = relu_model();
     int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     m->graph->input[0] = vinfo("x", ST_F32, 9, nine);
     expect_error(m, NULL, ST_ERR_UNSUPPORTED, "'x'", "rank 9", NULL);
+    /* sequence and optional types: a sequence of tensors loads, its kind
+     * and element type kept; a sequence of sequences and an optional
+     * optional are refused by name */
     m = relu_model();
     Onnx__TypeProto *seq = alloc(sizeof *seq);
     onnx__type_proto__init(seq);
@@ -528,7 +531,42 @@ static void test_structure(void)
     onnx__type_proto__sequence__init(seq->sequence_type);
     seq->sequence_type->elem_type = m->graph->input[0]->type;
     m->graph->input[0]->type = seq;
-    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "'x'", "sequence", NULL);
+    {
+        st_graph *gs = expect_load(m, NULL, "a sequence input");
+        if (gs) {
+            const st_value *x = &gs->values[gs->inputs[0]];
+            CHECK(x->kind == ST_KIND_SEQUENCE && x->dtype == ST_F32 && x->rank == 2 && x->dims[1] == 3);
+            st_graph_free(gs);
+        }
+    }
+    Onnx__TypeProto *nested = alloc(sizeof *nested);
+    onnx__type_proto__init(nested);
+    nested->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    nested->sequence_type = alloc(sizeof *nested->sequence_type);
+    onnx__type_proto__sequence__init(nested->sequence_type);
+    nested->sequence_type->elem_type = seq;
+    m->graph->input[0]->type = nested;
+    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "'x'", "a sequence of sequences", NULL);
+    Onnx__TypeProto *opt = alloc(sizeof *opt), *opt2 = alloc(sizeof *opt2);
+    onnx__type_proto__init(opt);
+    onnx__type_proto__init(opt2);
+    opt->value_case = opt2->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    opt->optional_type = alloc(sizeof *opt->optional_type);
+    opt2->optional_type = alloc(sizeof *opt2->optional_type);
+    onnx__type_proto__optional__init(opt->optional_type);
+    onnx__type_proto__optional__init(opt2->optional_type);
+    opt->optional_type->elem_type = seq;
+    m->graph->input[0]->type = opt;
+    {
+        st_graph *gs = expect_load(m, NULL, "an optional sequence input");
+        if (gs) {
+            CHECK(gs->values[gs->inputs[0]].kind == ST_KIND_OPTIONAL_SEQUENCE);
+            st_graph_free(gs);
+        }
+    }
+    opt2->optional_type->elem_type = opt;
+    m->graph->input[0]->type = opt2;
+    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "'x'", "an optional of optionals", NULL);
     /* symbolic dims load as -1 with their names */
     m = relu_model();
     Onnx__TensorShapeProto__Dimension *d0 = m->graph->input[0]->type->tensor_type->shape->dim[0];

@@ -26,18 +26,13 @@
 static const float *load_block(st_dtype dt, const char *base, int64_t step, int64_t n, float *scratch)
 {
     if (dt == ST_F32 && step == 1) return (const float *)base;
-    size_t es = st_dtype_size(dt);
     if (step == 0) {
         float v = st_load_f32(dt, base);
         for (int64_t i = 0; i < n; i++) scratch[i] = v;
         return scratch;
     }
-    if (dt == ST_F32) {
-        const float *f = (const float *)base;
-        for (int64_t i = 0; i < n; i++) scratch[i] = f[i * step];
-        return scratch;
-    }
-    for (int64_t i = 0; i < n; i++) scratch[i] = st_load_f32(dt, base + i * step * (int64_t)es);
+    /* f16 and bf16 rows convert sixteen lanes a vector (cvt_half.c) */
+    st_cvt_row_to_f32(scratch, dt, base, step, n);
     return scratch;
 }
 
@@ -49,13 +44,7 @@ static float *out_block(st_dtype dt, char *base, int64_t step, float *scratch)
 static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const float *v)
 {
     if (dt == ST_F32 && step == 1) return; /* computed in place */
-    if (dt == ST_F32) {
-        float *f = (float *)base;
-        for (int64_t i = 0; i < n; i++) f[i * step] = v[i];
-        return;
-    }
-    size_t es = st_dtype_size(dt);
-    for (int64_t i = 0; i < n; i++) st_store_f32(dt, base + i * step * (int64_t)es, v[i]);
+    st_cvt_row_from_f32(dt, base, step, v, n);
 }
 
 /* ---- the math ---- */

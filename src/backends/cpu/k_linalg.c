@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
@@ -255,9 +256,84 @@ static void mm_generic(const mm_job *j)
     }
 }
 
+/* The stride of dims [0, last] of o taken as one dim (size-1 dims
+ * skipped), or -1 when they are not evenly spaced. */
+static int64_t fused_stride(const st_operand *o, int last)
+{
+    int64_t st = -1, span = 0;
+    for (int d = last; d >= 0; d--) {
+        if (o->sizes[d] == 1) continue;
+        if (st < 0) st = o->strides[d];
+        else if (o->strides[d] != span) return -1;
+        span = o->strides[d] * o->sizes[d];
+    }
+    return st < 0 ? 0 : st;
+}
+
+/* A batched A times a B without batch dims (a linear layer on [batch,
+ * seq, d], or on a transposed view of it, as nn.MultiheadAttention's input
+ * projection gets): one GEMM of batches x m rows instead of a GEMM per
+ * batch, which for 77 batches of 2 rows packed the whole weight 77 times.
+ * When A's rows are not evenly spaced they are gathered into *owned (f32,
+ * row-major; cheap next to the GEMM: m k floats against m n k products).
+ * False when the output's rows are not evenly spaced or on no memory:
+ * the batched path then runs as before. */
+static bool mm_fold_batches(const st_operand *a, const st_operand *b, const st_operand *y, st_operand *a2,
+                            st_operand *y2, float **owned)
+{
+    *owned = NULL;
+    if (a->rank < 3 || b->rank < 2 || a->rank != y->rank) return false;
+    for (int d = 0; d < b->rank - 2; d++)
+        if (b->sizes[d] != 1) return false;
+    for (int d = 0; d < a->rank - 2; d++)
+        if (a->sizes[d] != y->sizes[d]) return false;
+    int64_t yrs = fused_stride(y, y->rank - 2), ars = fused_stride(a, a->rank - 2);
+    int64_t rows = st_numel(a->rank - 1, a->sizes), kk = a->sizes[a->rank - 1], acs = a->strides[a->rank - 1];
+    if (yrs < 0) return false;
+    *a2 = *a;
+    *y2 = *y;
+    a2->rank = y2->rank = 2;
+    a2->sizes[0] = y2->sizes[0] = rows;
+    a2->sizes[1] = kk;
+    a2->strides[1] = acs;
+    y2->sizes[1] = y->sizes[y->rank - 1];
+    y2->strides[1] = y->strides[y->rank - 1];
+    y2->strides[0] = yrs;
+    if (ars >= 0) {
+        a2->strides[0] = ars;
+        return true;
+    }
+    float *buf = malloc((size_t)(rows * kk > 0 ? rows * kk : 1) * sizeof *buf);
+    if (!buf) return false;
+    size_t es = st_dtype_size(a->dtype);
+    for (int64_t r = 0; r < rows; r++) {
+        /* element offset of row r: its index over dims [0, rank - 2] */
+        int64_t off = 0, i = r;
+        for (int d = a->rank - 2; d >= 0; d--) {
+            off += i % a->sizes[d] * a->strides[d];
+            i /= a->sizes[d];
+        }
+        st_cvt_row_to_f32(buf + r * kk, a->dtype, (const char *)a->data + off * (int64_t)es, acs, kk);
+    }
+    a2->data = buf;
+    a2->dtype = ST_F32;
+    a2->strides[0] = kk;
+    a2->strides[1] = 1;
+    *owned = buf;
+    return true;
+}
+
 st_status st_cpu_matmul(const st_kctx *k)
 {
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    st_operand a2, y2;
+    float *owned = NULL;
+    bool flt = a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16;
+    if (flt && mm_fold_batches(a, b, y, &a2, &y2, &owned)) {
+        a = &a2;
+        y = &y2;
+        /* B's leading size-1 dims go too: the output has no batch dims left */
+    }
     mm_job j = {0};
     j.k = k;
     j.a = a;
@@ -278,8 +354,11 @@ st_status st_cpu_matmul(const st_kctx *k)
         j.sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
     }
     j.batches = st_numel(j.nb, y->sizes);
-    if (j.batches == 0 || j.m == 0 || j.n == 0) return ST_OK;
-    if (a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16) {
+    if (j.batches == 0 || j.m == 0 || j.n == 0) {
+        free(owned);
+        return ST_OK;
+    }
+    if (flt) {
         j.mtiles = (j.m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS;
         /* columns too, in tiles of 384, when rows alone make few tasks (a
          * CTC head is 40 rows by 6625 columns); each output element is
@@ -289,6 +368,7 @@ st_status st_cpu_matmul(const st_kctx *k)
         j.ntiles = (j.n + j.ncols - 1) / j.ncols;
         j.err = ST_OK;
         st_parallel_for(k->pool, j.batches * j.mtiles * j.ntiles, mm_task, &j);
+        free(owned);
         return j.err;
     }
     mm_generic(&j);

@@ -33,7 +33,8 @@
  *     arrives as a new function.
  *   - A MAJOR release may change anything; its new SONAME lets programs
  *     built against the old one keep loading the old library.
- * This holds from 0.2.0, the first release that installs a shared library.
+ * This holds from 0.2.0, the first release that installs a shared library
+ * (st_session_options.profile, the last field, is part of 0.2.0's layout).
  * A program can compare ST_VERSION_NUMBER (what it was compiled against)
  * with st_version_number() (the library it runs with).  Only what this
  * header declares is API: libstrata.so also exports other st_ symbols for
@@ -82,7 +83,7 @@ typedef enum st_dtype {
     ST_I16 = 5,
     ST_I32 = 6,
     ST_I64 = 7,
-    ST_STRING = 8, /* recognised so it can be refused by name */
+    ST_STRING = 8, /* set and read with the _strings functions below; held on the host */
     ST_BOOL = 9,
     ST_F16 = 10,
     ST_F64 = 11,
@@ -99,11 +100,13 @@ typedef enum st_backend_kind {
 
 /* How the hazard tracker decides that two commands conflict.  Only RANGES
  * is correct and fast; the others exist to reproduce and measure the bug
- * classes of the seed report (rules 3 and 7 of docs/architecture.md). */
+ * classes of the seed report (rules 3 and 7 of docs/architecture.md), and
+ * what the exact byte sets of strided views buy (EXTENTS, since 0.3). */
 typedef enum st_hazard_mode {
-    ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage */
+    ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage, a strided view's exact runs */
     ST_HAZARD_STORAGE = 1,      /* any two uses of one storage: correct, coarse */
-    ST_HAZARD_BASE_POINTER = 2  /* only views that start at the same byte: the seed's bug */
+    ST_HAZARD_BASE_POINTER = 2, /* only views that start at the same byte: the seed's bug */
+    ST_HAZARD_EXTENTS = 3       /* overlapping view extents [first byte, last byte]: correct, coarser */
 } st_hazard_mode;
 
 typedef enum st_schedule {
@@ -129,6 +132,11 @@ typedef struct st_session_options {
                                  measuring what it gains) */
     int no_fallback;          /* 1: a node the backend has no kernel for is an error
                                  instead of running on the CPU (GPU backends) */
+    const char *profile;      /* a path: record every run's commands for a Chrome-trace /
+                                 Perfetto JSON that st_session_profile_write writes there
+                                 (docs/profiling.md); NULL: off.  Copied at creation, which
+                                 fails with ST_ERR_IO if the file cannot be made there.  On
+                                 CUDA it replays no CUDA graphs, to time each command. */
 } st_session_options;
 
 /* Name, dtype and shape of a model input or output.  dims[i] < 0 marks a
@@ -151,6 +159,8 @@ int st_version_number(void);
 const char *st_last_error(void);
 const char *st_status_name(st_status s);
 const char *st_dtype_name(st_dtype t);
+/* Bytes per element; for ST_STRING, sizeof(char *): an element is a
+ * pointer to its characters. */
 size_t st_dtype_size(st_dtype t);
 
 /* ---- models ---- */
@@ -183,10 +193,25 @@ st_status st_session_set_input_checked(st_session *s, const char *name, st_dtype
  * the compatibility rules above). */
 st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank,
                                const int64_t *dims, const void *data);
+/* Copies count strings (NUL-terminated; UTF-8 where an op reads them as
+ * text) into the session, for an input of dtype ST_STRING; count must be
+ * the product of dims, else ST_ERR_SHAPE and nothing is read.  Strings are
+ * handled on the host while planning: the plan is specialized on (and
+ * cached for) the strings' values, as for a vocabulary or a set of labels,
+ * so changing them makes a new plan.  (Since 0.2.0.) */
+st_status st_session_set_input_strings(st_session *s, const char *name, int rank, const int64_t *dims,
+                                       const char *const *strs, size_t count);
 /* Submits the run and returns; reading an output waits for what it needs. */
 st_status st_session_run(st_session *s);
 /* Waits for every command of the last run; reports a kernel failure. */
 st_status st_session_wait(st_session *s);
+/* With st_session_options.profile set: waits for the last run, then
+ * writes the trace of every run since the session was created (or since
+ * the last call) to the profile's path and starts a new one.  The file is
+ * written beside the path and renamed over it, so the path never holds a
+ * partial trace.  Runs that failed are left out; runs not written when
+ * the session is freed are dropped.  (Since 0.2.0.) */
+st_status st_session_profile_write(st_session *s);
 /* A view of an output of the last run.  Free it with st_tensor_free. */
 st_status st_session_output(st_session *s, const char *name, st_tensor **out);
 /* The same for a graph input, so a caller can write it in place. */
@@ -198,8 +223,12 @@ int st_tensor_rank(const st_tensor *t);
 int64_t st_tensor_dim(const st_tensor *t, int i);
 int64_t st_tensor_numel(const st_tensor *t);
 /* Reads the whole tensor, packed row-major, converted to dtype.  Waits only
- * for pending commands that write the bytes read. */
+ * for pending commands that write the bytes read.  Not for strings: */
 st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t dst_bytes);
+/* A string tensor's elements, row-major: count (st_tensor_numel) pointers
+ * into dst, to NUL-terminated strings that belong to t and stay valid
+ * until st_tensor_free(t).  (Since 0.2.0.) */
+st_status st_tensor_read_strings(const st_tensor *t, const char **dst, size_t count);
 /* Writes the whole tensor from packed data of dtype.  Waits for pending
  * commands that read or write those bytes. */
 st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t src_bytes);

@@ -24,6 +24,7 @@ PKGS=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind
+  graphviz python3-matplotlib
 )
 missing=()
 for p in "${PKGS[@]}"; do

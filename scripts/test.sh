@@ -6,4 +6,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STRATA_CMAKE_ARGS="-DSTRATA_WERROR=ON ${STRATA_CMAKE_ARGS:-}" "$ROOT/scripts/setup.sh"
 cd "${STRATA_BUILD:-$ROOT/build}"
-ctest --output-on-failure -j"$(nproc)" "$@"
+rc=0
+ctest --output-on-failure -j"$(nproc)" "$@" || rc=$?
+# CI's log keeps its head and tail: say again, last, what failed and how
+[ "$rc" -eq 0 ] || /usr/bin/python3 "$ROOT/scripts/failed_tails.py" . 30 || true
+exit "$rc"

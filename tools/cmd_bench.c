@@ -48,6 +48,7 @@ int st_cmd_bench(int argc, char **argv)
         tool_progress_step(&bar, i + 1, last);
     }
     tool_progress_end(&bar);
+    if (!rc) rc = tool_profile_write(&o, s);
     if (!rc) {
         qsort(t, (size_t)o.runs, sizeof *t, cmp_double);
         double med = o.runs % 2 ? t[o.runs / 2] : (t[o.runs / 2 - 1] + t[o.runs / 2]) / 2;

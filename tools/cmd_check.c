@@ -154,6 +154,8 @@ int st_cmd_check(int argc, char **argv)
         for (int i = 0; i < n && first; i++) st_npy_free(&first[i]);
         free(first);
     }
+    /* a failing comparison still ran: its profile is written */
+    if (!rc) rc = tool_profile_write(&o, s);
     if (!rc) printf("%s\n", failed ? "FAIL" : "PASS");
     st_session_free(s);
     st_model_free(m);

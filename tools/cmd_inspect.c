@@ -4,7 +4,8 @@
  * random) inputs: every value's storage, offset, sizes and strides, which
  * nodes run and which are pure views, which concats were placed, and the
  * peak arena beside the sum of every intermediate, and in a mixed plan
- * each node's device and every transfer.  With --ops, no model: the op x
+ * each node's device and every transfer; with --dot, the same plan and its
+ * hazard DAG as Graphviz (plan_dot.c).  With --ops, no model: the op x
  * backend x dtype matrix (ops_matrix.c).
  */
 #include <stdlib.h>
@@ -165,6 +166,40 @@ static int64_t transfer_bytes(const st_transfer *t)
     return hi - lo;
 }
 
+/* How much the DAG lets run at once: the command pairs it orders (a path
+ * between them) and its longest chain of commands.  Commands are numbered
+ * in a topological order, so one pass over ancestor bitsets does it. */
+static bool dag_order(const st_dag *d, long long *ordered, int *chain)
+{
+    int n = d->n_cmds;
+    size_t words = ((size_t)n + 63) / 64;
+    uint64_t *anc = calloc((size_t)n * words + 1, sizeof *anc);
+    int *depth = calloc((size_t)n + 1, sizeof *depth);
+    if (!anc || !depth) {
+        free(anc);
+        free(depth);
+        return false;
+    }
+    *ordered = 0;
+    *chain = 0;
+    for (int c = 0; c < n; c++) {
+        uint64_t *a = anc + (size_t)c * words;
+        depth[c] = 1;
+        for (int k = 0; k < d->cmds[c].n_pred; k++) {
+            int q = d->preds[d->cmds[c].pred_first + k];
+            const uint64_t *b = anc + (size_t)q * words;
+            for (size_t w = 0; w < words; w++) a[w] |= b[w];
+            a[q / 64] |= (uint64_t)1 << (q % 64);
+            if (depth[q] + 1 > depth[c]) depth[c] = depth[q] + 1;
+        }
+        for (size_t w = 0; w < words; w++) *ordered += __builtin_popcountll(a[w]);
+        if (depth[c] > *chain) *chain = depth[c];
+    }
+    free(anc);
+    free(depth);
+    return true;
+}
+
 static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
 {
     const st_graph *g = p->g;
@@ -267,9 +302,16 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
                     n_exec - on_host, p->target.main->backend, on_host, p->target.host->backend, p->n_transfers,
                     (unsigned long long)p->host_arena_bytes);
         }
-        if (dag)
-            fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)\n", dag->n_cmds, dag->n_edges,
+        long long ordered;
+        int chain;
+        if (dag) {
+            fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)", dag->n_cmds, dag->n_edges,
                     dag->n_edges_found);
+            if (dag_order(dag, &ordered, &chain))
+                fprintf(f, "; %lld of %lld command pairs ordered, longest chain %d", ordered,
+                        (long long)dag->n_cmds * (dag->n_cmds - 1) / 2, chain);
+            fputc('\n', f);
+        }
         int t = 0;
         for (int i = 0; i < p->n_nodes; i++) {
             const st_pnode *pn = &p->nodes[i];
@@ -315,6 +357,7 @@ int st_cmd_inspect(int argc, char **argv)
     }
     tool_opts o;
     if (tool_parse(argc, argv, &o)) return 1;
+    if (o.dot && !o.plan) return tool_fail("inspect: --dot draws the plan, so it needs --plan");
     st_model *m;
     if (st_model_load(o.model, &m) != ST_OK) return tool_fail_st("");
     int rc;
@@ -343,6 +386,7 @@ int st_cmd_inspect(int argc, char **argv)
             rc = plan_summary(&o, p, dag);
         }
         if (staged && o.json) printf("]\n");
+        if (!rc && o.dot) rc = tool_plan_dot(&o, s);
         st_session_free(s);
     }
     st_model_free(m);

@@ -31,6 +31,10 @@ int st_cmd_run(int argc, char **argv)
         st_model_output_info(m, i, &info);
         rc = tool_read_output(s, info.name, &outs[i]);
     }
+    /* the profile before the outputs, so a profile that cannot be written
+     * leaves no output files either */
+    if (!rc) rc = tool_profile_write(&o, s);
+    bool profiled = !rc && o.so.profile;
     char **written = calloc((size_t)n + 1, sizeof *written);
     for (int i = 0; i < n && !rc; i++) {
         st_value_info info;
@@ -49,9 +53,11 @@ int st_cmd_run(int argc, char **argv)
             printf("] %s -> %s\n", st_dtype_name(outs[i].dtype), path);
         }
     }
-    if (rc)
+    if (rc) {
         for (int i = 0; i < n; i++)
             if (written && written[i]) unlink(written[i]);
+        if (profiled) unlink(o.so.profile);
+    }
     for (int i = 0; i < n; i++) {
         if (outs) st_npy_free(&outs[i]);
         if (written) free(written[i]);

@@ -166,7 +166,8 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             if (!strcmp(v, "ranges")) o->so.hazard_mode = ST_HAZARD_RANGES;
             else if (!strcmp(v, "storage")) o->so.hazard_mode = ST_HAZARD_STORAGE;
             else if (!strcmp(v, "base-pointer")) o->so.hazard_mode = ST_HAZARD_BASE_POINTER;
-            else return tool_fail("--hazard-mode must be ranges, storage or base-pointer, got '%s'", v);
+            else if (!strcmp(v, "extents")) o->so.hazard_mode = ST_HAZARD_EXTENTS;
+            else return tool_fail("--hazard-mode must be ranges, extents, storage or base-pointer, got '%s'", v);
         } else if (!strcmp(a, "--memory-limit")) {
             NEED_VALUE();
             if (!parse_u64(v, &o->so.memory_limit)) return tool_fail("--memory-limit needs a byte count, got '%s'", v);
@@ -203,6 +204,14 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             else return tool_fail("--inter-op must be on or off, got '%s'", v);
         } else if (!strcmp(a, "--json")) {
             o->json = true;
+        } else if (!strcmp(a, "--profile")) {
+            NEED_VALUE();
+            if (!*v) return tool_fail("%s: --profile needs a file name", argv[0]);
+            o->so.profile = v;
+        } else if (!strcmp(a, "--dot")) {
+            NEED_VALUE();
+            if (!*v) return tool_fail("%s: --dot needs a file name", argv[0]);
+            o->dot = v;
         } else if (!strcmp(a, "--plan")) {
             o->plan = true;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -236,6 +245,12 @@ int tool_parse_vision(int argc, char **argv, tool_opts *o, int max_args)
     if (max_args > (int)(sizeof o->args / sizeof o->args[0])) max_args = (int)(sizeof o->args / sizeof o->args[0]);
     /* the input is the image: options.c gives these commands no -i, -r or --ref-dir */
     return parse_opts(argc, argv, o, max_args, true);
+}
+
+int tool_profile_write(const tool_opts *o, st_session *s)
+{
+    if (!o->so.profile) return 0;
+    return st_session_profile_write(s) == ST_OK ? 0 : tool_fail_st("");
 }
 
 void tool_sanitize_name(const char *name, char *out, size_t cap)

@@ -22,11 +22,11 @@ static const struct {
     const char *name;
 } SHORT[] = {{ST_F32, "f32"}, {ST_F16, "f16"}, {ST_BF16, "bf16"}, {ST_F64, "f64"}, {ST_I8, "i8"},   {ST_U8, "u8"},
              {ST_I16, "i16"}, {ST_U16, "u16"}, {ST_I32, "i32"},   {ST_U32, "u32"}, {ST_I64, "i64"}, {ST_U64, "u64"},
-             {ST_BOOL, "bool"}};
+             {ST_BOOL, "bool"}, {ST_STRING, "string"}};
 #define N_SHORT ((int)(sizeof SHORT / sizeof *SHORT))
 
 /* "f32 f16 bf16", "float" (all four float types), "int" (all eight
- * integer types), "all", or "-". */
+ * integer types), "all" (numbers and bool), "all string", or "-". */
 static void dtype_list(uint32_t m, char *out, size_t cap)
 {
     size_t at = 0;
@@ -36,7 +36,7 @@ static void dtype_list(uint32_t m, char *out, size_t cap)
         return;
     }
     if ((m & ST_DT_ALL) == ST_DT_ALL) {
-        snprintf(out, cap, "all");
+        snprintf(out, cap, "all%s", m & ST_DT(ST_STRING) ? " string" : "");
         return;
     }
     if ((m & ST_DT_ALL_FLOATS) == ST_DT_ALL_FLOATS) {
@@ -68,7 +68,8 @@ int tool_ops_matrix(bool json)
     }
     for (int i = 0; i < st_op_count(); i++) {
         const st_op_def *op = st_op_at(i);
-        uint32_t within = op->types ? op->types : ST_DT_ALL;
+        /* an op without a type constraint of its own (a view) may take strings */
+        uint32_t within = op->types ? op->types : ST_DT_ALL | ST_DT(ST_STRING);
         if (json) {
             fprintf(f, "%s\n  {\"op\": ", i ? "," : "");
             tool_json_string(f, op->name);

@@ -52,6 +52,14 @@ static const tool_option OPTIONS[] = {
      "the plan for the given (or random) inputs: every value's storage, offset, sizes and strides, which nodes "
      "run and which are views, which concats are written in place, the peak arena; each node's device and every "
      "transfer when some nodes fall back to the CPU", NULL},
+    {"--dot", NULL, "FILE.dot", "inspect",
+     "with --plan: write the plan and its hazard DAG as Graphviz: a box per command (op, device), the DAG's edges "
+     "with the hazard behind each, pure views and in-place concats dashed (render: dot -Tsvg FILE.dot -o plan.svg)",
+     NULL},
+    {"--profile", NULL, "FILE.json", "run check bench",
+     "write a Chrome-trace / Perfetto JSON of every run: a slice per command (node, op, device, worker, stream or "
+     "queue, bytes and storage ranges), the hazard DAG's edges as flows (docs/profiling.md); on CUDA it turns "
+     "CUDA graphs off", NULL},
     {"--ops", NULL, NULL, "inspect",
      "no model: which op runs on which backend in which dtypes, from the kernel tables (with --json: as JSON)", NULL},
     {"--conf", NULL, "T", "detect", "keep boxes scoring at least T (0 to 1)", "0.25"},
@@ -78,9 +86,10 @@ static const tool_option OPTIONS[] = {
     {"--schedule", NULL, "default|random", SESSION,
      "the order ready commands run in; random: seeded by --seed, each completed late", "default"},
     {"--seed", NULL, "N", SESSION, "seeds random inputs and --schedule random", "0"},
-    {"--hazard-mode", NULL, "ranges|storage|base-pointer", SESSION,
-     "how conflicts are found: overlapping bytes; any use of one storage (coarse); only views starting at one byte "
-     "(the seed report's bug, to reproduce it)", "ranges"},
+    {"--hazard-mode", NULL, "ranges|extents|storage|base-pointer", SESSION,
+     "how conflicts are found: overlapping bytes (a strided view's exact runs); overlapping view extents (coarser); "
+     "any use of one storage (coarse); only views starting at one byte (the seed report's bug, to reproduce it)",
+     "ranges"},
     {"--memory-limit", NULL, "BYTES", SESSION, "what a session may allocate", "the machine's memory"},
     {"--inter-op", NULL, "on|off", SESSION, "run independent commands at the same time", "on"},
 };

@@ -37,6 +37,7 @@ typedef struct tool_opts {
     int runs, warmup;
     bool runs_set;
     bool json, plan, quiet;
+    const char *dot;          /* inspect --plan --dot FILE */
     /* strata detect and strata ocr (tool_parse_vision) */
     const char *args[4];      /* positional arguments in order (args[0] is also model) */
     int n_args;
@@ -114,6 +115,14 @@ int st_cmd_probe(int argc, char **argv);
 
 /* strata inspect --ops: the op x backend x dtype matrix (ops_matrix.c). */
 int tool_ops_matrix(bool json);
+
+/* With --profile: writes the session's trace (st_session_profile_write);
+ * 0, or 1 after printing the error.  Nothing to do without --profile. */
+int tool_profile_write(const tool_opts *o, st_session *s);
+
+/* strata inspect --plan --dot: the last run's plan and DAG, every stage,
+ * as Graphviz into o->dot (plan_dot.c). */
+int tool_plan_dot(const tool_opts *o, const st_session *s);
 
 /* Reads a whole output, converted to f32 (or its own dtype for ints). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);

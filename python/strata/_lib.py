@@ -18,7 +18,8 @@ import ctypes
 import os
 
 # The SONAME this package speaks to, and the oldest library with every
-# function it calls (st_session_set_input_checked arrived in 0.2.0).
+# function it calls (st_session_set_input_checked and the string functions
+# arrived in 0.2.0).
 ABI_MAJOR = 0
 MIN_VERSION = (0, 2, 0)
 MAX_RANK = 8
@@ -50,7 +51,7 @@ class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("threads", ctypes.c_int), ("precision", ctypes.c_int),
                 ("sanitize", ctypes.c_int), ("schedule", ctypes.c_int), ("seed", ctypes.c_uint64),
                 ("hazard_mode", ctypes.c_int), ("device", ctypes.c_int), ("memory_limit", ctypes.c_uint64),
-                ("serial", ctypes.c_int)]
+                ("serial", ctypes.c_int), ("no_fallback", ctypes.c_int), ("profile", ctypes.c_char_p)]
 
 
 class _ValueInfo(ctypes.Structure):
@@ -136,11 +137,15 @@ _declare("st_session_set_input_checked", ctypes.c_int, P, ctypes.c_char_p, ctype
          ctypes.POINTER(ctypes.c_int64), P, ctypes.c_size_t)
 _declare("st_session_run", ctypes.c_int, P)
 _declare("st_session_wait", ctypes.c_int, P)
+_declare("st_session_profile_write", ctypes.c_int, P)
 _declare("st_session_output", ctypes.c_int, P, ctypes.c_char_p, ctypes.POINTER(P))
 _declare("st_tensor_dtype", ctypes.c_int, P)
 _declare("st_tensor_rank", ctypes.c_int, P)
 _declare("st_tensor_dim", ctypes.c_int64, P, ctypes.c_int)
 _declare("st_tensor_read", ctypes.c_int, P, ctypes.c_int, P, ctypes.c_size_t)
+_declare("st_session_set_input_strings", ctypes.c_int, P, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
+         ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
+_declare("st_tensor_read_strings", ctypes.c_int, P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
 _declare("st_tensor_free", None, P)
 
 version = lib.st_version().decode()

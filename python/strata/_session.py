@@ -14,7 +14,7 @@ from ._lib import check, lib
 ST_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
              9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64, 16: np.float32}
 ST_OF_NUMPY = {np.dtype(t): k for k, t in ST_DTYPES.items() if k != 16}
-ST_F32, ST_BF16 = 1, 16
+ST_F32, ST_STRING, ST_BF16 = 1, 8, 16
 
 BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
@@ -30,7 +30,10 @@ class ValueInfo(namedtuple("ValueInfo", "name dtype shape")):
 
     @property
     def numpy_dtype(self):
-        """The numpy dtype a run returns for it (float32 for bfloat16)."""
+        """The numpy dtype a run returns for it (float32 for bfloat16,
+        object, holding str, for strings)."""
+        if self.dtype == "string":
+            return np.dtype(object)
         for k, t in ST_DTYPES.items():
             if lib.st_dtype_name(k).decode() == self.dtype:
                 return np.dtype(t)
@@ -89,6 +92,8 @@ def as_input(value):
     is already C-contiguous, aligned and in native byte order (no copy),
     else a packed copy."""
     a = np.asarray(value)
+    if a.dtype.kind in "UOS":
+        return a  # strings: run() passes them as C strings
     if a.dtype not in ST_OF_NUMPY:
         if not a.dtype.isnative and a.dtype.newbyteorder("=") in ST_OF_NUMPY:
             a = a.astype(a.dtype.newbyteorder("="))
@@ -106,7 +111,7 @@ class Session:
         Session(model, backend="cpu", precision="f32", threads=0,
                 sanitize=False, schedule="default", seed=0,
                 hazard_mode="ranges", device=0, memory_limit=0,
-                inter_op=True)
+                inter_op=True, profile=None)
 
     model is a Model, a path or the model's bytes.  backend: "cpu", "cuda"
     or "opencl"; precision: "f32", "f16" or "bf16" (what weights and
@@ -119,8 +124,12 @@ class Session:
     session may allocate, 0 for the machine's memory; inter_op: run
     independent commands at the same time.
 
-    Profiling has no option here: strata's C API has no profiling yet, and
-    the option arrives with it.
+    profile: a path.  Every run is recorded, command by command, and
+    write_profile() (or close(), or the end of a with block) writes the
+    runs recorded since the last write there as Chrome-trace JSON, which
+    ui.perfetto.dev opens (docs/profiling.md).  A path that cannot be
+    written raises Error when the session is made.  On CUDA a profiled
+    session replays no CUDA graphs, so that each command can be timed.
 
     A session is driven by one thread at a time (another thread's call
     raises Error with status ST_ERR_BUSY); use one session per thread, all
@@ -128,8 +137,10 @@ class Session:
     """
 
     def __init__(self, model, backend="cpu", precision="f32", threads=0, sanitize=False, schedule="default", seed=0,
-                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True):
+                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True, profile=None):
         self._s = ctypes.c_void_p()
+        self.profile = None
+        self._unwritten = 0     # runs recorded since the profile was last written
         self.model = model if isinstance(model, Model) else Model(model)
         o = _lib._Options()
         lib.st_session_options_init(ctypes.byref(o))
@@ -144,7 +155,14 @@ class Session:
         o.threads, o.seed, o.device, o.memory_limit = int(threads), int(seed), int(device), int(memory_limit)
         o.sanitize = 1 if sanitize else 0
         o.serial = 0 if inter_op else 1
+        if profile is not None:
+            path = os.fsencode(profile)   # kept alive across the call, which copies it
+            if not path:
+                raise ValueError("profile must be a file path, got %r" % (profile,))
+            o.profile = path
         check(lib.st_session_create(self.model._m, ctypes.byref(o), ctypes.byref(self._s)))
+        if profile is not None:
+            self.profile = os.fspath(profile)
 
     @property
     def inputs(self):
@@ -174,10 +192,17 @@ class Session:
         for name, value in feeds.items():
             a = as_input(value)
             dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            if a.dtype.kind in "UOS":
+                # str as UTF-8, bytes as they are
+                items = [s if isinstance(s, bytes) else str(s).encode() for s in a.ravel()]
+                strs = (ctypes.c_char_p * max(len(items), 1))(*items)
+                check(lib.st_session_set_input_strings(self._s, name.encode(), a.ndim, dims, strs, len(items)))
+                continue
             check(lib.st_session_set_input_checked(self._s, name.encode(), ST_OF_NUMPY[a.dtype], a.ndim, dims,
                                                    a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
         check(lib.st_session_run(self._s))
         check(lib.st_session_wait(self._s))
+        self._unwritten += 1
         names = [o.name for o in self.outputs] if output_names is None else list(output_names)
         return [self._read(n) for n in names]
 
@@ -188,17 +213,44 @@ class Session:
             st = lib.st_tensor_dtype(t)
             st = ST_F32 if st == ST_BF16 else st
             shape = tuple(lib.st_tensor_dim(t, d) for d in range(lib.st_tensor_rank(t)))
+            if st == ST_STRING:
+                n = int(np.prod(shape, dtype=np.int64))
+                strs = (ctypes.c_char_p * max(n, 1))()
+                check(lib.st_tensor_read_strings(t, strs, n))
+                out = np.empty(n, dtype=object)
+                out[:] = [strs[i].decode("utf-8", "surrogateescape") for i in range(n)]
+                return out.reshape(shape)
             out = np.empty(shape, dtype=ST_DTYPES[st])
             check(lib.st_tensor_read(t, st, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         finally:
             lib.st_tensor_free(t)
         return out
 
+    def write_profile(self):
+        """Writes the runs recorded since the session was made (or since the
+        last write) to the profile path as Chrome-trace JSON, replacing the
+        file, and returns the path.  Raises Error when it cannot be
+        written, ValueError when the session has no profile."""
+        if self._s is None:
+            raise ValueError("the session is closed")
+        if self.profile is None:
+            raise ValueError("the session was made without profile=PATH")
+        check(lib.st_session_profile_write(self._s))
+        self._unwritten = 0
+        return self.profile
+
     def close(self):
-        """Frees the session's memory now rather than when it is collected."""
-        if self._s:
+        """Frees the session's memory now rather than when it is collected.
+        A profiled session first writes the runs not yet written."""
+        if not self._s:
+            self._s = None
+            return
+        try:
+            if self.profile is not None and self._unwritten:
+                self.write_profile()
+        finally:
             lib.st_session_free(self._s)
-        self._s = None
+            self._s = None
 
     def __enter__(self):
         return self
@@ -208,4 +260,7 @@ class Session:
 
     def __del__(self):
         if getattr(self, "_s", None):
-            self.close()
+            try:
+                self.close()    # frees the session even when writing the profile fails
+            except Exception:  # noqa: BLE001 - a finalizer cannot raise
+                pass

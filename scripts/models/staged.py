@@ -12,6 +12,11 @@ reference.
   loop_count  a Loop whose trip count is how many entries of the input are
               positive; the stacked scan output has that many rows (input
               1 has none: zero iterations, an empty scan output)
+  while_loop  a Loop with no trip count that runs until its body says
+              stop: a fixed-point iteration y = tanh(y W + x) until no
+              entry moves by more than 1e-4, the step sizes stacked; the
+              first condition comes from the data too (input 2 is small
+              enough that the loop never starts)
 
 Writes into the output directory, per case and input k:
   <case>.onnx               the model (opset 17)
@@ -157,7 +162,43 @@ def loop_count(rng):
     return g, [x, none]
 
 
-CASES = {"if_score": if_score, "nms": nms, "loop_count": loop_count}
+def while_loop(rng):
+    """cond0 = max|x| > 0.1; while cond: y' = tanh(y W + x), d = max|y' - y|,
+    cond = d > 1e-4; outputs the last y, and every d stacked.  The body
+    reads x and W from the outer scope; the trip count is absent."""
+    inits = [init(rng, "W", [8, 8], 0.15)]
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["y_in", "W"], ["yw"], name="body_mm"),
+         helper.make_node("Add", ["yw", "x"], ["pre"], name="body_add"),
+         helper.make_node("Tanh", ["pre"], ["y_out"], name="body_tanh"),
+         helper.make_node("Sub", ["y_out", "y_in"], ["dy"], name="body_sub"),
+         helper.make_node("Abs", ["dy"], ["ady"], name="body_abs"),
+         helper.make_node("ReduceMax", ["ady"], ["d"], name="body_max", keepdims=0),
+         const("tol", np.array(1e-4, np.float32)),
+         helper.make_node("Greater", ["d", "tol"], ["cond_out"], name="body_more")],
+        "body",
+        [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("y_in", F, [4, 8])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("y_out", F, [4, 8]),
+         helper.make_tensor_value_info("d", F, [])])
+    nodes = [
+        helper.make_node("Abs", ["x"], ["ax"], name="abs_x"),
+        helper.make_node("ReduceMax", ["ax"], ["mx"], name="max_x", keepdims=0),
+        const("start_tol", np.array(0.1, np.float32)),
+        helper.make_node("Greater", ["mx", "start_tol"], ["go"], name="go"),
+        helper.make_node("Neg", ["x"], ["y0"], name="start"),
+        helper.make_node("Loop", ["", "go", "y0"], ["y_last", "ds"], name="loop", body=body),
+    ]
+    x = rng.standard_normal([4, 8]).astype(np.float32)
+    big = (rng.standard_normal([4, 8]) * 3).astype(np.float32)
+    small = (rng.uniform(-0.09, 0.09, [4, 8])).astype(np.float32)  # max|x| <= 0.1: the loop never starts
+    g = helper.make_graph(nodes, "while_loop", [helper.make_tensor_value_info("x", F, [4, 8])],
+                          [helper.make_tensor_value_info("y_last", F, [4, 8]), helper.make_tensor_value_info("ds", F, ["n"])],
+                          inits)
+    return g, [x, big, small]
+
+
+CASES = {"if_score": if_score, "nms": nms, "loop_count": loop_count, "while_loop": while_loop}
 
 
 def main():

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// conformance.js — runs the ONNX backend node tests through ONNX Runtime
+// conformance.js — runs the ONNX backend tests through ONNX Runtime
 // (onnxruntime-node, CPU), with the same data and the same comparison as
 // strata's tests/conformance runner (|got - want| <= 1e-7 + 1e-3 * |want|,
-// exact for integers and bools, NaN matches NaN), so README can put the
-// two pass counts side by side.
+// exact for integers, bools and strings, NaN matches NaN), so README can
+// put the two pass counts side by side.  Each argument is a set of
+// /usr/share/libonnx-testdata/data (node, pytorch-converted,
+// pytorch-operator, simple: all four when none is given) or a directory;
+// one line per set.
 //
-//   node scripts/ort/conformance.js [DIR] [-v]
+//   node scripts/ort/conformance.js [SET|DIR]... [-v]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -35,7 +38,7 @@ function parseTensor(buf) {
   const dims = [];
   let dtype = 0;
   let raw = null;
-  const typed = { 4: [], 5: [], 7: [], 10: [], 11: [] };
+  const typed = { 4: [], 5: [], 6: [], 7: [], 10: [], 11: [] };
   while (pos.i < buf.length) {
     const key = Number(readVarint(buf, pos));
     const field = key >> 3;
@@ -50,6 +53,7 @@ function parseTensor(buf) {
       const sub = buf.subarray(pos.i, pos.i + len);
       pos.i += len;
       if (field === 9) raw = sub;
+      else if (field === 6) typed[6].push(Buffer.from(sub).toString('utf8'));
       else if (field === 1 || field === 5 || field === 7 || field === 11) {
         const p = { i: 0 };
         while (p.i < sub.length) {
@@ -72,6 +76,7 @@ function parseTensor(buf) {
       throw new Error(`unsupported wire type ${wire}`);
     }
   }
+  if (dtype === 8) return { type: 'string', dims, data: typed[6] };
   const t = TYPES[dtype];
   if (!t) throw new Error(`unsupported tensor type ${dtype}`);
   const n = dims.reduce((a, b) => a * b, 1);
@@ -107,6 +112,7 @@ function f16ToF32(h) {
 function close(type, got, want) {
   if (got.length !== want.length) return false;
   const isFloat = type === 'float32' || type === 'float64' || type === 'float16';
+  if (type === 'string') return want.every((w, i) => got[i] === w);
   for (let i = 0; i < want.length; i++) {
     let g = got[i];
     let w = want[i];
@@ -133,7 +139,7 @@ function close(type, got, want) {
 
 async function runCase(dir) {
   const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
-    intraOpNumThreads: 1, interOpNumThreads: 1,
+    intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 4,
   });
   const sets = fs.readdirSync(dir).filter((d) => d.startsWith('test_data_set_')).sort();
   if (!sets.length) throw new Error('no test data sets');
@@ -159,10 +165,33 @@ async function runCase(dir) {
   }
 }
 
-async function main() {
-  const args = process.argv.slice(2);
-  const verbose = args.includes('-v');
-  const dir = args.find((a) => a !== '-v') || '/usr/share/libonnx-testdata/data/node';
+// ONNX Runtime's StringNormalizer builds std::locale("en_US.UTF-8"), and
+// a fresh Debian 12 machine has the locale's sources (package locales) but
+// not the compiled locale, so every StringNormalizer case would fail on the
+// machine's set-up rather than on what ONNX Runtime implements.  Compile it
+// into a private directory (localedef needs no root there) and point glibc
+// at it with LOCPATH, which it reads whenever a locale is made.
+function ensureLocale() {
+  const { spawnSync } = require('child_process');
+  if (process.env.LOCPATH) return;
+  const have = spawnSync('locale', ['-a'], { encoding: 'utf8' });
+  if (have.status === 0 && /^en_US\.utf-?8$/im.test(have.stdout)) return;
+  const dir = path.join(require('os').tmpdir(), 'strata-ort-locales');
+  if (!fs.existsSync(path.join(dir, 'en_US.UTF-8'))) {
+    fs.mkdirSync(dir, { recursive: true });
+    const r = spawnSync('localedef', ['-i', 'en_US', '-f', 'UTF-8', path.join(dir, 'en_US.UTF-8')], { encoding: 'utf8' });
+    if (r.status !== 0 && r.status !== 1) { // 1: warnings only
+      console.error(`conformance.js: cannot compile en_US.UTF-8 for StringNormalizer: ${r.stderr || r.error}`);
+      return;
+    }
+  }
+  process.env.LOCPATH = dir;
+}
+
+const ROOT = '/usr/share/libonnx-testdata/data';
+const SETS = ['node', 'pytorch-converted', 'pytorch-operator', 'simple'];
+
+async function runSet(dir, verbose) {
   const cases = fs.readdirSync(dir).filter((d) => d.startsWith('test_')).sort();
   let pass = 0;
   let fail = 0;
@@ -176,7 +205,17 @@ async function main() {
       if (verbose) console.log(`FAIL ${c}: ${String(e.message).split('\n')[0]}`);
     }
   }
-  console.log(`onnxruntime ${require(path.join(__dirname, '../../node_modules/onnxruntime-node/package.json')).version}: ${pass} passed, ${fail} failed or refused of ${cases.length} cases`);
+  const version = require(path.join(__dirname, '../../node_modules/onnxruntime-node/package.json')).version;
+  console.log(`onnxruntime ${version} (${path.basename(dir)}): ${pass} passed, ${fail} failed or refused of ${cases.length} cases`);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const verbose = args.includes('-v');
+  const sets = args.filter((a) => a !== '-v');
+  ensureLocale();
+  ort.env.logLevel = 'fatal'; // a refusal is reported by its exception (-v)
+  for (const s of sets.length ? sets : SETS) await runSet(s.includes('/') ? s : path.join(ROOT, s), verbose);
 }
 
 main();

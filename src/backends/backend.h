@@ -20,6 +20,7 @@
 #include "strata.h"
 
 struct st_dag;
+struct st_prof_run;
 typedef struct st_exec st_exec;
 
 typedef struct st_backend {
@@ -59,18 +60,27 @@ typedef struct st_exec_vt {
     /* Optional: dag is about to be freed; drop what was cached for it (a
      * captured CUDA graph, per-command descriptors). */
     void (*forget)(st_exec *e, const struct st_dag *dag);
+    /* Optional, for executors that time commands on a device clock: once
+     * the last run of dag is complete (and before dag runs again or is
+     * forgotten), fills run's times of the commands timed on the device,
+     * converted to the host clock (exec/profile.h says how). */
+    st_status (*collect)(st_exec *e, const struct st_dag *dag, struct st_prof_run *run);
 } st_exec_vt;
 
 struct st_exec {
     const st_exec_vt *vt;
     st_backend *backend;
+    /* Profiling (exec/profile.h): where the run being submitted records
+     * its command times, set by the session before each submit; NULL when
+     * the session is not profiled.  It stays valid until the run is done. */
+    struct st_prof_run *prof;
 };
 
 /* A backend built as a module (the CUDA one, libstrata_cuda.so, loaded on
  * first use): what its one entry point hands over.  The module defines
  * the entry with this header in view, so the compiler checks it; the
  * loader checks abi, so a module of another build is refused, not run. */
-#define ST_BACKEND_ABI 2
+#define ST_BACKEND_ABI 3
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
     const st_kernel_table *kernels;           /* readable without a device */

@@ -11,6 +11,7 @@ size_t st_dtype_size(st_dtype t)
     case ST_F64: case ST_I64: case ST_U64: return 8;
     case ST_F16: case ST_BF16: case ST_I16: case ST_U16: return 2;
     case ST_I8: case ST_U8: case ST_BOOL: return 1;
+    case ST_STRING: return sizeof(char *); /* a pointer to its bytes (core/strings.h) */
     default: return 0;
     }
 }

@@ -14,7 +14,7 @@
 
 #include "strata.h"
 
-bool st_dtype_valid(st_dtype t);          /* one strata can hold in memory */
+bool st_dtype_valid(st_dtype t);          /* one strata can hold in memory (strings: core/strings.h) */
 bool st_dtype_is_float(st_dtype t);       /* f16, bf16, f32, f64 */
 bool st_dtype_is_int(st_dtype t);         /* signed or unsigned integers, not bool */
 bool st_dtype_is_signed(st_dtype t);
@@ -50,9 +50,11 @@ static inline void st_store_f32(st_dtype t, void *p, float v)
     }
 }
 
-/* Converts n packed elements.  Float to integer truncates toward zero, as
- * ONNX Cast does; to bool is (x != 0); to a float dtype rounds once, to
- * nearest even (never through an intermediate type that rounds first). */
+/* Converts n packed elements of numbers or bools.  Float to integer
+ * truncates toward zero, as ONNX Cast does; to bool is (x != 0); to a
+ * float dtype rounds once, to nearest even (never through an intermediate
+ * type that rounds first).  Strings are not numbers: Cast's kernel
+ * converts them (backends/cpu/k_string.c). */
 void st_convert(st_dtype dst_t, void *dst, st_dtype src_t, const void *src, size_t n);
 
 #endif

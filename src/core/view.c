@@ -2,6 +2,7 @@
 #include "core/view.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 void st_strides_contiguous(int rank, const int64_t *sizes, int64_t *strides)
@@ -58,6 +59,65 @@ void st_view_extent(const st_view *v, int64_t *lo, int64_t *hi)
     }
     *lo = v->offset + mn * es;
     *hi = v->offset + (mx + 1) * es;
+}
+
+static int range_by_lo(const void *a, const void *b)
+{
+    const st_range *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+int st_view_runs(const st_view *v, int max, st_range *runs)
+{
+    int64_t es = (int64_t)st_dtype_size(v->dtype), base = v->offset;
+    int64_t size[ST_MAX_RANK], stride[ST_MAX_RANK];
+    int n = 0;
+    /* the dims that move: a reversed dim touches the same bytes as the
+     * forward one from its last element; a broadcast dim repeats bytes */
+    for (int i = 0; i < v->rank; i++) {
+        if (v->sizes[i] == 0) return 0;
+        if (v->sizes[i] == 1 || v->strides[i] == 0) continue;
+        int64_t s = v->strides[i];
+        if (s < 0) {
+            base += (v->sizes[i] - 1) * s * es;
+            s = -s;
+        }
+        /* insertion by stride, smallest first */
+        int k = n++;
+        for (; k > 0 && stride[k - 1] > s; k--) {
+            stride[k] = stride[k - 1];
+            size[k] = size[k - 1];
+        }
+        stride[k] = s;
+        size[k] = v->sizes[i];
+    }
+    /* the innermost dims that continue one another make one run */
+    int64_t block = 1;
+    int first = 0;
+    while (first < n && stride[first] == block) block *= size[first++];
+    int64_t count = 1;
+    for (int k = first; k < n; k++) {
+        if (count > max / size[k]) return 0;
+        count *= size[k];
+    }
+    if (count > max) return 0;
+    int64_t idx[ST_MAX_RANK] = {0};
+    for (int64_t r = 0; r < count; r++) {
+        int64_t at = base;
+        for (int k = first; k < n; k++) at += idx[k] * stride[k] * es;
+        runs[r] = (st_range){at, at + block * es};
+        for (int k = first; k < n && ++idx[k] == size[k]; k++) idx[k] = 0;
+    }
+    qsort(runs, (size_t)count, sizeof *runs, range_by_lo);
+    int m = 0;
+    for (int64_t r = 0; r < count; r++) {
+        if (m > 0 && runs[r].lo <= runs[m - 1].hi) {
+            if (runs[r].hi > runs[m - 1].hi) runs[m - 1].hi = runs[r].hi;
+        } else {
+            runs[m++] = runs[r];
+        }
+    }
+    return m;
 }
 
 void st_view_slice(st_view *v, int axis, int64_t start, int64_t step, int64_t count)

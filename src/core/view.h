@@ -46,6 +46,17 @@ bool st_view_is_contiguous(const st_view *v);
  * An empty view has lo == hi. */
 void st_view_extent(const st_view *v, int64_t *lo, int64_t *hi);
 
+/* The exact bytes the view touches, as disjoint runs in increasing order
+ * (adjacent runs merged): two interleaved halves of a last-dim concat, or
+ * one input's channels of a batched channel concat, touch runs that the
+ * other's runs fall between.  Returns the number of runs, or 0 when there
+ * would be more than max (or the view is empty): the extent then stands
+ * for them. */
+typedef struct st_range {
+    int64_t lo, hi;
+} st_range;
+int st_view_runs(const st_view *v, int max, st_range *runs);
+
 /* count elements along axis from start, every step (step may be < 0). */
 void st_view_slice(st_view *v, int axis, int64_t start, int64_t step, int64_t count);
 /* Drops axis, keeping element index on it (Gather with a scalar index). */

@@ -76,6 +76,11 @@ static st_status check_io(const st_tensor *t, st_dtype dtype, const void *p, siz
 {
     if (!t || (!p && bytes)) return st_error(ST_ERR_INVALID_ARG, "%s: NULL argument", fn);
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "%s: invalid dtype %d", fn, (int)dtype);
+    if (t->view.dtype == ST_STRING)
+        return st_error(ST_ERR_DTYPE, "%s: the tensor holds strings (st_tensor_read_strings reads them)", fn);
+    if (dtype == ST_STRING)
+        return st_error(ST_ERR_DTYPE, "%s: the tensor holds %s, which is not read or written as strings", fn,
+                        st_dtype_name(t->model_dtype));
     bool tf = st_dtype_is_float(t->view.dtype), df = st_dtype_is_float(dtype);
     if (tf != df && dtype != t->model_dtype)
         return st_error(ST_ERR_DTYPE, "%s: tensor holds %s, cannot convert to or from %s", fn,
@@ -184,4 +189,28 @@ st_status st_tensor_write(st_tensor *t, st_dtype dtype, const void *src, size_t 
     st_status s = tensor_write_locked(t, dtype, src, lo, hi);
     unlock_current(t);
     return s;
+}
+
+/* A string tensor is a host constant that no command writes (strings are
+ * folded at plan time, core/strings.h): its storage holds the pointers,
+ * and the characters they point to, for as long as the tensor lives. */
+st_status st_tensor_read_strings(const st_tensor *t, const char **dst, size_t count)
+{
+    if (!t || (count && !dst)) return st_error(ST_ERR_INVALID_ARG, "st_tensor_read_strings: NULL argument");
+    if (t->view.dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "st_tensor_read_strings: the tensor holds %s, not strings", st_dtype_name(t->model_dtype));
+    int64_t n = st_view_numel(&t->view);
+    if ((uint64_t)n != count)
+        return st_error(ST_ERR_INVALID_ARG, "st_tensor_read_strings: room for %zu strings, the tensor has %lld", count,
+                        (long long)n);
+    const char *const *base = t->view.storage->host;
+    if (!base || t->tracker) return st_error(ST_ERR_INTERNAL, "st_tensor_read_strings: strings outside host memory");
+    int64_t idx[ST_MAX_RANK] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = t->view.offset / (int64_t)sizeof(char *);
+        for (int d = 0; d < t->view.rank; d++) at += idx[d] * t->view.strides[d];
+        dst[i] = base[at];
+        for (int d = t->view.rank - 1; d >= 0 && ++idx[d] == t->view.sizes[d]; d--) idx[d] = 0;
+    }
+    return ST_OK;
 }

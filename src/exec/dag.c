@@ -175,15 +175,22 @@ static int count_cmds(const st_plan *p)
     return n;
 }
 
-static void default_footprint(int n_in, int n_out, const st_view *views, const bool *skip, st_footprint *fp,
-                              int *nfp)
+/* Each operand's bytes: with `fine`, its exact runs when there are at most
+ * ST_FP_MAX_RUNS of them (rule 3's optimisation: the writers of two
+ * interleaved halves of a concat are then not ordered), else its extent.
+ * fp has room for ST_FP_MAX_RUNS entries per operand. */
+static void default_footprint(int n_in, int n_out, const st_view *views, const bool *skip, bool fine,
+                              st_footprint *fp, int *nfp)
 {
+    st_range runs[ST_FP_MAX_RUNS];
     for (int k = 0; k < n_in + n_out; k++) {
         if (!views[k].storage || (k < n_in && skip && skip[k])) continue;
-        st_footprint *f = &fp[(*nfp)++];
-        f->operand = k;
-        f->write = k >= n_in;
-        st_view_extent(&views[k], &f->lo, &f->hi);
+        int n = fine ? st_view_runs(&views[k], ST_FP_MAX_RUNS, runs) : 0;
+        if (n == 0) {
+            st_view_extent(&views[k], &runs[0].lo, &runs[0].hi);
+            n = 1;
+        }
+        for (int r = 0; r < n; r++) fp[(*nfp)++] = (st_footprint){k, k >= n_in, runs[r].lo, runs[r].hi};
     }
 }
 
@@ -204,12 +211,20 @@ static st_view input_view(const st_plan *p, int v, int d)
     return t ? t->view : pv->view;
 }
 
-/* Fills cmd's footprints (into d->fps) from its views. */
-static void add_footprints(const st_plan *p, st_dag *d, st_cmd *cmd, int c, st_footprint *tmp)
+/* Fills cmd's footprints (into d->fps, grown as needed) from its views. */
+static bool add_footprints(const st_plan *p, st_dag *d, st_cmd *cmd, int c, st_footprint *tmp, bool fine,
+                           int *cap)
 {
     int nfp = 0;
     if (cmd->op->footprint) nfp = cmd->op->footprint(cmd->state, cmd->n_in, cmd->n_out, cmd->views, cmd->skip, tmp);
-    else default_footprint(cmd->n_in, cmd->n_out, cmd->views, cmd->skip, tmp, &nfp);
+    else default_footprint(cmd->n_in, cmd->n_out, cmd->views, cmd->skip, fine, tmp, &nfp);
+    if (d->n_fps + nfp > *cap) {
+        int want = 2 * (d->n_fps + nfp);
+        st_fp *grown = realloc(d->fps, (size_t)want * sizeof *grown);
+        if (!grown) return false;
+        d->fps = grown;
+        *cap = want;
+    }
     cmd->fp_first = d->n_fps;
     for (int f = 0; f < nfp; f++) {
         if (tmp[f].hi <= tmp[f].lo) continue; /* an empty tensor touches nothing */
@@ -222,22 +237,26 @@ static void add_footprints(const st_plan *p, st_dag *d, st_cmd *cmd, int c, st_f
         fp->storage = storage_index(p, cmd->views[tmp[f].operand].storage);
     }
     cmd->n_fp = d->n_fps - cmd->fp_first;
+    return true;
 }
 
-static st_status make_commands(const st_plan *p, st_dag *d)
+static st_status make_commands(const st_plan *p, st_dag *d, bool fine)
 {
     const st_graph *g = p->g;
-    int n_views = 2 * p->n_transfers;
+    int n_views = 2 * p->n_transfers, most = 2;
     for (int i = 0; i < g->n_nodes; i++)
         if (p->nodes[i].kind == ST_PN_EXEC) {
             int n_in;
             st_plan_in(p, &g->nodes[i], i, &n_in);
             n_views += n_in + g->nodes[i].n_out;
+            if (n_in + g->nodes[i].n_out > most) most = n_in + g->nodes[i].n_out;
         }
     d->view_pool = calloc((size_t)n_views + 1, sizeof *d->view_pool);
-    /* an op's footprint rule may give two ranges per operand */
-    d->fps = calloc(2 * (size_t)n_views + 1, sizeof *d->fps);
-    st_footprint *tmp = calloc(2 * (size_t)n_views + 1, sizeof *tmp);
+    /* an op's footprint rule may give two ranges per operand, the default
+     * rule up to ST_FP_MAX_RUNS; most operands take one */
+    int cap = 2 * n_views + 1;
+    d->fps = calloc((size_t)cap, sizeof *d->fps);
+    st_footprint *tmp = calloc((size_t)most * ST_FP_MAX_RUNS + 1, sizeof *tmp);
     if (!d->view_pool || !d->fps || !tmp) {
         free(tmp);
         return st_error(ST_ERR_NOMEM, "out of memory building commands");
@@ -258,7 +277,10 @@ static st_status make_commands(const st_plan *p, st_dag *d)
             cmd->views[0] = p->values[tr->value].view;
             cmd->views[1] = tr->view;
             vi += 2;
-            add_footprints(p, d, cmd, c, tmp);
+            if (!add_footprints(p, d, cmd, c, tmp, fine, &cap)) {
+                free(tmp);
+                return st_error(ST_ERR_NOMEM, "out of memory building commands");
+            }
             ((st_transfer *)tr)->cmd = c;
             c++;
         }
@@ -288,7 +310,10 @@ static st_status make_commands(const st_plan *p, st_dag *d)
             free(tmp);
             return st_error(ST_ERR_INTERNAL, "node '%s' (%s) has no kernel after placement", n->name, cmd->op->name);
         }
-        add_footprints(p, d, cmd, c, tmp);
+        if (!add_footprints(p, d, cmd, c, tmp, fine, &cap)) {
+            free(tmp);
+            return st_error(ST_ERR_NOMEM, "out of memory building commands");
+        }
         c++;
     }
     free(tmp);
@@ -434,7 +459,7 @@ st_status st_dag_build(st_plan *p, st_hazard_mode mode, st_dag **out)
     d->n_storages = p->n_storages;
     d->storages = p->storages;
     edge_list e = {0};
-    st_status s = d->cmds ? make_commands(p, d) : st_error(ST_ERR_NOMEM, "out of memory building commands");
+    st_status s = d->cmds ? make_commands(p, d, mode == ST_HAZARD_RANGES) : st_error(ST_ERR_NOMEM, "out of memory building commands");
     if (s == ST_OK) s = find_edges(d, mode, p->n_storages, &e);
     if (s == ST_OK) {
         /* predecessor CSR, sorted and unique per command */
@@ -494,6 +519,32 @@ bool st_dag_touches_host(const st_dag *d, int c)
             if (f->storage == x->storage && f->lo < x->hi && x->lo < f->hi) return true;
         }
     return false;
+}
+
+int st_dag_edge_hazards(const st_dag *d, int from, int to, st_fp *shared)
+{
+    static const int rank[] = {0, 3, 1, 0, 2}; /* by mask bit: RAW first, then WAW, then WAR */
+    const st_cmd *a = &d->cmds[from], *b = &d->cmds[to];
+    int mask = 0, best = 0;
+    for (int i = a->fp_first; i < a->fp_first + a->n_fp; i++)
+        for (int j = b->fp_first; j < b->fp_first + b->n_fp; j++) {
+            const st_fp *x = &d->fps[i], *y = &d->fps[j];
+            if (x->storage != y->storage || x->hi <= y->lo || y->hi <= x->lo || !(x->write || y->write)) continue;
+            int kind = x->write && y->write ? ST_HAZ_WAW : x->write ? ST_HAZ_RAW : ST_HAZ_WAR;
+            mask |= kind;
+            if (shared && rank[kind] > best) {
+                best = rank[kind];
+                *shared = (st_fp){to, y->storage, y->operand, y->write, x->lo > y->lo ? x->lo : y->lo,
+                                  x->hi < y->hi ? x->hi : y->hi};
+            }
+        }
+    return mask;
+}
+
+const char *st_dag_hazard_name(int mask)
+{
+    static const char *names[8] = {"order", "RAW", "WAR", "RAW+WAR", "WAW", "RAW+WAW", "WAR+WAW", "RAW+WAR+WAW"};
+    return names[mask & 7];
 }
 
 void st_dag_free(st_dag *d)

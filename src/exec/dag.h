@@ -19,6 +19,10 @@
 
 #include "plan/plan.h"
 
+/* A strided view with at most this many contiguous runs has them as its
+ * footprints (rule 3's finer footprint), a view with more its extent. */
+#define ST_FP_MAX_RUNS 256
+
 typedef struct st_fp {
     int cmd;
     int storage;             /* index into the plan's storages */
@@ -82,6 +86,15 @@ int st_dag_overlapping(const st_dag *d, const st_storage *s, int64_t lo, int64_t
  * how the edges were made.  On a violation returns ST_ERR_HAZARD naming
  * both commands, the storage and the shared bytes. */
 st_status st_dag_check(const st_dag *d);
+
+/* Why the edge from -> to exists: the hazards between their footprints,
+ * a mask of ST_HAZ_* (0 when only a coarser hazard mode ordered them),
+ * and in *shared (may be NULL) the bytes of one shared range of the
+ * strongest kind, RAW before WAW before WAR (for profiles and drawings). */
+enum { ST_HAZ_RAW = 1, ST_HAZ_WAR = 2, ST_HAZ_WAW = 4 };
+int st_dag_edge_hazards(const st_dag *d, int from, int to, st_fp *shared);
+/* "RAW", "RAW+WAR", ...; "order" for 0. */
+const char *st_dag_hazard_name(int mask);
 
 /* Whether command c touches any byte in d->host. */
 bool st_dag_touches_host(const st_dag *d, int c);

@@ -9,6 +9,12 @@
  * one DAG is ever in flight per session; within it, host accesses wait by
  * byte range (exec/access.c).  A session is used by one thread at a time;
  * a second thread entering gets ST_ERR_BUSY.
+ *
+ * Profiling (st_session_options.profile, exec/profile.h): each stage's
+ * DAG is submitted with a timing buffer for the executor, the session
+ * times its own work in the run, and a run is formatted into the trace
+ * when the next run (or st_session_profile_write) has waited for it,
+ * while its plans are still cached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +22,10 @@
 #include <unistd.h>
 
 #include "core/status.h"
+#include "core/strings.h"
 #include "exec/bind.h"
+#include "exec/bound.h"
+#include "exec/profile.h"
 #include "exec/session.h"
 #include "graph/model.h"
 
@@ -24,20 +33,6 @@
 /* A staged plan's stages each take a cache entry; at most half of it, so
  * the entries a run is using are never the least recently used. */
 #define ST_MAX_STAGES (ST_PLAN_CACHE / 2)
-
-typedef struct bound_input {
-    bool set;
-    st_dtype dtype;           /* the model's dtype: data is converted on binding */
-    int rank;
-    int64_t dims[ST_MAX_RANK];
-    void *data;
-    size_t bytes, cap;
-    /* what is already in the arena: these bytes, for this plan and arena
-     * (input buffers are never reused within a run, see plan/plan.c) */
-    bool uploaded;
-    uint64_t up_plan;
-    uint64_t up_arena;
-} bound_input;
 
 /* A plan and the DAG of its commands. */
 typedef struct st_cached {
@@ -48,11 +43,16 @@ typedef struct st_cached {
      * and its inputs, read from this plan's outputs after each run. */
     st_model *next;
     bound_input *next_bound;
+    /* Entries the current run uses (its stages, a loop body's) are pinned,
+     * by a number that grows with each pin, so that planning a later one
+     * evicts none of them and a loop can unpin its iteration's alone. */
+    uint64_t pin;
 } st_cached;
 
 static void forget_plan(st_session *s, st_cached *c);
 static void free_cached(st_cached *c);
-static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound);
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound, int64_t t_bind);
+static st_status run_chain(st_session *s, const st_model *m, bound_input *bound, bool wait, const st_plan **last);
 
 struct st_session {
     const st_model *model;
@@ -74,6 +74,9 @@ struct st_session {
     /* the plans of the last run's stages, by serial (plan/stage.c) */
     uint64_t stage_serial[ST_MAX_STAGES];
     int n_stages;
+    st_profile *prof;         /* NULL unless the options name a profile */
+    uint64_t pins;            /* pin numbers handed out (st_cached.pin) */
+    int loop_depth;           /* > 0 while a loop body runs (exec/loop.c) */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -130,6 +133,12 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     st_backend *b = st_backend_get(opt.backend, opt.device);
     if (!b) return opt.backend == ST_BACKEND_CPU ? ST_ERR_INTERNAL : ST_ERR_UNSUPPORTED;
     st_backend *cpu = st_cpu_backend();
+    /* a profile that could not be written is refused now, before a run */
+    st_profile *prof = NULL;
+    if (opt.profile) {
+        ST_TRY(st_profile_create(opt.profile, b->name, &prof));
+        opt.profile = st_profile_path(prof); /* the caller's string may go */
+    }
 
     st_session *s = calloc(1, sizeof *s);
     st_tracker *t = calloc(1, sizeof *t);
@@ -138,6 +147,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
         free(s);
         free(t);
         free(bound);
+        st_profile_free(prof);
         return st_error(ST_ERR_NOMEM, "out of memory creating a session");
     }
     s->model = m;
@@ -151,6 +161,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->target.mixed = b != cpu;
     s->target.strict = opt.no_fallback != 0;
     s->bound = bound;
+    s->prof = prof;
     atomic_init(&s->busy, 0);
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->mu, NULL);
@@ -166,6 +177,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
         if (t->exec) t->exec->vt->destroy(t->exec);
         st_tracker_release(t);
         st_storage_release(s->arena);
+        st_profile_free(prof);
         free(bound);
         free(s);
         return r;
@@ -193,6 +205,7 @@ void st_session_free(st_session *s)
     for (int i = 0; i < s->model->g->n_inputs; i++) free(s->bound[i].data);
     free(s->bound);
     st_model_release(s->model);
+    st_profile_free(s->prof); /* runs not written with st_session_profile_write are dropped */
     free(s);
 }
 
@@ -204,14 +217,18 @@ static int input_index(const st_session *s, const char *name)
     return -1;
 }
 
-st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
-                               const void *data)
+/* Numbers (converted to the model's dtype) or, with dtype ST_STRING, an
+ * array of C strings, copied with their characters (core/strings.h). */
+static st_status bind_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                            const void *data)
 {
     if (!s || !name || (rank > 0 && !dims)) return st_error(ST_ERR_INVALID_ARG, "st_session_set_input: NULL argument");
     int i = input_index(s, name);
     if (i < 0) return st_error(ST_ERR_INVALID_ARG, "the model has no input named '%s'", name);
     const st_value *v = &s->model->g->values[s->model->g->inputs[i]];
     if (!st_dtype_valid(dtype)) return st_error(ST_ERR_DTYPE, "input '%s': invalid dtype %d", name, (int)dtype);
+    if (v->dtype == ST_STRING && dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' holds strings: set it with st_session_set_input_strings", name);
     if (dtype != v->dtype && !(st_dtype_is_float(dtype) && st_dtype_is_float(v->dtype)))
         return st_error(ST_ERR_DTYPE, "input '%s': expected %s, got %s", name, st_dtype_name(v->dtype),
                         st_dtype_name(dtype));
@@ -232,17 +249,18 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     if (numel && !data) return st_error(ST_ERR_INVALID_ARG, "input '%s': data is NULL", name);
     if (!enter(s)) return ST_ERR_BUSY;
     bound_input *b = &s->bound[i];
-    size_t bytes = (size_t)numel * st_dtype_size(v->dtype);
-    if (bytes + 1 > b->cap) {
-        void *d = realloc(b->data, bytes + 1);
+    size_t bytes = (size_t)numel * st_dtype_size(v->dtype), need = st_values_bytes(v->dtype, (size_t)numel, data);
+    if (need + 1 > b->cap) {
+        void *d = realloc(b->data, need + 1);
         if (!d) {
             leave(s);
-            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, bytes);
+            return st_error(ST_ERR_NOMEM, "input '%s': out of memory (%zu bytes)", name, need);
         }
         b->data = d;
-        b->cap = bytes + 1;
+        b->cap = need + 1;
     }
-    st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
+    if (v->dtype == ST_STRING) st_values_copy(ST_STRING, b->data, (size_t)numel, data);
+    else st_convert(v->dtype, b->data, dtype, data, (size_t)numel);
     b->set = true;
     b->uploaded = false;
     b->dtype = v->dtype;
@@ -251,6 +269,40 @@ st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, 
     b->bytes = bytes;
     leave(s);
     return ST_OK;
+}
+
+st_status st_session_set_input(st_session *s, const char *name, st_dtype dtype, int rank, const int64_t *dims,
+                               const void *data)
+{
+    if (dtype == ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s': strings are set with st_session_set_input_strings", name ? name : "");
+    return bind_input(s, name, dtype, rank, dims, data);
+}
+
+/* Strings, like st_session_set_input_checked, are counted against dims
+ * before one is read. */
+st_status st_session_set_input_strings(st_session *s, const char *name, int rank, const int64_t *dims,
+                                       const char *const *strs, size_t count)
+{
+    if (!s || !name || (rank > 0 && !dims) || (count && !strs))
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_input_strings: NULL argument");
+    if (rank < 0 || rank > ST_MAX_RANK)
+        return st_error(ST_ERR_SHAPE, "input '%s': rank %d is outside 0..%d", name, rank, ST_MAX_RANK);
+    uint64_t numel = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) return st_error(ST_ERR_SHAPE, "input '%s': dim %d is negative (%lld)", name, d, (long long)dims[d]);
+        numel = dims[d] && numel > UINT64_MAX / (uint64_t)dims[d] ? UINT64_MAX : numel * (uint64_t)dims[d];
+    }
+    if (numel != count)
+        return st_error(ST_ERR_SHAPE, "input '%s': dims hold %llu strings, but %zu were given", name,
+                        (unsigned long long)numel, count);
+    for (size_t k = 0; k < count; k++)
+        if (!strs[k]) return st_error(ST_ERR_INVALID_ARG, "input '%s': string %zu is NULL", name, k);
+    int i = input_index(s, name);
+    if (i >= 0 && s->model->g->values[s->model->g->inputs[i]].dtype != ST_STRING)
+        return st_error(ST_ERR_DTYPE, "input '%s' is %s, not strings", name,
+                        st_dtype_name(s->model->g->values[s->model->g->inputs[i]].dtype));
+    return bind_input(s, name, ST_STRING, rank, dims, strs);
 }
 
 /* The buffer-size-checked form (strata.h): wrong dims would make the copy
@@ -317,19 +369,12 @@ static void forget_plan(st_session *s, st_cached *c)
     if (e && e->vt->forget && c->dag) e->vt->forget(e, c->dag);
 }
 
-static void free_bound(bound_input *bound, int n)
-{
-    if (!bound) return;
-    for (int i = 0; i < n; i++) free(bound[i].data);
-    free(bound);
-}
-
 /* Frees a cache entry (its executor state forgotten first). */
 static void free_cached(st_cached *c)
 {
     st_dag_free(c->dag);
     st_plan_free(c->plan);
-    if (c->next) free_bound(c->next_bound, c->next->g->n_inputs);
+    if (c->next) st_bound_free(c->next_bound, c->next->g->n_inputs);
     st_model_release(c->next);
 }
 
@@ -378,6 +423,13 @@ static st_status get_plan(st_session *s, const st_model *m, const bound_input *b
         if (r == ST_OK && !(next_bound = calloc((size_t)next->g->n_inputs + 1, sizeof *next_bound)))
             r = st_error(ST_ERR_NOMEM, "out of memory planning");
     }
+    if (r == ST_OK && s->n_cache == ST_PLAN_CACHE) {
+        bool free_entry = false;
+        for (int i = 0; i < s->n_cache; i++) free_entry |= !s->cache[i].pin;
+        if (!free_entry)
+            r = st_error(ST_ERR_UNSUPPORTED, "this run uses all %d cached plans at once (stages, and loop bodies nested "
+                         "too deep)", ST_PLAN_CACHE);
+    }
     if (r != ST_OK) {
         free(next_bound);
         st_model_release(next);
@@ -385,10 +437,10 @@ static st_status get_plan(st_session *s, const st_model *m, const bound_input *b
         st_plan_free(p);
         return r;
     }
-    if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used */
-        int lru = 0;
-        for (int i = 1; i < s->n_cache; i++)
-            if (s->cache[i].used < s->cache[lru].used) lru = i;
+    if (s->n_cache == ST_PLAN_CACHE) { /* evict the least recently used that this run does not use */
+        int lru = -1;
+        for (int i = 0; i < s->n_cache; i++)
+            if (!s->cache[i].pin && (lru < 0 || s->cache[i].used < s->cache[lru].used)) lru = i;
         forget_plan(s, &s->cache[lru]);
         free_cached(&s->cache[lru]);
         s->cache[lru] = s->cache[--s->n_cache];
@@ -404,41 +456,23 @@ static st_status get_plan(st_session *s, const st_model *m, const bound_input *b
     c->used = s->clock;
     c->next = next;
     c->next_bound = next_bound;
+    c->pin = 0;
     *out = c;
     return ST_OK;
 }
 
-/* After stage c ran: its outputs, read to the host, are the next stage's
- * inputs (plan/stage.c).  The caller waited for the run. */
-static st_status stage_inputs(st_cached *c)
+/* After stage p ran: its outputs, read to the host, are the next stage's
+ * inputs (plan/stage.c), and so are a loop stage's results (loop_out, the
+ * Loop's outputs in order).  The caller waited for the run. */
+static st_status stage_inputs(const st_plan *p, const st_model *next, bound_input *nb, const bound_input *loop_out)
 {
-    const st_graph *ng = c->next->g;
+    const st_graph *ng = next->g;
     for (int i = 0; i < ng->n_inputs; i++) {
-        int v = ng->inputs[i];
-        const st_pvalue *pv = &c->plan->values[v];
-        bound_input *b = &c->next_bound[i];
-        size_t bytes = (size_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->model_dtype);
-        if (bytes + 1 > b->cap) {
-            void *d = realloc(b->data, bytes + 1);
-            if (!d) return st_error(ST_ERR_NOMEM, "out of memory passing '%s' to the next stage", ng->values[v].name);
-            b->data = d;
-            b->cap = bytes + 1;
-        }
-        if (pv->kind == ST_PV_CONST) {
-            memcpy(b->data, pv->t.data, bytes);
-        } else {
-            st_tensor *t;
-            ST_TRY(st_tensor_new(&pv->view, pv->model_dtype, NULL, &t));
-            st_status r = st_tensor_read(t, pv->model_dtype, b->data, bytes);
-            st_tensor_free(t);
-            ST_TRY(r);
-        }
-        b->set = true;
-        b->uploaded = false;
-        b->dtype = pv->model_dtype;
-        b->rank = pv->t.rank;
-        memcpy(b->dims, pv->t.dims, sizeof b->dims);
-        b->bytes = bytes;
+        int v = ng->inputs[i], j = -1;
+        const char *name = ng->values[v].name;
+        for (int k = 0; p->loop && k < p->loop->n_carried + p->loop->n_scan && j < 0; k++)
+            if (p->loop->out[k] == v) j = k;
+        ST_TRY(j >= 0 ? st_bound_copy(&nb[i], &loop_out[j], name) : st_bound_read(p, v, name, &nb[i]));
     }
     return ST_OK;
 }
@@ -448,7 +482,16 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
 {
     st_tracker *t = s->tracker;
     st_cached *c = NULL;
+    /* profiling: planning is a span of its own when a plan was built; a
+     * plan found in the cache counts to binding */
+    int64_t t_bind = s->prof ? st_prof_now() : 0;
+    uint64_t built = s->plans_built;
     ST_TRY(get_plan(s, m, bound, &c));
+    if (s->prof && s->plans_built != built) {
+        int64_t t = st_prof_now();
+        st_profile_span(s->prof, "plan", t_bind, t);
+        t_bind = t;
+    }
     st_plan *p = c->plan;
     if (p->arena_bytes > s->arena->size) {
         st_storage *a;
@@ -474,13 +517,14 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
     pthread_mutex_lock(&t->mu);
     t->plan = 0;
     t->runner = pthread_self();
-    st_status r = upload_and_submit(s, c, m, bound);
+    st_status r = upload_and_submit(s, c, m, bound, t_bind);
     if (r == ST_OK) {
         t->dag = c->dag;
         t->plan = p->serial;
     }
     pthread_mutex_unlock(&t->mu);
     if (r == ST_OK) s->cur = c;
+    if (r == ST_OK) c->pin = ++s->pins;
     *out = c;
     return r;
 }
@@ -496,37 +540,89 @@ static st_status run_locked(st_session *s)
     pthread_mutex_lock(&t->mu);
     st_status r = t->exec->vt->wait(t->exec, NULL, -1);
     t->dag = NULL;
+    /* the previous run's failure was reported by its own wait; its
+     * profile is formatted now, before planning can evict its plans */
+    if (s->prof) st_profile_run_end(s->prof, t->exec, r == ST_OK);
     pthread_mutex_unlock(&t->mu);
-    (void)r; /* the previous run's failure was reported by its own wait */
-
-    /* A staged plan runs stage by stage: each waits for the one before,
-     * whose results on the host are the next one's inputs (plan/stage.c).
-     * The stages' cache entries are the most recently used, so planning
-     * a later stage evicts none of them (ST_MAX_STAGES). */
-    const st_model *m = s->model;
-    bound_input *bound = s->bound;
+    if (s->prof) st_profile_run_begin(s->prof);
     s->n_stages = 0;
+    s->loop_depth = 0;
+    r = run_chain(s, s->model, s->bound, false, NULL);
+    for (int i = 0; i < s->n_cache; i++) s->cache[i].pin = 0;
+    if (r != ST_OK && s->prof) st_profile_run_failed(s->prof); /* a failed run is left out of the trace */
+    return r;
+}
+
+/* Plans and submits the stages of model m on inputs bound (the caller
+ * waited for the last run).  A staged plan runs stage by stage: each
+ * waits for the one before, whose results on the host are the next one's
+ * inputs (plan/stage.c); a loop stage's Loop runs one iteration at a time
+ * in between (exec/loop.c).  The last stage is only submitted, unless
+ * wait; *last (when asked) is its plan. */
+static st_status run_chain(st_session *s, const st_model *m, bound_input *bound, bool wait, const st_plan **last)
+{
+    st_tracker *t = s->tracker;
     for (int stage = 0;; stage++) {
         if (stage == ST_MAX_STAGES)
             return st_error(ST_ERR_UNSUPPORTED, "the model needs more than %d stages (plans that wait for data the "
                             "model computes, plan/stage.c)", ST_MAX_STAGES);
         st_cached *c;
         ST_TRY(submit_stage(s, m, bound, &c));
-        s->stage_serial[s->n_stages++] = c->plan->serial;
-        if (!c->next) return ST_OK;
+        /* heap objects, which stay put when cache entries move */
+        const st_plan *p = c->plan;
+        st_model *next = c->next;
+        bound_input *nb = c->next_bound;
+        if (!s->loop_depth && s->n_stages < ST_MAX_STAGES) s->stage_serial[s->n_stages++] = p->serial;
+        if (!next && !wait) return ST_OK;
         pthread_mutex_lock(&t->mu);
-        r = t->exec->vt->wait(t->exec, NULL, -1);
+        st_status r = t->exec->vt->wait(t->exec, NULL, -1);
         pthread_mutex_unlock(&t->mu);
         ST_TRY(r);
-        ST_TRY(stage_inputs(c));
-        m = c->next;
-        bound = c->next_bound;
+        if (!next) {
+            if (last) *last = p;
+            return ST_OK;
+        }
+        int64_t t0 = s->prof ? st_prof_now() : 0;
+        bound_input *loop_out = NULL;
+        int n_out = p->loop ? p->loop->n_carried + p->loop->n_scan : 0;
+        if (p->loop) {
+            loop_out = calloc((size_t)n_out + 1, sizeof *loop_out);
+            if (!loop_out) return st_error(ST_ERR_NOMEM, "out of memory running Loop '%s'", p->loop->name);
+            s->loop_depth++;
+            r = st_loop_run(s, p, loop_out);
+            s->loop_depth--;
+        }
+        if (r == ST_OK) r = stage_inputs(p, next, nb, loop_out);
+        st_bound_free(loop_out, n_out);
+        ST_TRY(r);
+        if (s->prof) st_profile_span(s->prof, "read stage results", t0, st_prof_now());
+        m = next;
+        bound = nb;
     }
 }
 
+st_status st_session_run_model(st_session *s, const st_model *m, bound_input *bound, const st_plan **last)
+{
+    *last = NULL;
+    return run_chain(s, m, bound, true, last);
+}
+
+/* Unpins what was pinned after mark (exec/loop.c, after an iteration's
+ * results are read). */
+void st_session_unpin_after(st_session *s, uint64_t mark)
+{
+    for (int i = 0; i < s->n_cache; i++)
+        if (s->cache[i].pin > mark) s->cache[i].pin = 0;
+}
+
+uint64_t st_session_pin_mark(const st_session *s) { return s->pins; }
+
+uint64_t st_session_memory_limit(const st_session *s) { return s->opt.memory_limit; }
+
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
- * the caller holds the tracker's lock. */
-static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound)
+ * the caller holds the tracker's lock.  t_bind: when binding began, for
+ * the profile. */
+static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *m, bound_input *bound, int64_t t_bind)
 {
     const st_graph *g = m->g;
     st_tracker *t = s->tracker;
@@ -560,7 +656,15 @@ static st_status upload_and_submit(st_session *s, st_cached *c, const st_model *
             ST_TRY(r);
         }
     }
-    return t->exec->vt->submit(t->exec, c->dag);
+    st_exec *e = t->exec;
+    e->prof = NULL;
+    if (!s->prof) return e->vt->submit(e, c->dag);
+    ST_TRY(st_profile_stage(s->prof, c->dag, &e->prof));
+    int64_t t_sub = st_prof_now();
+    st_profile_span(s->prof, "bind and upload inputs", t_bind, t_sub);
+    r = e->vt->submit(e, c->dag);
+    st_profile_span(s->prof, "submit", t_sub, st_prof_now());
+    return r;
 }
 
 st_status st_session_run(st_session *s)
@@ -582,6 +686,23 @@ st_status st_session_wait(st_session *s)
     return r;
 }
 
+st_status st_session_profile_write(st_session *s)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_profile_write: NULL session");
+    if (!s->prof)
+        return st_error(ST_ERR_INVALID_ARG, "st_session_profile_write: the session has no profile "
+                        "(st_session_options.profile was NULL when it was created)");
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_tracker *t = s->tracker;
+    pthread_mutex_lock(&t->mu);
+    st_status r = t->exec->vt->wait(t->exec, NULL, -1);
+    st_profile_run_end(s->prof, t->exec, r == ST_OK);
+    pthread_mutex_unlock(&t->mu);
+    r = st_profile_write(s->prof);
+    leave(s);
+    return r;
+}
+
 static st_status value_tensor(st_session *s, int v, st_tensor **out)
 {
     const st_pvalue *pv = &s->cur->plan->values[v];
@@ -589,12 +710,13 @@ static st_status value_tensor(st_session *s, int v, st_tensor **out)
         return st_error(ST_ERR_INVALID_ARG, "'%s' is not held after the last stage of this run (plan/stage.c)",
                         s->model->g->values[v].name);
     if (pv->kind == ST_PV_CONST) {
-        /* a constant output gets its own storage, so it outlives the plan */
+        /* a constant output gets its own storage, so it outlives the plan
+         * (strings with their characters) */
         st_backend *cpu = st_cpu_backend();
-        uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
+        size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims);
         st_storage *st;
-        ST_TRY(cpu->storage_alloc(cpu, bytes, "constant output", &st));
-        cpu->write(cpu, st, 0, pv->t.data, bytes);
+        ST_TRY(cpu->storage_alloc(cpu, st_values_bytes(pv->t.dtype, n, pv->t.data), "constant output", &st));
+        st_values_copy(pv->t.dtype, st->host, n, pv->t.data);
         st_view view;
         st_view_init(&view, pv->t.dtype, pv->t.rank, pv->t.dims);
         view.storage = st;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "core/status.h"
+#include "core/strings.h"
 #include "core/strmap.h"
 #include "onnx/onnx.pb-c.h"
 #include "ops/op.h"
@@ -198,14 +199,45 @@ static void typed_field(const Onnx__TensorProto *t, st_dtype dt, uint64_t numel,
     }
 }
 
+/* A string tensor's data: a block (core/strings.h) of its string_data,
+ * which ONNX allows nowhere else (not raw_data, not external data).  An
+ * ONNX string is bytes; strata's are C strings, so one holding a NUL byte
+ * is refused rather than cut short. */
+static st_status strings_from_proto(const Onnx__TensorProto *t, const char *tname, uint64_t numel, st_const *c)
+{
+    if (t->has_raw_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return st_error(ST_ERR_MODEL, "tensor '%s': string tensors keep their values in string_data, not raw or external data",
+                        tname);
+    if (t->n_string_data != numel)
+        return st_error(ST_ERR_MODEL, "tensor '%s': has %zu strings, its shape needs %llu", tname, t->n_string_data,
+                        (unsigned long long)numel);
+    size_t bytes = numel * sizeof(char *);
+    for (size_t i = 0; i < numel; i++) {
+        const ProtobufCBinaryData *d = &t->string_data[i];
+        if (d->len && memchr(d->data, 0, d->len))
+            return st_error(ST_ERR_UNSUPPORTED, "tensor '%s': string %zu holds a NUL byte, which strata's strings cannot", tname, i);
+        bytes += d->len + 1;
+    }
+    char **ptrs = malloc(bytes ? bytes : 1);
+    if (!ptrs) return oom(tname);
+    char *chars = (char *)(ptrs + numel);
+    for (size_t i = 0; i < numel; i++) {
+        const ProtobufCBinaryData *d = &t->string_data[i];
+        if (d->len) memcpy(chars, d->data, d->len);
+        chars[d->len] = 0;
+        ptrs[i] = chars;
+        chars += d->len + 1;
+    }
+    c->data = ptrs;
+    return ST_OK;
+}
+
 static st_status tensor_from_proto(Onnx__TensorProto *t, const char *what, const char *base_dir,
                                    st_const **out)
 {
     const char *tname = t->name && *t->name ? t->name : what;
     if (!t->has_data_type || t->data_type == 0)
         return st_error(ST_ERR_MODEL, "tensor '%s': no data type", tname);
-    if (t->data_type == ST_STRING)
-        return st_error(ST_ERR_UNSUPPORTED, "tensor '%s': string tensors are not supported", tname);
     if (!dtype_loadable(t->data_type))
         return st_error(ST_ERR_UNSUPPORTED, "tensor '%s': data type %d is not supported", tname, (int)t->data_type);
     if (t->segment) return st_error(ST_ERR_UNSUPPORTED, "tensor '%s': segmented tensors are not supported", tname);
@@ -222,7 +254,9 @@ static st_status tensor_from_proto(Onnx__TensorProto *t, const char *what, const
     c->bytes = bytes;
 
     st_status s = ST_OK;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    if (dt == ST_STRING) {
+        s = strings_from_proto(t, tname, numel, c);
+    } else if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         s = read_external(t, tname, base_dir, bytes, &c->data);
     } else if (t->has_raw_data) {
         if (t->raw_data.len != bytes) {
@@ -346,8 +380,6 @@ static st_status apply_type(st_value *v, const Onnx__ValueInfoProto *vi)
                         v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type && tt->elem_type != 0) {
-        if (tt->elem_type == ST_STRING)
-            return st_error(ST_ERR_UNSUPPORTED, "value '%s': string tensors are not supported", v->name);
         if (!dtype_loadable(tt->elem_type))
             return st_error(ST_ERR_UNSUPPORTED, "value '%s': data type %d is not supported", v->name, (int)tt->elem_type);
         v->dtype = (st_dtype)tt->elem_type;
@@ -539,10 +571,25 @@ static st_status constant_value(const st_node *n, st_const **out)
     st_const *c = calloc(1, sizeof *c);
     if (!c) return oom("a constant");
     if (strcmp(a->name, "value") == 0 && a->type == ST_ATTR_TENSOR) {
+        /* a deep copy: the node, and the strings of its tensor, go */
         *c = *a->t;
-        c->data = malloc(a->t->bytes ? a->t->bytes : 1);
+        size_t n = (size_t)st_const_numel(a->t);
+        size_t bytes = st_values_bytes(c->dtype, n, a->t->data);
+        c->data = malloc(bytes ? bytes : 1);
         if (!c->data) { free(c); return oom("a constant"); }
-        memcpy(c->data, a->t->data, a->t->bytes);
+        st_values_copy(c->dtype, c->data, n, a->t->data);
+        *out = c;
+        return ST_OK;
+    }
+    if ((strcmp(a->name, "value_string") == 0 && a->type == ST_ATTR_STRING) ||
+        (strcmp(a->name, "value_strings") == 0 && a->type == ST_ATTR_STRINGS)) {
+        bool one = a->type == ST_ATTR_STRING;
+        c->dtype = ST_STRING;
+        c->rank = one ? 0 : 1;
+        c->dims[0] = one ? 1 : a->n;
+        c->bytes = (uint64_t)c->dims[0] * sizeof(char *);
+        c->data = st_strings_dup((size_t)c->dims[0], one ? (const char *const *)&a->s : (const char *const *)a->strings);
+        if (!c->data) { free(c); return oom("a constant"); }
         *out = c;
         return ST_OK;
     }

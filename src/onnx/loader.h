@@ -16,7 +16,7 @@
 #include "graph/graph.h"
 
 /* The newest ai.onnx opset whose semantics strata implements. */
-#define ST_MAX_OPSET 17
+#define ST_MAX_OPSET 21
 
 st_status st_onnx_load(const void *data, size_t size, const char *base_dir, st_graph **out);
 /* Refuses a file whose subgraphs or types nest deeper than strata plans,

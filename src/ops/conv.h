@@ -1,4 +1,5 @@
-/* conv.h — the window parameters shared by Conv and the pools. */
+/* conv.h — the window parameters shared by Conv, DeformConv, the pools and
+ * Col2Im. */
 #ifndef ST_OPS_CONV_H
 #define ST_OPS_CONV_H
 
@@ -11,9 +12,11 @@ typedef struct st_conv_state {
     int nsp;                         /* spatial dims, 1..3 */
     int64_t k[3], s[3], d[3];        /* kernel, stride, dilation */
     int64_t pb[3], pe[3];            /* pads at the begin and end */
-    int64_t out[3];                  /* output spatial sizes */
+    int64_t out[3];                  /* output spatial sizes (Col2Im: the blocks along each dim) */
     int64_t group;
+    int64_t offset_group;            /* DeformConv */
     bool is_max, count_include_pad;
+    int p;                           /* LpPool's norm; 0 for the other pools */
     int storage_order;
     st_epilogue epi;                 /* fused activation (passes/fuse.c) */
     /* Set only for backends with ST_CAP_CONV_AFFINE (passes/fuse_affine.c):

@@ -1,7 +1,8 @@
 /*
  * elementwise.c — shape rules of the elementwise ops: unary maps, binary
  * ops with numpy broadcasting, variadic Sum/Max/Min/Mean, Where, Clip and
- * Cast.  Kernels: backends/cpu/k_elementwise.c.
+ * Cast.  Kernels: backends/cpu/k_elementwise.c (casts to and from strings:
+ * k_string.c).
  */
 #include <string.h>
 
@@ -57,6 +58,52 @@ typedef struct binary_row {
 #define BINARY_ROW(name, code, types, to_bool) {#name, ST_B_##code, types, to_bool},
 static const binary_row BINARY[] = {ST_BINARY_OPS(BINARY_ROW)};
 
+/* Before opset 7 (ONNX's changelog: Add-7 "now supports multidirectional
+ * broadcasting"), binary ops broadcast B to A's shape only:
+ *   - without broadcast=1, A and B have one shape;
+ *   - with it, B is a scalar, or its dims line up with A's from dim `axis`
+ *     (by default the trailing ones), each equal or 1 (PyTorch exported
+ *     1-dim expansion, test_operator_add_size1_broadcast);
+ *   - PRelu (1 and 6) takes a slope of one element, X's shape, or one
+ *     value per channel (dim 1; PyTorch's PReLU(num_parameters=C)).
+ * The output has A's shape; B's alignment goes to the kernels as
+ * trailing unit dims (st_ew_state.b_units). */
+static st_status legacy_broadcast(st_infer *c, st_ew_state *s, bool to_bool)
+{
+    const st_tinfo *a = &c->in[0], *b = &c->in[1];
+    bool prelu = s->code == ST_B_PRELU, same = a->rank == b->rank;
+    for (int d = 0; same && d < a->rank; d++) same = a->dims[d] == b->dims[d];
+    int64_t nb = st_numel(b->rank, b->dims);
+    if (same || (nb == 1 && b->rank <= a->rank && (prelu || st_attr_int(c->node, "broadcast", 0)))) {
+        s->b_units = 0;
+    } else if (prelu) {
+        if (b->rank != 1 || a->rank < 2 || b->dims[0] != a->dims[1])
+            return st_infer_error(c, ST_ERR_SHAPE, "before opset 7 the slope has 1 element, X's shape, or one per channel "
+                                  "(%lld), not %lld", (long long)(a->rank >= 2 ? a->dims[1] : 1), (long long)nb);
+        s->b_units = a->rank - 2;
+    } else if (!st_attr_int(c->node, "broadcast", 0)) {
+        return st_infer_error(c, ST_ERR_SHAPE, "before opset 7 A and B must have one shape unless broadcast=1 "
+                              "(ranks %d and %d)", a->rank, b->rank);
+    } else {
+        if (b->rank > a->rank)
+            return st_infer_error(c, ST_ERR_SHAPE, "B has rank %d, more than A's %d (before opset 7 B broadcasts to A)",
+                                  b->rank, a->rank);
+        int64_t axis = st_attr_int(c->node, "axis", a->rank - b->rank);
+        if (axis < 0 || axis > a->rank - b->rank)
+            return st_infer_error(c, ST_ERR_MODEL, "axis %lld leaves B's %d dims outside A's %d", (long long)axis, b->rank,
+                                  a->rank);
+        for (int d = 0; d < b->rank; d++)
+            if (b->dims[d] != 1 && b->dims[d] != a->dims[axis + d])
+                return st_infer_error(c, ST_ERR_SHAPE, "B's dim %d is %lld, A's dim %lld is %lld", d, (long long)b->dims[d],
+                                      (long long)(axis + d), (long long)a->dims[axis + d]);
+        s->b_units = a->rank - (int)axis - b->rank;
+    }
+    c->out[0] = *a;
+    c->out[0].data = NULL;
+    if (to_bool) c->out[0].dtype = ST_BOOL;
+    return ST_OK;
+}
+
 st_status st_infer_binary(st_infer *c)
 {
     const binary_row *row = NULL;
@@ -81,9 +128,7 @@ st_status st_infer_binary(st_infer *c)
         if (strcmp(dir, "RIGHT") == 0) s->code = ST_B_SHIFT_RIGHT;
         else if (strcmp(dir, "LEFT") != 0) return st_infer_error(c, ST_ERR_MODEL, "direction must be LEFT or RIGHT");
     }
-    if (row->code == ST_B_PRELU && c->opset < 7) return st_infer_error(c, ST_ERR_UNSUPPORTED, "PRelu before opset 7");
-    if (c->opset < 7 && st_node_attr(c->node, "broadcast"))
-        return st_infer_error(c, ST_ERR_UNSUPPORTED, "legacy broadcast attribute (opset < 7)");
+    if (c->opset < 7) return legacy_broadcast(c, s, row->to_bool);
     const st_tinfo *ins[2] = {&c->in[0], &c->in[1]};
     ST_TRY(st_infer_broadcast(c, 2, ins, &c->out[0]));
     c->out[0].dtype = row->to_bool ? ST_BOOL : c->in[0].dtype;
@@ -100,6 +145,11 @@ st_status st_infer_variadic(st_infer *c)
         if (!c->in[i].present) return st_infer_error(c, ST_ERR_MODEL, "input %d is missing", i);
         if (c->in[i].dtype != c->in[0].dtype) return st_infer_error(c, ST_ERR_DTYPE, "inputs have different dtypes");
         ins[i] = &c->in[i];
+        /* broadcasting arrived in opset 8 (Sum-8, Max-8, ...) */
+        bool same = c->in[i].rank == c->in[0].rank;
+        for (int d = 0; same && d < c->in[0].rank; d++) same = c->in[i].dims[d] == c->in[0].dims[d];
+        if (c->opset < 8 && !same)
+            return st_infer_error(c, ST_ERR_SHAPE, "input %d's shape differs from input 0's; before opset 8 they must be equal", i);
     }
     ST_TRY(st_infer_dtype_mask(c, 0, code == ST_B_MEAN ? ST_DT_ALL_FLOATS : ST_DT_NUMERIC));
     st_ew_state *s = st_infer_state(c, sizeof *s);
@@ -144,12 +194,50 @@ st_status st_infer_clip(st_infer *c)
     return ST_OK;
 }
 
+/* Cast's `to` before opset 6 is a string, the name of a TensorProto
+ * DataType ("FLOAT", "INT64"); -1 for a name that is none. */
+static int64_t legacy_cast_to(const char *name)
+{
+    static const char *const NAMES[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+                                        "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+                                        "COMPLEX128", "BFLOAT16"};
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+        if (strcmp(name, NAMES[i]) == 0) return (int64_t)i;
+    return -1;
+}
+
+/* The ONNX names of the element types strata does not hold, so that a
+ * refusal says which one a model asked for. */
+static const char *onnx_type_name(int64_t t)
+{
+    switch (t) {
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    default: return "an unknown type";
+    }
+}
+
+/* Cast-19 and CastLike-19 add float8 types and `saturate`, which only
+ * decides how those round; Cast-21 adds int4 and uint4.  strata holds
+ * none of them, so a cast to one is refused by name (and a model's
+ * tensors of them are refused when it loads). */
 st_status st_infer_cast(st_infer *c)
 {
     if (c->n_in != 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "expects 1 input");
     int64_t to = st_attr_int(c->node, "to", 0);
+    const st_attr *a = st_node_attr(c->node, "to");
+    if (c->opset < 6 && a && a->type == ST_ATTR_STRING && (to = legacy_cast_to(a->s)) < 0)
+        return st_infer_error(c, ST_ERR_MODEL, "'to' is '%s', not a TensorProto data type", a->s);
     if (!st_dtype_valid((st_dtype)to))
-        return st_infer_error(c, ST_ERR_UNSUPPORTED, "cast to dtype %lld is not supported", (long long)to);
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "cast to %s (ONNX data type %lld) is not supported", onnx_type_name(to),
+                              (long long)to);
     c->out[0] = c->in[0];
     c->out[0].data = NULL;
     c->out[0].dtype = (st_dtype)to;
@@ -177,7 +265,7 @@ const st_op_def st_ops_elementwise[] = {
     ST_VARIADIC_OPS(VARIADIC_OP)
     {"Where", "", 1, 0, st_infer_where, NULL, NULL, .types = ST_DT_ALL, .t_operand = 1},
     ELEMENTWISE("Clip", st_infer_clip, ST_DT_NUMERIC),
-    ELEMENTWISE("Cast", st_infer_cast, ST_DT_ALL),
-    ELEMENTWISE("CastLike", st_infer_cast_like, ST_DT_ALL),
+    ELEMENTWISE("Cast", st_infer_cast, ST_DT_ALL | ST_DT(ST_STRING)),
+    ELEMENTWISE("CastLike", st_infer_cast_like, ST_DT_ALL | ST_DT(ST_STRING)),
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

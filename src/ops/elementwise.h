@@ -5,6 +5,8 @@
 #ifndef ST_OPS_ELEMENTWISE_H
 #define ST_OPS_ELEMENTWISE_H
 
+#include <stdint.h>
+
 #include "ops/codes.h"
 
 /* The codes, numbered by their order in ops/codes.h (which OpenCL C reads
@@ -59,7 +61,8 @@ typedef enum st_binary { ST_BINARY_CODES(ST_B_ENUM_) } st_binary;
     X(Gelu, GELU, ST_DT_ALL_FLOATS, 0, 0, 0)                                                          \
     X(Not, NOT, ST_DT(ST_BOOL), 0, 0, 0)                                                              \
     X(IsNaN, ISNAN, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
-    X(IsInf, ISINF, ST_DT_ALL_FLOATS, 0, 0, 0)
+    X(IsInf, ISINF, ST_DT_ALL_FLOATS, 0, 0, 0)                                                        \
+    X(BitwiseNot, BITWISE_NOT, ST_DT_INTS, 0, 0, 0)
 
 /* Binary: X(name, code, types, to_bool); Equal takes every dtype. */
 #define ST_BINARY_OPS(X)                                                                              \
@@ -78,7 +81,10 @@ typedef enum st_binary { ST_BINARY_CODES(ST_B_ENUM_) } st_binary;
     X(Or, OR, ST_DT(ST_BOOL), true)                                                                   \
     X(Xor, XOR, ST_DT(ST_BOOL), true)                                                                 \
     X(BitShift, SHIFT_LEFT, ST_DT_NUMERIC, false)                                                     \
-    X(PRelu, PRELU, ST_DT_SIGNED, false)
+    X(PRelu, PRELU, ST_DT_SIGNED, false)                                                              \
+    X(BitwiseAnd, BITWISE_AND, ST_DT_INTS, false)                                                     \
+    X(BitwiseOr, BITWISE_OR, ST_DT_INTS, false)                                                       \
+    X(BitwiseXor, BITWISE_XOR, ST_DT_INTS, false)
 
 /* Variadic: X(name, code, types). */
 #define ST_VARIADIC_OPS(X)                                                                            \
@@ -91,7 +97,22 @@ typedef struct st_ew_state {
     int fmod;           /* Mod: C fmod instead of the divisor's sign */
     int detect_pos, detect_neg; /* IsInf */
     int n_inputs;       /* variadic ops: the divisor of Mean */
+    /* Binary ops before opset 7 line B's dims up with A's from the
+     * `axis` attribute (PRelu's slope from the channel dim), not from the
+     * right: kernels see B with this many size-1 dims appended, which
+     * numpy's right-aligned broadcasting then puts in place. */
+    int b_units;
 } st_ew_state;
+
+/* Appends the b_units size-1 dims to the layout of a binary op's input 1
+ * (an st_operand's or st_view's rank, sizes and strides). */
+static inline void st_ew_legacy_b(const st_ew_state *s, int *rank, int64_t *sizes, int64_t *strides)
+{
+    for (int i = 0; i < s->b_units; i++, (*rank)++) {
+        sizes[*rank] = 1;
+        strides[*rank] = 1;
+    }
+}
 
 /* An activation applied by another op's kernel before it stores its
  * output (passes/fuse.c), so the value is rounded to a lower precision

@@ -1,5 +1,6 @@
 /*
- * index.c — shape rules of the index family: Expand, Tile, Pad, Range,
+ * index.c — shape rules of the index family: Expand, Tile, Pad,
+ * CenterCropPad, Range,
  * ConstantOfShape, EyeLike, Trilu, OneHot, GatherElements, GatherND,
  * ScatterND, ScatterElements (and its deprecated alias Scatter), Compress,
  * NonZero, Unique, DepthToSpace, SpaceToDepth, NonMaxSuppression and Einsum.
@@ -112,6 +113,8 @@ static st_status infer_pad(st_infer *c)
     if (strcmp(mode, "constant") == 0) s->mode = ST_PAD_CONSTANT;
     else if (strcmp(mode, "reflect") == 0) s->mode = ST_PAD_REFLECT;
     else if (strcmp(mode, "edge") == 0) s->mode = ST_PAD_EDGE;
+    else if (strcmp(mode, "wrap") == 0 && c->opset >= 19) s->mode = ST_PAD_WRAP;
+    else if (strcmp(mode, "wrap") == 0) return st_infer_error(c, ST_ERR_MODEL, "mode 'wrap' needs opset 19 (the model has %d)", c->opset);
     else return st_infer_error(c, ST_ERR_UNSUPPORTED, "mode '%s' is not supported", mode);
 
     int64_t pads[2 * ST_MAX_RANK], axes[ST_MAX_RANK];
@@ -151,9 +154,52 @@ static st_status infer_pad(st_infer *c)
         if (__builtin_add_overflow(x->dims[d], s->begin[d], &n) || __builtin_add_overflow(n, s->end[d], &n))
             return st_infer_error(c, ST_ERR_SHAPE, "pads of axis %d overflow its size", d);
         if (n < 0) return st_infer_error(c, ST_ERR_SHAPE, "pads crop axis %d of size %lld below zero", d, (long long)x->dims[d]);
-        if (s->mode != ST_PAD_CONSTANT && x->dims[d] == 0 && n > 0)
-            return st_infer_error(c, ST_ERR_SHAPE, "mode '%s' cannot pad axis %d, which is empty", mode, d);
+        /* what the crops keep, which the other modes read from */
+        int64_t kept = x->dims[d] + (s->begin[d] < 0 ? s->begin[d] : 0) + (s->end[d] < 0 ? s->end[d] : 0);
+        if (kept < 0) return st_infer_error(c, ST_ERR_SHAPE, "pads crop more than the %lld elements of axis %d", (long long)x->dims[d], d);
+        if (s->mode != ST_PAD_CONSTANT && kept == 0 && n > 0)
+            return st_infer_error(c, ST_ERR_SHAPE, "mode '%s' cannot pad axis %d, which is empty (after any crop)", mode, d);
         c->out[0].dims[d] = n;
+    }
+    return ST_OK;
+}
+
+/* CenterCropPad (opset 18): each listed axis cropped or zero-padded to the
+ * shape input's size, centred, the odd element going to the end; run as a
+ * constant Pad whose negative pads crop. */
+static st_status infer_center_crop_pad(st_infer *c)
+{
+    ST_TRY(need_inputs(c, 2));
+    const st_tinfo *x = &c->in[0];
+    int r = x->rank;
+    st_pad_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->mode = ST_PAD_CONSTANT;
+    int64_t shape[ST_MAX_RANK], axes[ST_MAX_RANK];
+    int ns, na;
+    ST_TRY(st_infer_dtype(c, 1, INDEX_TYPES));
+    ST_TRY(st_infer_const_ints(c, 1, shape, ST_MAX_RANK, &ns));
+    const int64_t *a = st_attr_ints(c->node, "axes", &na);
+    if (a) {
+        if (na > ST_MAX_RANK) return st_infer_error(c, ST_ERR_MODEL, "axes has %d values", na);
+        memcpy(axes, a, (size_t)na * sizeof *a);
+    } else {
+        na = r;
+        for (int d = 0; d < r; d++) axes[d] = d;
+    }
+    if (ns != na) return st_infer_error(c, ST_ERR_SHAPE, "shape has %d values for %d axes", ns, na);
+    out_like(c, 0, x);
+    bool seen[ST_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int ax;
+        ST_TRY(st_infer_axis(c, axes[i], r, &ax));
+        if (seen[ax]) return st_infer_error(c, ST_ERR_MODEL, "axis %d is repeated", ax);
+        seen[ax] = true;
+        if (shape[i] < 0) return st_infer_error(c, ST_ERR_SHAPE, "shape[%d] = %lld is negative", i, (long long)shape[i]);
+        int64_t dim = x->dims[ax];
+        s->begin[ax] = shape[i] < dim ? -((dim - shape[i]) / 2) : (shape[i] - dim) / 2;
+        s->end[ax] = shape[i] - dim - s->begin[ax];
+        c->out[0].dims[ax] = shape[i];
     }
     return ST_OK;
 }
@@ -677,6 +723,7 @@ const st_op_def st_ops_index[] = {
     INDEX_OP("Expand", 8, infer_expand, ST_DT_ALL),
     INDEX_OP("Tile", 6, infer_tile, ST_DT_ALL),
     INDEX_OP("Pad", 2, infer_pad, ST_DT_ALL),
+    INDEX_OP("CenterCropPad", 18, infer_center_crop_pad, ST_DT_ALL),
     INDEX_OP("Range", 11, infer_range, ST_DT_NUMERIC),
     {"ConstantOfShape", "", 9, 0, infer_constant_of_shape, NULL, NULL, .types = ST_DT_ALL, .t_operand = -1},
     INDEX_OP("EyeLike", 9, infer_eye_like, ST_DT_ALL),

@@ -13,11 +13,14 @@
 
 #include "strata.h"
 
-typedef enum st_pad_mode { ST_PAD_CONSTANT, ST_PAD_REFLECT, ST_PAD_EDGE } st_pad_mode;
+typedef enum st_pad_mode { ST_PAD_CONSTANT, ST_PAD_REFLECT, ST_PAD_EDGE, ST_PAD_WRAP } st_pad_mode;
 
 /* Scatter reductions (ScatterND, ScatterElements). */
 typedef enum st_scatter_red { ST_RED_NONE, ST_RED_ADD, ST_RED_MUL, ST_RED_MAX, ST_RED_MIN } st_scatter_red;
 
+/* Pad, and CenterCropPad (a Pad whose pads its shape input decides).
+ * Negative pads crop first; the other modes then read the cropped
+ * extent, as ONNX Runtime does (numpy, ONNX's reference, has no crop). */
 typedef struct st_pad_state {
     int mode;                       /* st_pad_mode */
     int64_t begin[ST_MAX_RANK], end[ST_MAX_RANK]; /* may be negative: a crop */

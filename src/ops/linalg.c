@@ -63,6 +63,10 @@ st_status st_infer_gemm(st_infer *c)
     if (c->n_in > 2 && c->in[2].present) {
         const st_tinfo *cc = &c->in[2];
         if (cc->rank > 2) return st_infer_error(c, ST_ERR_SHAPE, "C has rank %d", cc->rank);
+        /* before opset 7, C broadcasts only with broadcast=1 */
+        if (c->opset < 7 && !st_attr_int(c->node, "broadcast", 0) && (cc->rank != 2 || cc->dims[0] != m || cc->dims[1] != n))
+            return st_infer_error(c, ST_ERR_SHAPE, "C must be [%lld, %lld] without broadcast=1 (before opset 7)", (long long)m,
+                                  (long long)n);
         for (int d = 0; d < cc->rank; d++) {
             int64_t want = o->dims[2 - cc->rank + d];
             if (cc->dims[d] != 1 && cc->dims[d] != want)

@@ -303,13 +303,35 @@ static st_status infer_rnn(st_infer *c)
 /* ==== quantization ==== */
 
 /* Scale and zero point of QuantizeLinear / DequantizeLinear: one value,
- * or (opset 13) a 1-D tensor along axis. */
+ * or (opset 13) a 1-D tensor along axis, or (opset 21, block_size > 0)
+ * x's shape with ceil(dim / block_size) along axis: one scale per block
+ * of that many elements. */
 static st_status quant_params(st_infer *c, st_quant_state *s, int xi, int si, int zi)
 {
     const st_tinfo *x = &c->in[xi], *sc = &c->in[si];
     ST_TRY(st_infer_dtype(c, si, FLOATS));
     int64_t n = numel_of(sc);
     s->axis = -1;
+    s->block = c->opset >= 21 ? st_attr_int(c->node, "block_size", 0) : 0;
+    if (s->block < 0) return st_infer_error(c, ST_ERR_MODEL, "block_size is %lld", (long long)s->block);
+    if (s->block > 0) {
+        int a;
+        ST_TRY(st_infer_axis(c, st_attr_int(c->node, "axis", 1), x->rank, &a));
+        bool ok = sc->rank == x->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = sc->dims[d] == (d == a ? (x->dims[d] + s->block - 1) / s->block : x->dims[d]);
+        if (!ok)
+            return st_infer_error(c, ST_ERR_SHAPE, "with block_size %lld the scale must have x's shape with ceil(%lld / %lld) on axis %d",
+                                  (long long)s->block, (long long)x->dims[a], (long long)s->block, a);
+        if (has_in(c, zi)) {
+            const st_tinfo *z = &c->in[zi];
+            ok = z->rank == sc->rank;
+            for (int d = 0; ok && d < sc->rank; d++) ok = z->dims[d] == sc->dims[d];
+            if (!ok) return st_infer_error(c, ST_ERR_SHAPE, "the zero point's shape differs from the scale's");
+        }
+        s->axis = a;
+        return ST_OK;
+    }
     /* one value is per tensor whatever its rank, as ONNX Runtime reads it */
     if (n != 1) {
         if (c->opset < 13) return st_infer_error(c, ST_ERR_SHAPE, "the scale must be a scalar before opset 13");
@@ -329,6 +351,16 @@ static st_status quant_params(st_infer *c, st_quant_state *s, int xi, int si, in
     return ST_OK;
 }
 
+/* The quantized types: int8 and uint8, and from opset 21 int16 and
+ * uint16 (its int4, uint4 and the float8 types of opset 19 are types
+ * strata does not hold). */
+static st_status quant_type(const st_infer *c, st_dtype t, const char *what)
+{
+    if (t == ST_U8 || t == ST_I8 || (c->opset >= 21 && (t == ST_U16 || t == ST_I16))) return ST_OK;
+    return st_infer_error(c, ST_ERR_DTYPE, "%s is %s; %s", what, st_dtype_name(t),
+                          c->opset >= 21 ? "int8, uint8, int16 and uint16 are supported" : "int8 and uint8 are supported");
+}
+
 static st_status infer_quantize(st_infer *c)
 {
     static const st_dtype X_TYPES[] = {ST_F32, ST_F16, ST_BF16, ST_F64, ST_I32, 0};
@@ -338,27 +370,37 @@ static st_status infer_quantize(st_infer *c)
     st_quant_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     ST_TRY(quant_params(c, s, 0, 1, 2));
-    st_dtype t = ST_U8;
+    /* the output's type: the zero point's, else (opset 21) output_dtype,
+     * else uint8; `saturate` (opset 19) only concerns float8 outputs */
+    int64_t want = c->opset >= 21 ? st_attr_int(c->node, "output_dtype", 0) : 0;
+    st_dtype t = want ? (st_dtype)want : ST_U8;
     if (has_in(c, 2)) {
-        ST_TRY(st_infer_dtype(c, 2, QUANT_TYPES));
+        if (want && c->in[2].dtype != (st_dtype)want)
+            return st_infer_error(c, ST_ERR_DTYPE, "output_dtype %lld differs from y_zero_point's %s", (long long)want,
+                                  st_dtype_name(c->in[2].dtype));
         t = c->in[2].dtype;
     }
+    if (want && !st_dtype_valid(t))
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "output_dtype %lld (float8, int4 or uint4) is not supported", (long long)want);
+    ST_TRY(quant_type(c, t, "the output"));
     set_out(c, 0, t, c->in[0].rank, c->in[0].dims);
     return ST_OK;
 }
 
 static st_status infer_dequantize(st_infer *c)
 {
-    static const st_dtype X_TYPES[] = {ST_U8, ST_I8, ST_I32, 0};
     ST_TRY(need_in(c, 0, "x"));
     ST_TRY(need_in(c, 1, "x_scale"));
-    ST_TRY(st_infer_dtype(c, 0, X_TYPES));
+    if (c->in[0].dtype != ST_I32) ST_TRY(quant_type(c, c->in[0].dtype, "x"));
     st_quant_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
     ST_TRY(quant_params(c, s, 0, 1, 2));
     if (has_in(c, 2) && c->in[2].dtype != c->in[0].dtype)
         return st_infer_error(c, ST_ERR_DTYPE, "x_zero_point is %s, x is %s", st_dtype_name(c->in[2].dtype), st_dtype_name(c->in[0].dtype));
-    set_out(c, 0, ST_F32, c->in[0].rank, c->in[0].dims);
+    /* opset 19: the output takes the scale's type (float16, bfloat16) */
+    st_dtype t = c->opset >= 19 ? c->in[1].dtype : ST_F32;
+    if (t == ST_F64) return st_infer_error(c, ST_ERR_DTYPE, "x_scale is float64; float32, float16 and bfloat16 are defined");
+    set_out(c, 0, t, c->in[0].rank, c->in[0].dims);
     return ST_OK;
 }
 
@@ -571,7 +613,12 @@ static st_status infer_gridsample(st_infer *c)
     ST_TRY(st_infer_dtype(c, 0, FLOATS));
     ST_TRY(st_infer_dtype(c, 1, FLOATS));
     const st_tinfo *x = &c->in[0], *g = &c->in[1];
-    if (x->rank != 4) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; GridSample takes [N, C, H, W] before opset 20", x->rank);
+    /* opset 20 defines GridSample on any number of spatial dims (and
+     * renames its modes linear and cubic, read below); strata samples
+     * 2-D images only */
+    if (x->rank != 4)
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; only 2-D sampling ([N, C, H, W]) is supported%s", x->rank,
+                              c->opset >= 20 ? ", not the N-D GridSample of opset 20" : "");
     if (g->rank != 4 || g->dims[0] != x->dims[0] || g->dims[3] != 2)
         return st_infer_error(c, ST_ERR_SHAPE, "grid must be [N, H_out, W_out, 2] with N = %lld", (long long)x->dims[0]);
     st_gridsample_state *s = st_infer_state(c, sizeof *s);
@@ -588,6 +635,36 @@ static st_status infer_gridsample(st_infer *c)
     else return st_infer_error(c, ST_ERR_MODEL, "unknown padding_mode '%s'", pad);
     s->align_corners = st_attr_int(c->node, "align_corners", 0) != 0;
     set_out(c, 0, x->dtype, 4, (int64_t[]){x->dims[0], x->dims[1], g->dims[1], g->dims[2]});
+    return ST_OK;
+}
+
+/* AffineGrid (opset 20): the sampling grid of an affine map theta, [N, 2,
+ * 3] for 2-D or [N, 3, 4] for 3-D, over an output of size [N, C, (D,) H,
+ * W]: grid [N, (D,) H, W, 2 or 3], the x (width) coordinate first. */
+static st_status infer_affine_grid(st_infer *c)
+{
+    ST_TRY(need_in(c, 0, "theta"));
+    ST_TRY(need_in(c, 1, "size"));
+    ST_TRY(st_infer_dtype(c, 0, FLOATS));
+    const st_tinfo *t = &c->in[0];
+    int64_t size[ST_MAX_RANK];
+    int n;
+    ST_TRY(st_infer_const_ints(c, 1, size, ST_MAX_RANK, &n));
+    if (n != 4 && n != 5) return st_infer_error(c, ST_ERR_SHAPE, "size has %d values; [N, C, H, W] or [N, C, D, H, W]", n);
+    int sp = n - 2;
+    if (t->rank != 3 || t->dims[0] != size[0] || t->dims[1] != sp || t->dims[2] != sp + 1)
+        return st_infer_error(c, ST_ERR_SHAPE, "theta must be [%lld, %d, %d] for size of %d values", (long long)size[0], sp, sp + 1, n);
+    st_gridsample_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->align_corners = st_attr_int(c->node, "align_corners", 0) != 0;
+    int64_t dims[6];
+    dims[0] = size[0];
+    for (int i = 0; i < sp; i++) {
+        if (size[2 + i] < 0) return st_infer_error(c, ST_ERR_SHAPE, "size[%d] is negative", 2 + i);
+        dims[1 + i] = size[2 + i];
+    }
+    dims[1 + sp] = sp;
+    set_out(c, 0, t->dtype, sp + 2, dims);
     return ST_OK;
 }
 
@@ -751,14 +828,21 @@ static st_status infer_dft(st_infer *c)
     ST_TRY(need_in(c, 0, "input"));
     ST_TRY(st_infer_dtype(c, 0, FLOATS));
     const st_tinfo *x = &c->in[0];
-    if (x->rank < 3 || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
-        return st_infer_error(c, ST_ERR_SHAPE, "input must be [batch, signal dims..., 1 or 2]");
+    /* opset 20 drops the batch dim from the input's description and moves
+     * axis from an attribute (default 1) to an optional input (default -2,
+     * the last signal dim) */
+    bool v20 = c->opset >= 20;
+    if (x->rank < (v20 ? 2 : 3) || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
+        return st_infer_error(c, ST_ERR_SHAPE, v20 ? "input must be [signal dims..., 1 or 2]" : "input must be [batch, signal dims..., 1 or 2]");
     st_dft_state *s = st_infer_state(c, sizeof *s);
     if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
-    int64_t axis = st_attr_int(c->node, "axis", 1);
-    if (axis < 0) axis += x->rank;
+    int64_t given = v20 ? -2 : st_attr_int(c->node, "axis", 1);
+    if (v20 && has_in(c, 2)) ST_TRY(const_int(c, 2, "axis", &given));
+    if (v20 && st_node_attr(c->node, "axis"))
+        return st_infer_error(c, ST_ERR_MODEL, "has an axis attribute, which opset 20 replaced with the axis input");
+    int64_t axis = given < 0 ? given + x->rank : given;
     if (axis < 0 || axis > x->rank - 2)
-        return st_infer_error(c, ST_ERR_SHAPE, "axis %lld is not a signal axis of a rank-%d input", (long long)st_attr_int(c->node, "axis", 1), x->rank);
+        return st_infer_error(c, ST_ERR_SHAPE, "axis %lld is not a signal axis of a rank-%d input", (long long)given, x->rank);
     s->axis = (int)axis;
     s->inverse = st_attr_int(c->node, "inverse", 0) != 0;
     s->onesided = st_attr_int(c->node, "onesided", 0) != 0;
@@ -845,13 +929,14 @@ const st_op_def st_ops_misc[] = {
     MISC_OP("GRU", infer_rnn, ST_DT_ALL_FLOATS),
     MISC_OP("LSTM", infer_rnn, ST_DT_ALL_FLOATS),
     MISC_OP("QuantizeLinear", infer_quantize, ST_DT_ALL_FLOATS | ST_DT(ST_I32)),
-    MISC_OP("DequantizeLinear", infer_dequantize, ST_DT(ST_I8) | ST_DT(ST_U8) | ST_DT(ST_I32)),
+    MISC_OP("DequantizeLinear", infer_dequantize, ST_DT(ST_I8) | ST_DT(ST_U8) | ST_DT(ST_I16) | ST_DT(ST_U16) | ST_DT(ST_I32)),
     MISC_OP("DynamicQuantizeLinear", infer_dynamic_quantize, ST_DT(ST_F32)),
     MISC_OP("MatMulInteger", infer_matmul_integer, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("QLinearMatMul", infer_qlinear_matmul, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("ConvInteger", infer_conv_integer, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("QLinearConv", infer_qlinear_conv, ST_DT(ST_I8) | ST_DT(ST_U8)),
     MISC_OP("GridSample", infer_gridsample, ST_DT_ALL_FLOATS),
+    {.name = "AffineGrid", .domain = "", .min_opset = 20, .infer = infer_affine_grid, .types = ST_DT_ALL_FLOATS},
     MISC_OP("RoiAlign", infer_roialign, ST_DT_ALL_FLOATS),
     MISC_OP("MaxUnpool", infer_maxunpool, ST_DT_ALL_FLOATS),
     MISC_OP("ReverseSequence", infer_reverse_sequence, ST_DT_ALL),

@@ -57,6 +57,7 @@ typedef struct st_rnn_state {
 /* QuantizeLinear, DequantizeLinear: per tensor (axis -1) or per axis. */
 typedef struct st_quant_state {
     int axis;                        /* -1: one scale for the whole tensor */
+    int64_t block;                   /* opset 21: > 0, a scale per `block` elements along axis */
 } st_quant_state;
 
 /* MatMulInteger, QLinearMatMul: the inputs' positions differ. */
@@ -77,6 +78,7 @@ typedef struct st_qconv_state {
 enum { ST_GS_BILINEAR, ST_GS_NEAREST, ST_GS_BICUBIC };
 enum { ST_GS_ZEROS, ST_GS_BORDER, ST_GS_REFLECTION };
 
+/* GridSample; AffineGrid reads align_corners only. */
 typedef struct st_gridsample_state {
     int mode, padding;
     bool align_corners;

@@ -1,7 +1,8 @@
 /*
  * norm.c — shape rules of the norm family: Softmax, LogSoftmax, Hardmax,
  * LayerNormalization, BatchNormalization (inference), InstanceNormalization,
- * LpNormalization, MeanVarianceNormalization and LRN.  Each is an
+ * LpNormalization, MeanVarianceNormalization, LRN and GroupNormalization
+ * (opsets 18 and 21).  Each is an
  * operation on rows (see backends/cpu/rows.h): the rule sets which axes
  * one row spans and checks the parameters.  Kernel: backends/cpu/k_norm.c.
  *
@@ -123,6 +124,10 @@ static st_status infer_batch_norm(st_infer *c)
     const st_tinfo *x = &c->in[0];
     if (c->opset >= 14 && st_attr_int(c->node, "training_mode", 0) != 0)
         return st_infer_error(c, ST_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    /* before opset 7, is_test=0 normalises by the batch's statistics; an
+     * absent is_test is read as inference, as ONNX's 6 -> 7 converter does */
+    if (c->opset < 7 && st_node_attr(c->node, "is_test") && st_attr_int(c->node, "is_test", 0) == 0)
+        return st_infer_error(c, ST_ERR_UNSUPPORTED, "is_test=0 (training: batch statistics) is not supported (inference only)");
     for (int i = 1; i < c->n_out; i++)
         if (c->out[i].present)
             return st_infer_error(c, ST_ERR_UNSUPPORTED, "output %d (running or saved statistics) exists only in training, which is not supported", i);
@@ -207,6 +212,37 @@ static st_status infer_lrn(st_infer *c)
     return ST_OK;
 }
 
+/* GroupNormalization: the mean and variance of each group of C / G
+ * channels (over them and every spatial dim), then a scale and bias per
+ * group (opset 18) or per channel (opset 21, which deprecated 18's).  A
+ * row is a group; the kernel sees x as [N, G, C / G, spatial...].  The
+ * first stage runs in f32 (f64 for f64 data) whatever stash_type says:
+ * that changes rounding, not what is computed. */
+static st_status infer_group_norm(st_infer *c)
+{
+    ST_TRY(need_x(c, 2));
+    const st_tinfo *x = &c->in[0];
+    st_norm_state *s = new_state(c, ST_N_GROUP_NORM);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    if (!st_node_attr(c->node, "num_groups")) return st_infer_error(c, ST_ERR_MODEL, "needs the num_groups attribute");
+    s->size = st_attr_int(c->node, "num_groups", 0);
+    if (s->size < 1 || x->dims[1] % s->size)
+        return st_infer_error(c, ST_ERR_SHAPE, "num_groups %lld does not divide the %lld channels", (long long)s->size,
+                              (long long)x->dims[1]);
+    if (x->rank >= ST_MAX_RANK) return st_infer_error(c, ST_ERR_UNSUPPORTED, "X has rank %d; at most %d is supported", x->rank, ST_MAX_RANK - 1);
+    s->epsilon = st_attr_float(c->node, "epsilon", 1e-5f);
+    s->per_group = c->opset < 21;
+    int64_t count = s->per_group ? s->size : x->dims[1];
+    ST_TRY(check_param(c, 1, count, s->per_group ? "scale (one per group before opset 21)" : "scale (one per channel)"));
+    ST_TRY(check_param(c, 2, count, s->per_group ? "bias (one per group before opset 21)" : "bias (one per channel)"));
+    int64_t stash = st_attr_int(c->node, "stash_type", 1);
+    if (stash != ST_F32 && stash != ST_F64 && stash != ST_F16 && stash != ST_BF16)
+        return st_infer_error(c, ST_ERR_MODEL, "stash_type %lld is not a float type", (long long)stash);
+    s->mask = axes_from(2, x->rank + 1);   /* of the [N, G, C / G, ...] view */
+    same_as_input(c);
+    return ST_OK;
+}
+
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 /* designated: rows stay valid as backends add kernel slots (NULL: none) */
@@ -221,5 +257,6 @@ const st_op_def st_ops_norm[] = {
     NORM_OP("LpNormalization", infer_lp_norm),
     NORM_OP("MeanVarianceNormalization", infer_mvn),
     NORM_OP("LRN", infer_lrn),
+    {.name = "GroupNormalization", .domain = "", .min_opset = 18, .infer = infer_group_norm, .types = ST_DT_ALL_FLOATS},
     {.name = NULL}
 };

@@ -17,7 +17,8 @@ typedef enum st_norm_kind {
     ST_N_INSTANCE_NORM,
     ST_N_LP_NORM,
     ST_N_MVN,
-    ST_N_LRN
+    ST_N_LRN,
+    ST_N_GROUP_NORM
 } st_norm_kind;
 
 typedef struct st_norm_state {
@@ -27,7 +28,8 @@ typedef struct st_norm_state {
     float epsilon;
     int p;                 /* LpNormalization: 1 or 2 */
     bool spatial;          /* BatchNormalization: parameters per channel (else per element of dims[1:]) */
-    int64_t size;          /* LRN */
+    int64_t size;          /* LRN; GroupNormalization: num_groups */
+    bool per_group;        /* GroupNormalization before opset 21: scale and bias per group, not channel */
     float alpha, beta, bias;
 } st_norm_state;
 

@@ -67,6 +67,13 @@ typedef struct st_kctx {
     const st_view *views;
     void *dev;
     void *priv;                    /* the kernel's prepare() state, or NULL */
+    /* Host memory that lives as long as the plan, for what an output holds
+     * beyond its elements (a string's characters, core/strings.h); NULL
+     * outside plan-time folding (passes/specialize.c), the only place a
+     * node that makes strings runs.  Returns NULL when out of memory or
+     * over the session's memory limit. */
+    void *(*alloc)(void *ctx, uint64_t bytes);
+    void *alloc_ctx;
 } st_kctx;
 
 typedef st_status (*st_kernel_fn)(const st_kctx *k);

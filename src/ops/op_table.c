@@ -22,6 +22,7 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_resize,
     st_ops_misc,
     st_ops_control,
+    st_ops_text,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

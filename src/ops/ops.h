@@ -29,6 +29,7 @@ extern const st_op_def st_ops_index[];    /* index.c: Expand, Tile, Pad, Range, 
 extern const st_op_def st_ops_resize[];   /* resize.c: Resize, Upsample, ConvTranspose */
 extern const st_op_def st_ops_misc[];     /* misc.c: losses, recurrent, quantization, signal, ... */
 extern const st_op_def st_ops_control[];  /* control.c: If, Loop, Scan */
+extern const st_op_def st_ops_text[];     /* text.c: StringNormalizer, TfIdfVectorizer */
 
 /* elementwise.c */
 st_status st_infer_unary(st_infer *c);

@@ -1,7 +1,8 @@
 /*
  * reduce.c — shape rules of the reduce family: ReduceSum, ReduceMean,
- * ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum,
- * ReduceLogSumExp, ReduceSumSquare; ArgMax and ArgMin; TopK; CumSum.
+ * ReduceMax, ReduceMin (also of bool from opset 20), ReduceProd,
+ * ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare;
+ * ArgMax and ArgMin; TopK; CumSum.
  * Kernels: backends/cpu/k_reduce.c.
  *
  * The reduced axes arrive as the `axes` attribute before opset 13
@@ -56,11 +57,18 @@ static st_status infer_reduce(st_infer *c)
     if (!row) return st_infer_error(c, ST_ERR_INTERNAL, "not a reduce op");
     if (c->n_in < 1 || !c->in[0].present) return st_infer_error(c, ST_ERR_MODEL, "needs the data input");
     const st_tinfo *x = &c->in[0];
-    ST_TRY(st_infer_dtype(c, 0, NUMERIC));
+    /* opset 20 defines ReduceMax and ReduceMin of bool (any, all) */
+    bool bool_ok = c->opset >= 20 && (row->kind == ST_R_MAX || row->kind == ST_R_MIN);
+    if (!(bool_ok && x->dtype == ST_BOOL)) ST_TRY(st_infer_dtype(c, 0, NUMERIC));
     int64_t axes[ST_MAX_RANK];
     int na = 0;
     bool have_axes = false, noop = false;
     if (c->opset >= row->axes_input_opset) {
+        /* an exporter that kept the old attribute would otherwise get every
+         * axis reduced */
+        if (st_node_attr(c->node, "axes"))
+            return st_infer_error(c, ST_ERR_MODEL, "has an axes attribute, which opset %d replaced with the axes input",
+                                  row->axes_input_opset);
         noop = st_attr_int(c->node, "noop_with_empty_axes", 0) != 0;
         if (c->n_in > 1 && c->in[1].present) {
             ST_TRY(st_infer_const_ints(c, 1, axes, ST_MAX_RANK, &na));
@@ -181,8 +189,8 @@ static st_status infer_cumsum(st_infer *c)
 const st_op_def st_ops_reduce[] = {
     REDUCE_OP("ReduceSum", infer_reduce),
     REDUCE_OP("ReduceMean", infer_reduce),
-    REDUCE_OP("ReduceMax", infer_reduce),
-    REDUCE_OP("ReduceMin", infer_reduce),
+    {.name = "ReduceMax", .domain = "", .min_opset = 1, .infer = infer_reduce, .types = ST_DT_NUMERIC | ST_DT(ST_BOOL)},
+    {.name = "ReduceMin", .domain = "", .min_opset = 1, .infer = infer_reduce, .types = ST_DT_NUMERIC | ST_DT(ST_BOOL)},
     REDUCE_OP("ReduceProd", infer_reduce),
     REDUCE_OP("ReduceL1", infer_reduce),
     REDUCE_OP("ReduceL2", infer_reduce),

@@ -4,7 +4,8 @@
  *
  * Resize is separable: every output coordinate on an axis maps to a few
  * input coordinates with weights (1 tap for nearest, 2 for linear, 4 for
- * cubic), whatever the coordinate transformation mode.  Input and output
+ * cubic, more for antialiased downscaling: about 2 / scale and 4 / scale),
+ * whatever the coordinate transformation mode.  Input and output
  * shapes are fixed when the shape rule runs, so the rule computes those
  * taps once, in double as the ONNX reference does, and the kernel only
  * gathers and weighs.  ConvTranspose reuses st_conv_state (ops/conv.h).

@@ -352,6 +352,15 @@ st_status st_infer_split(st_infer *c)
     s->axis = ax;
     s->n_split = n;
     int given = 0;
+    /* opset 18: num_outputs asks for equal parts, the last one smaller
+     * when the axis does not divide; it and the split input exclude each
+     * other */
+    bool num_outputs = c->opset >= 18 && st_node_attr(c->node, "num_outputs");
+    if (num_outputs) {
+        int64_t no = st_attr_int(c->node, "num_outputs", 0);
+        if (c->n_in > 1 && c->in[1].present) return st_infer_error(c, ST_ERR_MODEL, "has both the split input and num_outputs");
+        if (no != n) return st_infer_error(c, ST_ERR_MODEL, "num_outputs is %lld, but the node has %d outputs", (long long)no, n);
+    }
     if (c->opset >= 13 && c->n_in > 1 && c->in[1].present) {
         ST_TRY(st_infer_need_const(c, 1));
         int64_t cnt = st_numel(c->in[1].rank, c->in[1].dims);
@@ -369,14 +378,13 @@ st_status st_infer_split(st_infer *c)
         }
     }
     if (!given) {
-        /* equal parts; when uneven (opset 18 allows it), the last is smaller */
-        int64_t part = (dim + n - 1) / n;
-        for (int i = 0; i < n; i++) {
-            int64_t left = dim - part * i;
-            s->split[i] = left < 0 ? 0 : left < part ? left : part;
-        }
-        if (dim % n && c->opset < 18)
+        if (dim % n && !num_outputs)
             return st_infer_error(c, ST_ERR_SHAPE, "dim %lld does not split into %d equal parts", (long long)dim, n);
+        /* parts of ceil(dim / n), the last what is left: ONNX's rule, which
+         * leaves a negative last part (refused below) when n - 1 parts
+         * already overrun the axis */
+        int64_t part = (dim + n - 1) / n;
+        for (int i = 0; i < n; i++) s->split[i] = i < n - 1 ? part : dim - part * (n - 1);
     }
     int64_t total = 0;
     for (int i = 0; i < n; i++) {

@@ -22,10 +22,13 @@
  *     iteration reading its slice of every scan input through a Gather of
  *     a constant index (a view); opset 8's form with a batch axis runs one
  *     such Scan per batch entry, stacked back along the batch axis.
- * Nested control nodes expand in their turn, on the next pass.  What is
- * not known at plan time (a condition computed from the data, a trip count
- * from a tensor the model computes) is refused with a message that says so;
- * the expanded graph must also stay within ST_MAX_EXPANDED_NODES.
+ * Nested control nodes expand in their turn, on the next pass.  A Loop
+ * whose body computes its condition (a while loop), or a counted loop
+ * whose copies would pass ST_MAX_EXPANDED_NODES, is not expanded:
+ * st_control_runtime_loop says so, and the plan is cut there for the
+ * session to run the body one iteration at a time (plan/stage.c,
+ * exec/loop.c).  A condition or trip count computed from the data cuts the
+ * plan too, and the next stage is planned with its value known.
  *
  * Names of copied values and nodes are prefixed with the control node's
  * name and the iteration ("Loop_3/2/Add_1"), so messages and `strata
@@ -51,7 +54,7 @@ bool st_control_op(const st_node *n)
 /* The value id in g that subgraph reference src of node n stands for: n's
  * implicit inputs, mapped through implicit_src when n was copied from a
  * subgraph. */
-static int outer_value(const st_node *n, int src)
+int st_control_outer_value(const st_node *n, int src)
 {
     if (!n->implicit_src) return src;
     for (int k = 0; k < n->n_implicit; k++)
@@ -76,7 +79,7 @@ static st_status inst_begin(inst *x, st_graph *g, const st_graph *b, const st_no
     if (!x->map) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", owner->name);
     for (int v = 0; v < b->n_values; v++) x->map[v] = -1;
     for (int k = 0; k < b->n_outer; k++) {
-        int v = outer_value(owner, b->outer_src[k]);
+        int v = st_control_outer_value(owner, b->outer_src[k]);
         if (v < 0)
             return st_error(ST_ERR_INTERNAL, "node '%s': subgraph reference '%s' has no value", owner->name,
                             b->values[b->outer[k]].name);
@@ -715,6 +718,28 @@ static st_status expand_scan(st_plan *p, int i)
     free(slices);
     st_graph_relink(g);
     return s;
+}
+
+bool st_control_runtime_loop(const st_plan *p, int i)
+{
+    const st_node *n = &p->g->nodes[i];
+    if (strcmp(n->op_type, "Loop") || n->n_in < 2) return false;
+    const st_graph *b = st_attr_graph(n, "body");
+    int n_carried = n->n_in - 2, n_scan = n->n_out - n_carried;
+    if (!b || n_scan < 0 || b->n_inputs != n_carried + 2 || b->n_outputs != n_carried + 1 + n_scan) return false;
+    int64_t v;
+    if (cond_stays_true(b)) {
+        /* a counted loop unrolls, unless its copies would pass the
+         * expansion limit: then it runs one iteration at a time too */
+        int64_t per = b->n_nodes + n_scan, c = 1;
+        if (n->in[1] >= 0 && (!const_int(p, n->in[1], &c) || !c)) return false;
+        return n->in[0] >= 0 && const_int(p, n->in[0], &v) && v <= ST_MAX_LOOP_ITERATIONS &&
+               v > (ST_MAX_EXPANDED_NODES - p->g->n_nodes) / (per > 0 ? per : 1);
+    }
+    /* a loop that runs no iteration expands to its initial values */
+    if (n->in[0] >= 0 && const_int(p, n->in[0], &v) && v <= 0) return false;
+    if (n->in[1] >= 0 && const_int(p, n->in[1], &v) && v == 0) return false;
+    return true;
 }
 
 st_status st_control_expand(st_plan *p, int i)

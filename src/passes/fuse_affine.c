@@ -145,6 +145,9 @@ static bool affine_of(const st_plan *p, int a, int x, const st_tinfo *xt, float 
     int n_in;
     const int *in = st_plan_in(p, n, a, &n_in);
     if (code < 0 || n->domain[0] || n_in != 2) return false;
+    /* channel_const lines the constant up from the right, as opset 7 does */
+    const st_ew_state *s = p->nodes[a].state;
+    if (s && s->b_units) return false;
     int side = in[0] == x ? 0 : in[1] == x ? 1 : -1;
     if (side < 0 || in[0] == in[1] || (code >= 2 && side != 0)) return false; /* c - x, c / x are not affine in x */
     if (!channel_const(p, in[1 - side], xt, v)) return false;

@@ -199,6 +199,30 @@ static bool stage_cut(st_plan *p, const st_graph *g, int i, int v)
     return true;
 }
 
+/* Strings never enter an arena (core/strings.h), so node i, when it reads
+ * or makes them, is folded: its inputs must be known at plan time.  One
+ * that is not yet is computed from small graph inputs (plan again with
+ * their values known) or by nodes before it (the plan stops there, and
+ * the rest is planned on their results, plan/stage.c), or is refused. */
+static st_status strings_at_plan_time(st_plan *p, const st_graph *g, int i, const st_tinfo *out)
+{
+    const st_node *n = &g->nodes[i];
+    bool strings = false;
+    for (int k = 0; k < n->n_out; k++) strings |= out[k].present && out[k].dtype == ST_STRING;
+    for (int k = 0; k < n->n_in; k++) strings |= n->in[k] >= 0 && p->values[n->in[k]].t.dtype == ST_STRING;
+    if (!strings || needs_fold(p, n)) return ST_OK;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || p->values[v].kind == ST_PV_CONST) continue;
+        if ((p->needs_values = mark_value_inputs(p, g, v))) return st_error(ST_ERR_SHAPE, "replan with input values");
+        if (stage_cut(p, g, i, v)) return st_error(ST_ERR_SHAPE, "stage cut");
+        return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): strings are handled while planning, but input %d ('%s') is "
+                        "known only when the model runs", n->name, n->op_type, k, g->values[v].name);
+    }
+    return st_error(ST_ERR_UNSUPPORTED, "node '%s' (%s): strings are handled while planning, and %s is not evaluated then",
+                    n->name, n->op_type, n->op_type);
+}
+
 st_status st_specialize(st_plan *p)
 {
     const st_graph *g = p->g;
@@ -252,6 +276,13 @@ st_status st_specialize(st_plan *p)
                 }
             }
             if (s != ST_OK) break;
+            if (st_control_runtime_loop(p, i)) { /* a while loop: the session runs it (plan/stage.c) */
+                p->cut = i;
+                p->cut_value = -1;
+                p->cut_loop = true;
+                s = st_error(ST_ERR_SHAPE, "stage cut");
+                break;
+            }
             /* the graph is rewritten: the caller plans it again */
             s = st_control_expand(p, i);
             if (s == ST_OK) p->expanded = true;
@@ -279,6 +310,7 @@ st_status st_specialize(st_plan *p)
             else if (stage_cut(p, g, i, n->in[missing])) s = st_error(ST_ERR_SHAPE, "stage cut");
         }
         if (s == ST_OK) s = check_outputs(n, &c);
+        if (s == ST_OK) s = strings_at_plan_time(p, g, i, tout);
         if (s != ST_OK) break;
         for (int k = 0; k < n->n_out; k++) {
             if (n->out[k] < 0) continue;
@@ -315,6 +347,17 @@ st_status st_specialize(st_plan *p)
     free(tin);
     free(tout);
     return s;
+}
+
+/* What a folding kernel allocates beyond its outputs' elements (strings'
+ * characters): plan memory, counted against the memory limit as folded
+ * outputs are. */
+static void *fold_alloc(void *ctx, uint64_t bytes)
+{
+    st_plan *p = ctx;
+    if (p->memory_limit && (bytes > p->memory_limit || p->folded_bytes > p->memory_limit - bytes)) return NULL;
+    p->folded_bytes += bytes;
+    return st_plan_alloc(p, bytes);
 }
 
 st_status st_fold_node(st_plan *p, int node)
@@ -359,7 +402,8 @@ st_status st_fold_node(st_plan *p, int node)
     if (!kern) return st_error(ST_ERR_UNSUPPORTED, "%s", why);
     void *priv = NULL;
     if (kern->prepare) ST_TRY(kern->prepare(&kn, &priv));
-    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, ops, ops + n->n_in, NULL, NULL, NULL, NULL, priv};
+    st_kctx k = {n, p->nodes[node].state, n->n_in, n->n_out, ops, ops + n->n_in, NULL, NULL, NULL, NULL, priv,
+                 fold_alloc, p};
     st_status r = kern->run(&k);
     if (kern->release) kern->release(priv);
     return r;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strings.h"
 #include "graph/derive.h"
 #include "graph/model.h"
 #include "plan/plan.h"
@@ -182,10 +183,10 @@ static st_status init_values(st_plan *p)
         pv->t.rank = p->in_rank[i];
         memcpy(pv->t.dims, p->in_dims[i], sizeof pv->t.dims);
         if (p->value_inputs[i]) {
-            uint64_t bytes = (uint64_t)st_numel(pv->t.rank, pv->t.dims) * st_dtype_size(pv->t.dtype);
-            void *d = st_plan_alloc(p, bytes);
+            size_t n = (size_t)st_numel(pv->t.rank, pv->t.dims);
+            void *d = st_plan_alloc(p, st_values_bytes(pv->t.dtype, n, p->in_data[i]));
             if (!d) return st_error(ST_ERR_NOMEM, "out of memory planning");
-            memcpy(d, p->in_data[i], bytes);
+            st_values_copy(pv->t.dtype, d, n, p->in_data[i]);
             p->value_data[i] = d;
             pv->kind = ST_PV_CONST;
             pv->t.data = d;
@@ -282,6 +283,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         memcpy(p->in_dims[i], in_dims[i], sizeof p->in_dims[i]);
     }
     p->in_data = in_data;
+    /* strings never enter an arena: a plan knows their values (core/strings.h) */
+    for (int i = 0; i < g->n_inputs; i++) p->value_inputs[i] = g->values[g->inputs[i]].dtype == ST_STRING;
     st_status s;
     /* each retry makes at least one more input a known value, or expands
      * one more control-flow node into its body (the graph's size is
@@ -291,6 +294,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         p->needs_values = 0;
         p->expanded = false;
         p->cut = -1;
+        p->cut_loop = false;
         s = init_values(p);
         if (s == ST_OK) s = st_specialize(p);
         if (s != ST_OK && p->cut >= 0) {
@@ -330,10 +334,9 @@ bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_di
         if (p->in_rank[i] != in_rank[i]) return false;
         for (int d = 0; d < in_rank[i]; d++)
             if (p->in_dims[i][d] != in_dims[i][d]) return false;
-        if (p->value_inputs[i]) {
-            size_t bytes = (size_t)st_numel(in_rank[i], in_dims[i]) * st_dtype_size(g->values[g->inputs[i]].dtype);
-            if (memcmp(p->value_data[i], in_data[i], bytes) != 0) return false;
-        }
+        if (p->value_inputs[i] && !st_values_equal(g->values[g->inputs[i]].dtype, (size_t)st_numel(in_rank[i], in_dims[i]),
+                                                   p->value_data[i], in_data[i]))
+            return false;
     }
     return true;
 }
@@ -355,6 +358,7 @@ void st_plan_free(st_plan *p)
     free(p->value_inputs);
     free(p->value_data);
     st_graph_free(p->next_g);
+    st_loop_free(p->loop);
     st_graph_free(p->own_g);
     st_model_release(p->model);
     free(p);

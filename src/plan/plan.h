@@ -152,8 +152,13 @@ typedef struct st_plan {
      * results.  cut_note says where it stopped ("" in a plan that runs
      * the whole graph). */
     int cut, cut_value;
+    bool cut_loop;                /* the cut is a Loop whose body computes its condition */
     st_graph *next_g;
     char cut_note[200];           /* what stopped it, for inspect */
+    /* A loop stage: after this plan runs, the session runs the Loop's body
+     * one iteration at a time (exec/loop.c), then plans next_g on its
+     * results and this plan's outputs. */
+    struct st_loop *loop;
 
     int n_values;
     st_pvalue *values;
@@ -191,6 +196,30 @@ typedef struct st_plan {
 /* A later stage's input that a rule needs as data was computed by the
  * stage before and is on the host already: larger ones are taken. */
 #define ST_STAGE_VALUE_MAX (1 << 22)
+
+/* A Loop run one iteration at a time stops with an error after this many
+ * iterations: a condition that never turns false would otherwise run until
+ * the memory of the scan outputs ran out.  A counted loop with more trips
+ * than this is refused at plan time. */
+#define ST_MAX_LOOP_ITERATIONS ((int64_t)1 << 24)
+
+/* A Loop run by the session one iteration at a time, because its body
+ * computes its own condition (a while loop) or it has too many trips to
+ * unroll (passes/control.c, st_control_runtime_loop).  Value ids are the stage
+ * graph's (the plan's g before the split); -1 where the Loop omits one. */
+typedef struct st_loop {
+    const char *name;             /* the Loop node's, for messages */
+    struct st_model *body;        /* the body as a model: inputs are the iteration
+                                     number, the condition, the carried values, then
+                                     the outer values it reads */
+    int m, cond;                  /* trip count and condition inputs */
+    int n_carried, n_scan, n_outer;
+    int *init;                    /* [n_carried] initial carried values */
+    int *outer;                   /* [n_outer] values the body reads from outside */
+    int *out;                     /* [n_carried + n_scan] the Loop's outputs */
+} st_loop;
+
+void st_loop_free(st_loop *l);
 
 /* Splits a plan whose specialization stopped at p->cut: p->g keeps the
  * nodes before it, their results that the rest reads become its outputs,
@@ -256,6 +285,12 @@ void *st_plan_alloc(st_plan *p, uint64_t bytes);
  * body in the plan's own graph (passes/control.c). */
 bool st_control_op(const st_node *n);
 st_status st_control_expand(st_plan *p, int i);
+/* Whether node i is a Loop that must run at run time, one iteration at a
+ * time: its body computes its condition (plan/stage.c). */
+bool st_control_runtime_loop(const st_plan *p, int i);
+/* The value id in the node's graph that subgraph reference src of node n
+ * stands for (its implicit inputs), or -1. */
+int st_control_outer_value(const st_node *n, int src);
 
 /* Evaluates a node on the host (folding), outputs into plan memory. */
 st_status st_fold_node(st_plan *p, int node);

@@ -1,10 +1,14 @@
 /*
- * runner.c — the ONNX backend node-test conformance runner.
+ * runner.c — the ONNX backend-test conformance runner.
  *
- * Runs every case under the node test directory (Debian's libonnx-testdata
- * installs 932 at /usr/share/libonnx-testdata/data/node): loads model.onnx,
- * feeds each test_data_set_N/input_K.pb to the model's inputs in order,
- * and compares every output with output_K.pb the way ONNX's own backend
+ * Runs every case of one test set.  Debian's libonnx-testdata installs
+ * four with test data under /usr/share/libonnx-testdata/data: node (932
+ * one-op cases), pytorch-converted (82 PyTorch modules), pytorch-operator
+ * (35 PyTorch functions) and simple (23 small graphs); `--set NAME` picks
+ * one there (the fifth, real, has models without their data).  Every set
+ * stores a case the same way: model.onnx and test_data_set_N/input_K.pb,
+ * output_K.pb.  The runner loads the model, feeds the inputs in order, and
+ * compares every output with the reference the way ONNX's own backend
  * tests do (|got - want| <= atol + rtol * |want|, rtol 1e-3, atol 1e-7;
  * exact for integers and bools; NaN matches NaN).
  *
@@ -18,7 +22,7 @@
  * without fallback (the backend's own kernels must not regress).  A kernel that refuses at run time a node its
  * table's accepts took fails (ST_ERR_INTERNAL), whatever the backend.
  *
- * usage: conformance [--data DIR] [--must-pass FILE|DIR] [--filter TEXT]
+ * usage: conformance [--set NAME | --data DIR] [--must-pass FILE|DIR] [--filter TEXT]
  *                    [--list FILE] [--backend cpu|opencl|cuda] [--sanitize] [--no-fallback]
  *                    [--native FILE|DIR]
  *                    [--precision-note] [-v]
@@ -45,6 +49,7 @@
 #include "strata.h"
 
 #define CASE_SECONDS 60
+#define TEST_DATA_ROOT "/usr/share/libonnx-testdata/data"
 
 enum { R_PASS = 0, R_FAIL = 1, R_UNSUPPORTED = 2, R_PASS_FALLBACK = 3 };
 static const char *RNAME[] = {"PASS", "FAIL", "UNSUPPORTED", "PASS"};
@@ -100,6 +105,27 @@ static bool close_enough(st_dtype t, const void *got, const void *want, size_t i
     return memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0;
 }
 
+/* A string output, element by element (exact, as ONNX's tests compare
+ * them); false with the first difference in msg. */
+static bool strings_match(const st_tensor *t, const char *name, const st_const *want, char *msg, size_t cap)
+{
+    size_t n = (size_t)st_const_numel(want), bad = 0, first = 0;
+    const char **got = calloc(n + 1, sizeof *got);
+    if (!got || st_tensor_read_strings(t, got, n) != ST_OK) {
+        snprintf(msg, cap, "reading '%s': %s", name, got ? st_last_error() : "out of memory");
+        free(got);
+        return false;
+    }
+    const char *const *w = want->data;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(got[i], w[i]) != 0 && !bad++) first = i;
+    if (bad)
+        snprintf(msg, cap, "output '%s': %zu of %zu strings differ; first at %zu: got \"%.60s\" want \"%.60s\"", name, bad, n,
+                 first, got[first], w[first]);
+    free(got);
+    return bad == 0;
+}
+
 /* Runs one case; writes a one-line reason into msg. */
 static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
 {
@@ -139,8 +165,12 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
             st_model_input_info(m, k, &info);
             /* NumPy has no bfloat16: the test data stores its bits as uint16 */
             if (info.dtype == ST_BF16 && ins[k]->dtype == ST_U16) ins[k]->dtype = ST_BF16;
-            s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
-                                             ins[k]->bytes);
+            if (ins[k]->dtype == ST_STRING)
+                s = st_session_set_input_strings(sess, info.name, ins[k]->rank, ins[k]->dims,
+                                                 (const char *const *)ins[k]->data, (size_t)st_const_numel(ins[k]));
+            else
+                s = st_session_set_input_checked(sess, info.name, ins[k]->dtype, ins[k]->rank, ins[k]->dims, ins[k]->data,
+                                                 ins[k]->bytes);
             if (s != ST_OK) {
                 snprintf(msg, cap, "%s", st_last_error());
                 result = s == ST_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
@@ -180,6 +210,11 @@ static int run_case(const opts *o, const char *dir, char *msg, size_t cap)
                 result = R_FAIL;
                 st_tensor_free(t);
                 break;
+            }
+            if (want->dtype == ST_STRING) {
+                if (!strings_match(t, info.name, want, msg, cap)) result = R_FAIL;
+                st_tensor_free(t);
+                continue;
             }
             void *got = malloc(want->bytes + 1);
             /* poison, so an output that is never written cannot pass */
@@ -313,12 +348,17 @@ static int load_names(const char *path, char ***out, int *count)
 int main(int argc, char **argv)
 {
     opts o = {0};
-    o.data = "/usr/share/libonnx-testdata/data/node";
+    o.data = TEST_DATA_ROOT "/node";
+    char set_dir[4096];
     st_session_options_init(&o.so);
     o.so.threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--data") && v) o.data = argv[++i];
+        else if (!strcmp(a, "--set") && v) {
+            snprintf(set_dir, sizeof set_dir, "%s/%s", TEST_DATA_ROOT, argv[++i]);
+            o.data = set_dir;
+        }
         else if (!strcmp(a, "--must-pass") && v) o.must_pass = argv[++i];
         else if (!strcmp(a, "--filter") && v) o.filter = argv[++i];
         else if (!strcmp(a, "--list") && v) o.list = argv[++i];
@@ -444,8 +484,10 @@ int main(int argc, char **argv)
     }
     must_failed += native_failed;
     int ran = total[0] + total[1] + total[2] + total[3];
-    printf("\nconformance: %d passed, %d failed, %d unsupported of %d cases", total[R_PASS] + total[R_PASS_FALLBACK],
-           total[R_FAIL], total[R_UNSUPPORTED], ran);
+    const char *set = strrchr(o.data, '/');
+    set = set && set[1] ? set + 1 : o.data;
+    printf("\nconformance (%s): %d passed, %d failed, %d unsupported of %d cases", set,
+           total[R_PASS] + total[R_PASS_FALLBACK], total[R_FAIL], total[R_UNSUPPORTED], ran);
     if (o.so.backend != ST_BACKEND_CPU)
         printf(" (%d passed natively, %d with CPU fallback)", total[R_PASS], total[R_PASS_FALLBACK]);
     if (nm) printf("; must-pass list: %d of %d pass", nm - (must_failed - native_failed), nm);

@@ -1,8 +1,10 @@
 """The Python package's API on dynamic_mlp.onnx (a symbolic batch dim, two
 outputs, one an offset view): metadata, errors carrying strata's message,
-options, inputs read without a copy, threads, the CUDA module from Python.
+options, inputs read without a copy, threads, profiles, the CUDA module
+from Python.
 The numbers themselves are checked against PyTorch in test_seed.py and
 test_yolo.py; here runs are compared with each other, bit for bit."""
+import json
 import os
 import re
 import subprocess
@@ -165,3 +167,31 @@ def test_cuda_module_found_from_python(mlp):
     # rather than load a second one
     maps = {line.split()[-1] for line in open("/proc/self/maps") if "libstrata" in line}
     assert maps == {strata.library_path, module}, maps
+
+
+def test_profile(mlp, rng, tmp_path):
+    """profile=PATH: write_profile() writes a Chrome trace of the runs so
+    far (a slice per command, the DAG's edges as flows), close() the rest;
+    a path that cannot be written is an Error at once."""
+    path = tmp_path / "trace.json"
+    x = rng.standard_normal((3, 64), dtype=np.float32)
+    with strata.Session(mlp, threads=2, profile=path) as s:
+        want = strata.Session(mlp, threads=2).run(None, {"x": x})
+        got = s.run(None, {"x": x})
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))   # profiling changes no number
+        s.run(None, {"x": x})
+        assert s.write_profile() == str(path)
+        trace = json.loads(path.read_text())
+        assert trace["otherData"]["runs_count"] == 2
+        slices = [e for e in trace["traceEvents"] if e["ph"] == "X" and "command" in e.get("args", {})]
+        assert slices and all(e["args"]["device"] == "cpu" and e["dur"] > 0 for e in slices)
+        starts = {e["id"] for e in trace["traceEvents"] if e["ph"] == "s"}
+        assert starts == {e["id"] for e in trace["traceEvents"] if e["ph"] == "f"}
+        s.run(None, {"x": x})
+    # close() wrote the third run, in a trace of its own
+    assert json.loads(path.read_text())["otherData"]["runs_count"] == 1
+    with pytest.raises(strata.Error) as e:
+        strata.Session(mlp, profile=tmp_path / "missing" / "t.json")
+    assert e.value.status == "ST_ERR_IO" and "does not exist" in str(e.value)
+    with pytest.raises(ValueError):
+        strata.Session(mlp).write_profile()

@@ -177,6 +177,14 @@ static void set_raw(Onnx__TensorProto *t, const void *data, size_t len)
     if (len) memcpy(t->raw_data.data, data, len);
 }
 
+/* One more element of a string tensor's string_data (len bytes of s). */
+static void add_string(Onnx__TensorProto *t, const char *s, size_t len)
+{
+    ProtobufCBinaryData d = {len, alloc(len ? len : 1)};
+    if (len) memcpy(d.data, s, len);
+    APPEND(t->n_string_data, t->string_data, d);
+}
+
 static void add_init(Onnx__ModelProto *m, Onnx__TensorProto *t)
 {
     APPEND(m->graph->n_initializer, m->graph->initializer, t);
@@ -628,11 +636,22 @@ static void test_tensor_errors(void)
     set_raw(t, (float[]){1}, 4);
     add_init(m, t);
     expect_error(m, NULL, ST_ERR_UNSUPPORTED, "w_rank", "rank", NULL);
-    /* data types */
+    /* data types; strings hold their values in string_data, count by count */
     m = relu_model();
     t = tensor("w_string", ST_STRING, 1, (int64_t[]){1});
     add_init(m, t);
-    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "w_string", "string", NULL);
+    expect_error(m, NULL, ST_ERR_MODEL, "w_string", "has 0 strings, its shape needs 1", NULL);
+    m = relu_model();
+    t = tensor("w_string_raw", ST_STRING, 1, (int64_t[]){1});
+    set_raw(t, "ab", 2);
+    add_init(m, t);
+    expect_error(m, NULL, ST_ERR_MODEL, "w_string_raw", "string_data, not raw or external data", NULL);
+    m = relu_model();
+    t = tensor("w_string_nul", ST_STRING, 1, (int64_t[]){2});
+    add_string(t, "ok", 2);
+    add_string(t, "a\0b", 3);
+    add_init(m, t);
+    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "w_string_nul", "string 1 holds a NUL byte", NULL);
     m = relu_model();
     t = tensor("w_dtype", 99, 1, (int64_t[]){1});
     set_raw(t, (float[]){1}, 4);
@@ -1025,34 +1044,54 @@ static void test_constants(void)
         CHECK(g->nodes[0].in[1] == value_id(g, "ct"));
         st_graph_free(g);
     }
-    /* a string constant is valid ONNX that strata does not hold */
+    /* string constants: a scalar, a list, and a string tensor, whose
+     * strings must outlive the Constant node that held them */
     m = relu_model();
     n = add_node(m, "Constant", "c_string", NULL, "cs");
     a = add_attr(n, "value_string", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
     a->has_s = 1;
     a->s.data = (uint8_t *)str("hi");
     a->s.len = 2;
-    add_node(m, "StringLength", "strlen", "cs", "cs_len"); /* a string output would be refused first */
-    add_output(m, vinfo("cs_len", ST_I64, 0, NULL));
-    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "c_string", "value_string", NULL);
-    /* ... also after other nodes were compacted over folded Constants:
-     * the failure must leave every node with one owner (the sanitizer
-     * build sees a double free otherwise) */
+    n = add_node(m, "Constant", "c_strings", NULL, "css");
+    a = add_attr(n, "value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    a->n_strings = 2;
+    a->strings = alloc(2 * sizeof *a->strings);
+    a->strings[0] = (ProtobufCBinaryData){1, (uint8_t *)str("s")};
+    a->strings[1] = (ProtobufCBinaryData){0, (uint8_t *)str("")};
+    n = add_node(m, "Constant", "c_string_t", NULL, "cst");
+    a = add_attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    a->t = tensor(NULL, ST_STRING, 2, (int64_t[]){1, 2});
+    add_string(a->t, "z\xc3\xa9", 3);
+    add_string(a->t, "w", 1);
+    add_output(m, vinfo("cs", ST_STRING, 0, NULL));
+    add_output(m, vinfo("css", ST_STRING, 1, (int64_t[]){2}));
+    add_output(m, vinfo("cst", ST_STRING, 2, (int64_t[]){1, 2}));
+    g = expect_load(m, NULL, "string constants");
+    if (g) {
+        const st_const *c = init_of(g, "cs");
+        CHECK(c && c->dtype == ST_STRING && c->rank == 0 && c->bytes == sizeof(char *) && !strcmp(*(char **)c->data, "hi"));
+        c = init_of(g, "css");
+        CHECK(c && c->dtype == ST_STRING && c->rank == 1 && c->dims[0] == 2 && !strcmp(((char **)c->data)[0], "s") &&
+              !strcmp(((char **)c->data)[1], ""));
+        c = init_of(g, "cst");
+        CHECK(c && c->dtype == ST_STRING && c->rank == 2 && c->dims[1] == 2 && !strcmp(((char **)c->data)[0], "z\xc3\xa9") &&
+              !strcmp(((char **)c->data)[1], "w"));
+        st_graph_free(g);
+    }
+    /* a failing Constant after other nodes were compacted over folded
+     * Constants must leave every node with one owner (the sanitizer build
+     * sees a double free otherwise) */
     m = relu_model();
     n = add_node(m, "Constant", "c_ok", NULL, "cok");
     a = add_attr(n, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     a->has_f = 1;
     add_node(m, "Relu", "relu2", "x", "y2");
-    n = add_node(m, "Constant", "c_string2", NULL, "cs2");
-    a = add_attr(n, "value_strings", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
-    a->n_strings = 1;
-    a->strings = alloc(sizeof *a->strings);
-    a->strings[0].data = (uint8_t *)str("s");
-    a->strings[0].len = 1;
+    n = add_node(m, "Constant", "c_sparse", NULL, "csp");
+    a = add_attr(n, "sparse_value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
     add_node(m, "Relu", "relu3", "x", "y3");
-    add_node(m, "Concat", "join", "cok,y2,y3,cs2", "all");
+    add_node(m, "Concat", "join", "cok,y2,y3,csp", "all");
     add_output(m, vinfo("all", ST_F32, -1, NULL));
-    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "c_string2", "value_strings", NULL);
+    expect_error(m, NULL, ST_ERR_UNSUPPORTED, "c_sparse", "sparse_value", NULL);
     /* two values */
     m = relu_model();
     n = add_node(m, "Constant", "c_two", NULL, "c2");

@@ -605,8 +605,76 @@ static void test_copy_strided(void)
     CHECK(h[3] == 0x3c00 && h[2] == 0x7c00 && h[1] == 0x8000 && h[0] == 0x0000);
 }
 
+/* st_view_runs against the byte set of every element, on random views
+ * (negative, zero and overlapping strides, unit and empty dims, 1-, 2-
+ * and 4-byte dtypes): the runs are disjoint, increasing, not adjacent,
+ * and cover exactly the touched bytes; with too many runs it returns 0 and
+ * the brute force agrees there are more than max. */
+static void test_runs(void)
+{
+    test_rng r = {0x5eed7u};
+    static const st_dtype dts[] = {ST_U8, ST_F16, ST_F32};
+    long exact = 0, over = 0;
+    for (int t = 0; t < 20000; t++) {
+        st_view v;
+        int rank = (int)rng_range(&r, 0, 4);
+        int64_t sizes[ST_MAX_RANK];
+        for (int d = 0; d < rank; d++) sizes[d] = rng_range(&r, 0, 9) == 0 ? 0 : rng_range(&r, 1, 5);
+        st_view_init(&v, dts[rng_range(&r, 0, 2)], rank, sizes);
+        int64_t es = (int64_t)st_dtype_size(v.dtype), span = 0;
+        for (int d = 0; d < rank; d++) {
+            int k = (int)rng_range(&r, 0, 3);
+            if (k == 0) v.strides[d] = rng_range(&r, -12, 12);    /* anything, overlaps included */
+            else if (k == 1) v.strides[d] = 0;                   /* broadcast */
+            /* else: contiguous */
+            span += (sizes[d] > 0 ? sizes[d] - 1 : 0) * (v.strides[d] < 0 ? -v.strides[d] : v.strides[d]);
+        }
+        v.offset = (span + rng_range(&r, 0, 3)) * es;          /* every element at a byte >= 0 */
+        int64_t n, *el = enumerate(&v, &n);
+        int64_t bytes = v.offset + (span + 8) * es;
+        unsigned char *want = calloc((size_t)bytes + 1, 1);
+        for (int64_t e = 0; e < n; e++)
+            for (int64_t b = 0; b < es; b++) want[el[e] * es + b] = 1;
+        int64_t true_runs = 0;
+        for (int64_t b = 0; b < bytes; b++) true_runs += want[b] && (b == 0 || !want[b - 1]);
+        int max = (int)rng_range(&r, 1, 40);
+        st_range runs[40];
+        int m = st_view_runs(&v, max, runs);
+        if (m == 0) {
+            /* refused: empty, or more unmerged runs than max, and those
+             * are never more than the elements */
+            CHECKF(n == 0 || n > max, "t=%d: refused %lld elements with max %d", t, (long long)n, max);
+            over++;
+        } else {
+            CHECKF(m == true_runs, "t=%d: %d runs, want %lld", t, m, (long long)true_runs);
+            unsigned char *got = calloc((size_t)bytes + 1, 1);
+            for (int k = 0; k < m; k++) {
+                CHECKF(runs[k].lo < runs[k].hi && runs[k].lo >= 0 && runs[k].hi <= bytes, "t=%d run %d", t, k);
+                CHECKF(k == 0 || runs[k].lo > runs[k - 1].hi, "t=%d: runs %d, %d not disjoint", t, k - 1, k);
+                for (int64_t b = runs[k].lo; b < runs[k].hi && b >= 0 && b < bytes; b++) got[b] = 1;
+            }
+            CHECKF(!memcmp(got, want, (size_t)bytes), "t=%d: bytes differ", t);
+            free(got);
+            exact++;
+        }
+        free(want);
+        free(el);
+    }
+    /* the concat halves the optimisation is for: [5, 4] and [5, 5] of [5, 9] */
+    st_view a, b;
+    st_view_init(&a, ST_F32, 2, (int64_t[]){5, 4});
+    st_view_init(&b, ST_F32, 2, (int64_t[]){5, 5});
+    a.strides[0] = b.strides[0] = 9;
+    b.offset = 16;
+    st_range ra[8], rb[8];
+    CHECK(st_view_runs(&a, 8, ra) == 5 && st_view_runs(&b, 8, rb) == 5);
+    for (int i = 0; i < 5; i++) CHECK(ra[i].hi == rb[i].lo && (i == 4 || rb[i].hi == ra[i + 1].lo));
+    printf("runs: %ld exact, %ld refused (over max or empty)\n", exact, over);
+}
+
 int main(void)
 {
+    test_runs();
     test_named();
     test_random_walk();
     test_iter();

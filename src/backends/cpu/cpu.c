@@ -18,6 +18,12 @@
  * conflicting bytes is a hard error (a run-time check of the same property
  * the static check in exec/dag.c proves).
  *
+ * A profiled session (exec/profile.h) hands each run a buffer; the worker
+ * that runs a command reads the host clock before and after it and
+ * records both with its own number as the lane.  The pool reports a
+ * worker's time on another command's loop chunks too (st_pool_observer),
+ * which is recorded as help for the command that worker is running.
+ *
  * STRATA_CPU_PROFILE=1 in the environment makes the executor time every
  * command and print, when it is destroyed, the total per op type (wall
  * time of the kernel calls; run with --inter-op off so they do not
@@ -35,6 +41,7 @@
 #include "backends/cpu/pool.h"
 #include "core/status.h"
 #include "exec/dag.h"
+#include "exec/profile.h"
 #include "exec/schedule.h"
 
 #define ST_CPU_ALIGN 64
@@ -131,6 +138,8 @@ typedef struct cpu_exec {
     int n_executed;
     int *running;
     int n_running;
+    int *current;               /* profiled: the command each worker runs (under the pool lock) */
+    int n_workers;
     st_status err;
     char errmsg[1024];
     int cap;
@@ -232,6 +241,10 @@ static bool exec_next(void *ctx, int *task)
     int c = e->ready[pick];
     e->ready[pick] = e->ready[--e->n_ready];
     e->n_active++;
+    if (e->current) { /* the worker asking runs c: for the help it gets (help_observed) */
+        int w = st_pool_self(e->pool);
+        if (w >= 0 && w < e->n_workers) e->current[w] = c;
+    }
     /* after a failure the rest of the run is skipped, but still retired in
      * DAG order so waiters wake */
     e->state[c] = e->err == ST_OK ? CMD_RUNNING : CMD_SKIPPED;
@@ -249,6 +262,14 @@ static bool exec_next(void *ctx, int *task)
     return true;
 }
 
+/* st_pool_observer: worker ran chunks of the loop of owner's command. */
+static void help_observed(void *ctx, int worker, int owner, int64_t t0, int64_t t1)
+{
+    cpu_exec *e = ctx;
+    if (!e->base.prof || !e->dag || worker < 0 || owner < 0 || owner >= e->n_workers) return;
+    st_prof_add_help(e->base.prof, e->current[owner], ST_PROF_LANE(ST_LANE_WORKER, worker), t0, t1);
+}
+
 static void exec_run(void *ctx, int c)
 {
     cpu_exec *e = ctx;
@@ -259,7 +280,10 @@ static void exec_run(void *ctx, int c)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, e->pool, NULL, NULL, cmd->priv};
     double t0 = e->profile ? now_ms() : 0;
+    st_prof_run *trace = e->base.prof;
+    int64_t ns0 = trace ? st_prof_now() : 0;
     st_status raw = cmd->run(&k), s = st_cmd_status(raw);
+    if (trace) st_prof_mark(trace, c, ns0, st_prof_now(), ST_PROF_LANE(ST_LANE_WORKER, st_pool_self(e->pool)));
     if (e->profile) prof_add(e, e->profile_nodes ? cmd->gnode->name : cmd->op->name, now_ms() - t0);
     if (s != ST_OK) {
         st_pool_lock(e->pool);
@@ -360,10 +384,11 @@ static void exec_destroy(st_exec *base)
     free(e->ready);
     free(e->late);
     free(e->running);
+    free(e->current);
     free(e);
 }
 
-static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL};
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL, NULL};
 
 static int default_threads(void)
 {
@@ -390,6 +415,16 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     }
     st_task_source src = {e, exec_next, exec_run, exec_done};
     st_pool_set_source(e->pool, &src);
+    if (o->profile) {
+        e->n_workers = st_pool_threads(e->pool);
+        e->current = malloc((size_t)e->n_workers * sizeof *e->current);
+        if (!e->current) {
+            exec_destroy(&e->base);
+            return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
+        }
+        for (int w = 0; w < e->n_workers; w++) e->current[w] = -1;
+        st_pool_set_observer(e->pool, help_observed, e);
+    }
     *out = &e->base;
     return ST_OK;
 }

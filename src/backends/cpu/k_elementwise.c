@@ -125,6 +125,9 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
         break;
     case ST_U_CLIP: for (i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i]; break;
     case ST_U_NOT: for (i = 0; i < n; i++) y[i] = x[i] == 0.0f; break;
+    case ST_U_BITWISE_NOT: /* integers only (the rule refuses floats): unary_i64 */
+        for (i = 0; i < n; i++) y[i] = x[i];
+        break;
     }
 }
 
@@ -174,6 +177,7 @@ static double unary_f64(const st_ew_state *s, double x, double lo, double hi)
     case ST_U_ISINF: return isinf(x) && ((x > 0 && s->detect_pos) || (x < 0 && s->detect_neg));
     case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case ST_U_NOT: return x == 0.0;
+    case ST_U_BITWISE_NOT: return x; /* integers only: unary_i64 */
     }
     return x;
 }
@@ -187,6 +191,7 @@ static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi
     case ST_U_SIGN: return (x > 0) - (x < 0);
     case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case ST_U_NOT: return x == 0;
+    case ST_U_BITWISE_NOT: return ~x; /* the store keeps the type's low bits */
     default: return x;
     }
 }
@@ -538,6 +543,11 @@ static int64_t binary_i64(int code, int64_t a, int64_t b, bool fmod_mode, bool i
     case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
     case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
     case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
+    /* on the sign- or zero-extended values: the low bits the store keeps
+     * are those of the type's own operation */
+    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
+    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
+    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
     }
     return 0;
 }
@@ -622,7 +632,9 @@ static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *
 st_status st_cpu_binary(const st_kctx *k)
 {
     const st_ew_state *s = k->state;
-    const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    st_operand lb = k->in[1];
+    st_ew_legacy_b(s, &lb.rank, lb.sizes, lb.strides);
+    const st_operand *a = &k->in[0], *b = &lb, *y = &k->out[0];
     /* Pow by a constant 2 (YOLOv5's head squares its width and height
      * terms) as a * a: the correctly rounded square, where powf is within
      * an ulp of it, without a libm call per element (as ONNX Runtime does) */

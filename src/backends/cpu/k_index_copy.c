@@ -150,18 +150,23 @@ typedef struct pad_job {
     int64_t rows, per;
 } pad_job;
 
-static int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t n)
+/* The input index output index o of a dim of n reads, or -1 for the
+ * constant.  Negative pads crop first, and the modes then see only the
+ * kept elements [lo, lo + m), as ONNX Runtime crops before it pads. */
+static int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t end, int64_t n)
 {
-    int64_t i = o - begin;
-    if (i >= 0 && i < n) return i;
-    if (mode == ST_PAD_CONSTANT || n == 0) return -1;
-    if (mode == ST_PAD_EDGE) return i < 0 ? 0 : n - 1;
-    if (n == 1) return 0;
+    int64_t lo = begin < 0 ? -begin : 0, m = n - lo - (end < 0 ? -end : 0);
+    int64_t i = o - (begin > 0 ? begin : 0);
+    if (i >= 0 && i < m) return lo + i;
+    if (mode == ST_PAD_CONSTANT || m <= 0) return -1;
+    if (mode == ST_PAD_EDGE) return lo + (i < 0 ? 0 : m - 1);
+    if (mode == ST_PAD_WRAP) return lo + ((i % m) + m) % m;
+    if (m == 1) return lo;
     /* reflect without repeating the edge; far pads reflect again */
-    int64_t p = 2 * (n - 1);
+    int64_t p = 2 * (m - 1);
     i %= p;
     if (i < 0) i += p;
-    return i < n ? i : p - i;
+    return lo + (i < m ? i : p - i);
 }
 
 static void pad_task(void *arg, int64_t t)
@@ -230,7 +235,7 @@ st_status st_cpu_pad(const st_kctx *k)
             st = st_error(ST_ERR_NOMEM, "out of memory");
             break;
         }
-        for (int64_t o = 0; o < y->sizes[d]; o++) j.map[d][o] = pad_source(s->mode, o, s->begin[d], x->sizes[d]);
+        for (int64_t o = 0; o < y->sizes[d]; o++) j.map[d][o] = pad_source(s->mode, o, s->begin[d], s->end[d], x->sizes[d]);
     }
     if (st == ST_OK) {
         int last = y->rank - 1;
@@ -401,6 +406,7 @@ const st_kernel st_cpu_k_index_copy[] = {
     {"Expand", "", ST_DT_ALL, st_cpu_expand, NULL, NULL, NULL},
     {"Tile", "", ST_DT_ALL, st_cpu_tile, NULL, NULL, NULL},
     {"Pad", "", ST_DT_ALL, st_cpu_pad, NULL, NULL, NULL},
+    {"CenterCropPad", "", ST_DT_ALL, st_cpu_pad, NULL, NULL, NULL},
     {"Range", "", ST_DT_ALL, st_cpu_range, NULL, NULL, NULL},
     {"ConstantOfShape", "", ST_DT_ALL, st_cpu_constant_of_shape, NULL, NULL, NULL},
     {"EyeLike", "", ST_DT_ALL, st_cpu_eye_like, NULL, NULL, NULL},

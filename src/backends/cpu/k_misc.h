@@ -3,7 +3,7 @@
  *   k_misc.c         Dropout, the two losses, MaxUnpool, ReverseSequence, Shrink, Det
  *   k_misc_rnn.c     RNN, GRU, LSTM
  *   k_misc_quant.c   the quantization ops
- *   k_misc_sample.c  GridSample, RoiAlign
+ *   k_misc_sample.c  GridSample, AffineGrid, RoiAlign
  *   k_misc_signal.c  the windows, DFT, STFT, MelWeightMatrix
  */
 #ifndef ST_CPU_K_MISC_H
@@ -31,6 +31,7 @@ st_status st_cpu_qconv(const st_kctx *k);         /* ConvInteger, QLinearConv */
 
 /* k_misc_sample.c */
 st_status st_cpu_gridsample(const st_kctx *k);
+st_status st_cpu_affine_grid(const st_kctx *k);
 st_status st_cpu_roialign(const st_kctx *k);
 
 /* k_misc_signal.c */

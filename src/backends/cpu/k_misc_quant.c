@@ -28,8 +28,8 @@
 
 static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
 
-static int64_t lo_of(st_dtype t) { return t == ST_I8 ? -128 : 0; }
-static int64_t hi_of(st_dtype t) { return t == ST_I8 ? 127 : 255; }
+static int64_t lo_of(st_dtype t) { return t == ST_I8 ? -128 : t == ST_I16 ? -32768 : 0; }
+static int64_t hi_of(st_dtype t) { return t == ST_I8 ? 127 : t == ST_I16 ? 32767 : t == ST_U16 ? 65535 : 255; }
 
 /* round(v) + zp, saturated; NaN quantizes to the zero point */
 static int64_t quantize(float v, int64_t zp, int64_t lo, int64_t hi)
@@ -44,7 +44,7 @@ static int64_t quantize(float v, int64_t zp, int64_t lo, int64_t hi)
 /* ---- QuantizeLinear, DequantizeLinear ---- */
 
 typedef struct ql_job {
-    const st_kctx *k;
+    const st_operand *x, *sc, *zp, *y;   /* zp may be NULL */
     bool dequant;
     st_iter it;
     int64_t rows, per_task;
@@ -53,8 +53,7 @@ typedef struct ql_job {
 static void ql_rows(void *arg, int64_t task)
 {
     const ql_job *j = arg;
-    const st_kctx *k = j->k;
-    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    const st_operand *x = j->x, *sc = j->sc, *zp = j->zp, *y = j->y;
     size_t ex = st_dtype_size(x->dtype), ey = st_dtype_size(y->dtype), es = st_dtype_size(sc->dtype);
     size_t ez = zp ? st_dtype_size(zp->dtype) : 1;
     st_iter it = j->it;
@@ -76,22 +75,55 @@ static void ql_rows(void *arg, int64_t task)
         }
 }
 
-static st_status run_ql(const st_kctx *k, bool dequant)
+/* x, y, and the scale and zero point given as strides over y's shape. */
+static void run_ql_part(const st_kctx *k, bool dequant, const st_operand *x, const st_operand *sc, const st_operand *zp,
+                        const st_operand *y, const int64_t *ss, const int64_t *sz)
 {
-    const st_quant_state *s = k->state;
-    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
-    /* scale and zero point broadcast along every axis but `axis` */
-    int64_t ss[ST_MAX_RANK] = {0}, sz[ST_MAX_RANK] = {0};
-    if (s->axis >= 0) {
-        ss[s->axis] = sc->strides[0];
-        if (zp) sz[s->axis] = zp->strides[0];
-    }
-    ql_job j = {k, dequant, {0}, 0, 0};
-    if (!st_iter_init(&j.it, y->rank, y->sizes, 4, (const int64_t *[]){y->strides, x->strides, ss, sz})) return ST_OK;
+    ql_job j = {x, sc, zp, y, dequant, {0}, 0, 0};
+    if (!st_iter_init(&j.it, y->rank, y->sizes, 4, (const int64_t *[]){y->strides, x->strides, ss, sz})) return;
     j.rows = st_iter_rows(&j.it);
     j.per_task = ROW_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
     if (j.per_task < 1) j.per_task = 1;
     st_parallel_for(k->pool, (j.rows + j.per_task - 1) / j.per_task, ql_rows, &j);
+}
+
+/* A view's elements [lo, lo + n) along axis a. */
+static st_operand narrow(const st_operand *o, int a, int64_t lo, int64_t n)
+{
+    st_operand v = *o;
+    v.data = (char *)o->data + lo * o->strides[a] * (int64_t)st_dtype_size(o->dtype);
+    v.sizes[a] = n;
+    return v;
+}
+
+static st_status run_ql(const st_kctx *k, bool dequant)
+{
+    const st_quant_state *s = k->state;
+    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    int64_t ss[ST_MAX_RANK] = {0}, sz[ST_MAX_RANK] = {0};
+    if (s->block > 0) {
+        /* blocked (opset 21): block b of the axis reads the scale's and
+         * zero point's entry b there and the same index elsewhere, so each
+         * block runs as a part whose scale strides are 0 along the axis */
+        int a = s->axis;
+        for (int d = 0; d < y->rank; d++) {
+            ss[d] = d == a ? 0 : sc->strides[d];
+            sz[d] = zp && d != a ? zp->strides[d] : 0;
+        }
+        for (int64_t lo = 0, b = 0; lo < y->sizes[a]; lo += s->block, b++) {
+            int64_t n = y->sizes[a] - lo < s->block ? y->sizes[a] - lo : s->block;
+            st_operand xp = narrow(x, a, lo, n), yp = narrow(y, a, lo, n), sp = narrow(sc, a, b, 1), zv;
+            if (zp) zv = narrow(zp, a, b, 1);
+            run_ql_part(k, dequant, &xp, &sp, zp ? &zv : NULL, &yp, ss, sz);
+        }
+        return ST_OK;
+    }
+    /* scale and zero point broadcast along every axis but `axis` */
+    if (s->axis >= 0) {
+        ss[s->axis] = sc->strides[0];
+        if (zp) sz[s->axis] = zp->strides[0];
+    }
+    run_ql_part(k, dequant, x, sc, zp, y, ss, sz);
     return ST_OK;
 }
 

@@ -1,5 +1,6 @@
 /*
- * k_misc_sample.c — CPU GridSample and RoiAlign (shape rules: ops/misc.c).
+ * k_misc_sample.c — CPU GridSample, AffineGrid and RoiAlign (shape rules:
+ * ops/misc.c).
  *
  * GridSample follows the definition ONNX took from PyTorch's grid_sample:
  * a grid value of -1 / +1 is the centre of the first / last pixel
@@ -217,10 +218,69 @@ st_status st_cpu_roialign(const st_kctx *k)
     return ST_OK;
 }
 
+/* ---- AffineGrid ---- */
+
+/* Coordinate i of n along one axis, normalised to [-1, 1]: pixel centres,
+ * with align_corners the first and last at -1 and 1 (a single one at -1,
+ * as linspace(-1, 1, 1) gives). */
+static double grid_coord(int64_t i, int64_t n, bool align)
+{
+    if (align) return n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : -1.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)n;
+}
+
+typedef struct ag_job {
+    const st_gridsample_state *s;
+    const st_operand *t, *y;
+    int sp;
+} ag_job;
+
+/* Task: one (image, outermost spatial index); it owns those outputs. */
+static void ag_task(void *arg, int64_t task)
+{
+    const ag_job *j = arg;
+    const st_operand *t = j->t, *y = j->y;
+    int sp = j->sp;
+    int64_t n = task / y->sizes[1], o = task % y->sizes[1];
+    double th[3][4];
+    for (int r = 0; r < sp; r++)
+        for (int q = 0; q <= sp; q++)
+            th[r][q] = st_load_f64(t->dtype, st_misc_at(t, n * t->strides[0] + r * t->strides[1] + q * t->strides[2]));
+    int64_t inner = 1;
+    for (int i = 2; i <= sp; i++) inner *= y->sizes[i];
+    for (int64_t p = 0; p < inner; p++) {
+        /* the output position (o, rest) and its base coordinates, x first */
+        int64_t idx[3] = {o, 0, 0}, rem = p;
+        for (int i = sp - 1; i >= 1; i--) {
+            idx[i] = rem % y->sizes[1 + i];
+            rem /= y->sizes[1 + i];
+        }
+        double base[4];
+        for (int i = 0; i < sp; i++) base[sp - 1 - i] = grid_coord(idx[i], y->sizes[1 + i], j->s->align_corners);
+        base[sp] = 1.0;
+        int64_t off = n * y->strides[0];
+        for (int i = 0; i < sp; i++) off += idx[i] * y->strides[1 + i];
+        for (int r = 0; r < sp; r++) {
+            double v = 0.0;
+            for (int q = 0; q <= sp; q++) v += th[r][q] * base[q];
+            st_store_f64(y->dtype, st_misc_at(y, off + r * y->strides[1 + sp]), v);
+        }
+    }
+}
+
+st_status st_cpu_affine_grid(const st_kctx *k)
+{
+    ag_job j = {k->state, &k->in[0], &k->out[0], k->out[0].rank - 2};
+    if (st_operand_numel(j.y) == 0) return ST_OK;
+    st_parallel_for(k->pool, j.y->sizes[0] * j.y->sizes[1], ag_task, &j);
+    return ST_OK;
+}
+
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
 const st_kernel st_cpu_k_misc_sample[] = {
     {"GridSample", "", ST_DT_ALL, st_cpu_gridsample, NULL, NULL, NULL},
+    {"AffineGrid", "", ST_DT_ALL, st_cpu_affine_grid, NULL, NULL, NULL},
     {"RoiAlign", "", ST_DT_ALL, st_cpu_roialign, NULL, NULL, NULL},
     {NULL}
 };

@@ -1,7 +1,8 @@
 /*
  * k_norm.c — the CPU kernel of the norm family: Softmax, LogSoftmax,
  * Hardmax, LayerNormalization, BatchNormalization (inference),
- * InstanceNormalization, LpNormalization, MeanVarianceNormalization, LRN.
+ * InstanceNormalization, LpNormalization, MeanVarianceNormalization, LRN,
+ * GroupNormalization.
  *
  * Every one of them maps each row of x (the axes in st_norm_state.mask,
  * see rows.h) to the same row of y.  A task takes a fixed number of rows
@@ -40,6 +41,7 @@ typedef struct norm_job {
     bool dbl;                               /* compute in double */
     void *scale, *bias;                     /* compute-type parameters (see the header) */
     int64_t groups;                         /* parameter sets; a row's set is its number % groups */
+    int64_t cg;                             /* GroupNormalization: channels per group */
     int64_t per_task;
     st_status err;
 } norm_job;
@@ -273,6 +275,53 @@ static st_status prepare_groups(norm_job *j, const st_kctx *k)
     return ST_OK;
 }
 
+/* GroupNormalization's scale and bias per channel in the compute type
+ * (a per-group parameter, before opset 21, spread over its channels). */
+static st_status prepare_channels(norm_job *j, const st_kctx *k)
+{
+    int64_t ch = j->groups * j->cg;
+    size_t es = j->dbl ? sizeof(double) : sizeof(float);
+    j->scale = malloc((size_t)ch * es + 1);
+    j->bias = malloc((size_t)ch * es + 1);
+    if (!j->scale || !j->bias) return st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
+    for (int64_t c = 0; c < ch; c++) {
+        int64_t p = j->s->per_group ? c / j->cg : c;
+        double a = load_flat(&k->in[1], p), b = load_flat(&k->in[2], p);
+        if (j->dbl) {
+            ((double *)j->scale)[c] = a;
+            ((double *)j->bias)[c] = b;
+        } else {
+            ((float *)j->scale)[c] = (float)a;
+            ((float *)j->bias)[c] = (float)b;
+        }
+    }
+    return ST_OK;
+}
+
+/* GroupNormalization's rows: x and y seen as [N, G, C / G, spatial...],
+ * a split of the channel axis that strides always express. */
+static void group_rows(norm_job *j)
+{
+    const st_operand *x = j->x, *y = j->y;
+    int64_t sizes[ST_MAX_RANK], xs[ST_MAX_RANK], ys[ST_MAX_RANK], zero[ST_MAX_RANK] = {0};
+    int r = x->rank + 1;
+    for (int d = 0, e = 0; d < x->rank; d++, e++) {
+        sizes[e] = x->sizes[d];
+        xs[e] = x->strides[d];
+        ys[e] = y->strides[d];
+        if (d == 1) {
+            sizes[e] = j->groups;
+            xs[e] = x->strides[1] * j->cg;
+            ys[e] = y->strides[1] * j->cg;
+            e++;
+            sizes[e] = j->cg;
+            xs[e] = x->strides[1];
+            ys[e] = y->strides[1];
+        }
+    }
+    st_rows_init(&j->r, r, sizes, j->s->mask, 4, (const int64_t *[]){xs, ys, zero, zero});
+}
+
 st_status st_cpu_norm(const st_kctx *k)
 {
     const st_norm_state *s = k->state;
@@ -295,7 +344,13 @@ st_status st_cpu_norm(const st_kctx *k)
         if (j.mean) ms[d] = j.mean->strides[d];
         if (j.inv) is[d] = j.inv->strides[d];
     }
-    st_rows_init(&j.r, x->rank, x->sizes, mask, 4, (const int64_t *[]){x->strides, j.y->strides, ms, is});
+    if (s->kind == ST_N_GROUP_NORM) {
+        j.groups = s->size;
+        j.cg = x->sizes[1] / s->size;
+        group_rows(&j);
+    } else {
+        st_rows_init(&j.r, x->rank, x->sizes, mask, 4, (const int64_t *[]){x->strides, j.y->strides, ms, is});
+    }
     if (j.r.n_outer == 0) return ST_OK;
     j.dbl = x->dtype == ST_F64;
     st_status st = ST_OK;
@@ -316,6 +371,7 @@ st_status st_cpu_norm(const st_kctx *k)
         j.groups = x->sizes[1];
         st = prepare_groups(&j, k);
         break;
+    case ST_N_GROUP_NORM: st = prepare_channels(&j, k); break;
     default: break;
     }
     if (st == ST_OK && softmax_by_lanes(&j, k->pool)) return ST_OK;
@@ -342,5 +398,6 @@ const st_kernel st_cpu_k_norm[] = {
     {"LpNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
     {"MeanVarianceNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
     {"LRN", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"GroupNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
     {NULL}
 };

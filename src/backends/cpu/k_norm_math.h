@@ -123,6 +123,20 @@ static void SFX(row)(const norm_job *j, int64_t o, const int64_t *offs, const T 
         for (i = 0; i < n; i++) y[i] = (x[i] - mean) * a + b;
         break;
     }
+    case ST_N_GROUP_NORM: {
+        /* the row is group g: its cg channels of n / cg elements each,
+         * with scale and bias per channel (k_norm.c spreads per-group
+         * ones) */
+        int64_t g = o % j->groups, cg = j->cg, per = cg ? n / cg : 0;
+        T mean = SFX(sum)(x, n) / (T)n;
+        T inv = (T)1 / SQRT(SFX(sum_sq_dev)(x, n, mean) / (T)n + (T)s->epsilon);
+        const T *sc = (const T *)j->scale + g * cg, *bi = (const T *)j->bias + g * cg;
+        for (int64_t k = 0; k < cg; k++) {
+            T a = inv * sc[k], b = bi[k];
+            for (i = k * per; i < (k + 1) * per; i++) y[i] = (x[i] - mean) * a + b;
+        }
+        break;
+    }
     case ST_N_LP_NORM: {
         T norm = s->p == 1 ? SFX(sum_abs)(x, n) : SQRT(SFX(sum_sq_dev)(x, n, 0));
         for (i = 0; i < n; i++) y[i] = x[i] / norm;

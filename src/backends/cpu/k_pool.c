@@ -1,6 +1,7 @@
 /*
- * k_pool.c — the CPU pools (MaxPool, AveragePool, GlobalAveragePool,
- * GlobalMaxPool), 1 to 3 spatial dims.
+ * k_pool.c — the CPU pools (MaxPool, AveragePool, LpPool, GlobalAveragePool,
+ * GlobalMaxPool, GlobalLpPool), 1 to 3 spatial dims; LpPool runs the
+ * generic loop only.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ static void pool_plane(void *arg, int64_t t)
                     acc = v;
                     best = flat;
                 }
+            } else if (s->p) {
+                acc += s->p == 1 ? fabs(v) : s->p == 2 ? v * v : pow(fabs(v), (double)s->p);
             } else {
                 acc += v;
             }
@@ -74,7 +77,9 @@ static void pool_plane(void *arg, int64_t t)
         }
         int64_t yo = n * y->strides[0] + c * y->strides[1];
         for (int i = 0; i < nsp; i++) yo += o[i] * y->strides[2 + i];
-        double result = s->is_max ? acc : acc / (double)(s->count_include_pad ? total : (count ? count : 1));
+        double result = s->is_max ? acc
+                        : s->p ? (s->p == 1 ? acc : s->p == 2 ? sqrt(acc) : pow(acc, 1.0 / (double)s->p))
+                        : acc / (double)(s->count_include_pad ? total : (count ? count : 1));
         if (x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16) st_store_f32(y->dtype, (char *)y->data + yo * (int64_t)ey, (float)result);
         else st_store_f64(y->dtype, (char *)y->data + yo * (int64_t)ey, result);
         if (j->ix) {
@@ -265,7 +270,7 @@ static bool pool_fast(const st_kctx *k, st_status *err)
 {
     const st_conv_state *s = k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (s->nsp > 2 || (k->n_out > 1 && k->out[1].data)) return false;
+    if (s->nsp > 2 || s->p || (k->n_out > 1 && k->out[1].data)) return false;
     if (!(x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16) || y->dtype != x->dtype) return false;
     fpool f = {0};
     f.s = s;
@@ -331,5 +336,7 @@ const st_kernel st_cpu_k_pool[] = {
     {"AveragePool", "", ST_DT_ALL, st_cpu_pool, NULL, NULL, NULL},
     {"GlobalAveragePool", "", ST_DT_ALL, st_cpu_pool, NULL, NULL, NULL},
     {"GlobalMaxPool", "", ST_DT_ALL, st_cpu_pool, NULL, NULL, NULL},
+    {"LpPool", "", ST_DT_ALL, st_cpu_pool, NULL, NULL, NULL},
+    {"GlobalLpPool", "", ST_DT_ALL, st_cpu_pool, NULL, NULL, NULL},
     {NULL}
 };

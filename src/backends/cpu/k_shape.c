@@ -206,13 +206,15 @@ st_status st_cpu_size(const st_kctx *k)
 
 /* A view op that cannot be a view (a reshape of a transposed tensor) copies. */
 const st_kernel st_cpu_k_shape[] = {
-    {"Shape", "", ST_DT_ALL, st_cpu_shape, NULL, NULL, NULL},
-    {"Size", "", ST_DT_ALL, st_cpu_size, NULL, NULL, NULL},
+    /* they read a shape only, which strings have too */
+    {"Shape", "", ST_DT_ALL | ST_DT(ST_STRING), st_cpu_shape, NULL, NULL, NULL},
+    {"Size", "", ST_DT_ALL | ST_DT(ST_STRING), st_cpu_size, NULL, NULL, NULL},
     {"Reshape", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Flatten", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Squeeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Unsqueeze", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
-    {"Identity", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
+    /* strings too: a string moves as its pointer (core/strings.h) */
+    {"Identity", "", ST_DT_ALL | ST_DT(ST_STRING), st_cpu_view_copy, NULL, NULL, NULL},
     {"Transpose", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Slice", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},
     {"Split", "", ST_DT_ALL, st_cpu_view_copy, NULL, NULL, NULL},

@@ -2,12 +2,14 @@
 #include "backends/cpu/pool.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct job {
     void (*fn)(void *arg, int64_t i);
     void *arg;
     int64_t n, next, finished;
     struct job *link;
+    int owner;                 /* the starting worker, with an observer set */
 } job;
 
 struct st_pool {
@@ -19,7 +21,16 @@ struct st_pool {
     job *jobs;                 /* loops with chunks left, newest first */
     st_task_source src;
     bool has_src;
+    st_pool_observer observe;
+    void *observe_ctx;
 };
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static job *open_job(st_pool *p)
 {
@@ -43,6 +54,14 @@ static void *worker(void *arg)
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         job *j = open_job(p);
+        if (j && p->observe) { /* helping another thread's loop: tell the profile */
+            int64_t t0 = now_ns();
+            int owner = j->owner;
+            do run_chunk(p, j);
+            while (open_job(p) == j);
+            if (p->observe) p->observe(p->observe_ctx, st_pool_self(p), owner, t0, now_ns());
+            continue;
+        }
         if (j) {
             run_chunk(p, j);
             continue;
@@ -101,11 +120,30 @@ void st_pool_destroy(st_pool *p)
 
 int st_pool_threads(const st_pool *p) { return p ? p->threads : 1; }
 
+/* tids[] is written before any task reaches a worker (st_pool_set_source
+ * takes the lock after st_pool_create returns), so reading it here is
+ * ordered after the writes. */
+int st_pool_self(const st_pool *p)
+{
+    pthread_t me = pthread_self();
+    for (int i = 0; p && i < p->threads; i++)
+        if (pthread_equal(p->tids[i], me)) return i;
+    return -1;
+}
+
 void st_pool_set_source(st_pool *p, const st_task_source *src)
 {
     pthread_mutex_lock(&p->mu);
     p->has_src = src != NULL;
     if (src) p->src = *src;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void st_pool_set_observer(st_pool *p, st_pool_observer fn, void *ctx)
+{
+    pthread_mutex_lock(&p->mu);
+    p->observe = fn;
+    p->observe_ctx = ctx;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -121,8 +159,9 @@ void st_parallel_for(st_pool *p, int64_t n, void (*fn)(void *arg, int64_t i), vo
         for (int64_t i = 0; i < n; i++) fn(arg, i);
         return;
     }
-    job j = {fn, arg, n, 0, 0, NULL};
+    job j = {fn, arg, n, 0, 0, NULL, -1};
     pthread_mutex_lock(&p->mu);
+    if (p->observe) j.owner = st_pool_self(p);
     j.link = p->jobs;
     p->jobs = &j;
     pthread_cond_broadcast(&p->cv);

@@ -33,7 +33,18 @@ typedef struct st_task_source {
 st_pool *st_pool_create(int threads);
 void st_pool_destroy(st_pool *p);
 int st_pool_threads(const st_pool *p);
+/* The calling thread's number among p's workers (0 ..), or -1 when it is
+ * not one of them (for a profile's thread ids). */
+int st_pool_self(const st_pool *p);
 void st_pool_set_source(st_pool *p, const st_task_source *src);
+
+/* Optional, for profiles: called, with the lock held, after a worker
+ * ran chunks of a loop another thread started, [t0, t1] on
+ * CLOCK_MONOTONIC (ns): worker is the helper's number, owner the
+ * starter's (-1: not a worker).  Consecutive chunks of one loop make one
+ * call.  NULL: none (the default). */
+typedef void (*st_pool_observer)(void *ctx, int worker, int owner, int64_t t0, int64_t t1);
+void st_pool_set_observer(st_pool *p, st_pool_observer fn, void *ctx);
 
 /* Lock for the task source's own state, and the signal it uses. */
 void st_pool_lock(st_pool *p);

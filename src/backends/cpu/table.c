@@ -6,12 +6,15 @@
  */
 #include "backends/cpu/kernels.h"
 
+/* Strings first: their Cast entries take the casts to and from strings,
+ * which the numeric Cast of k_elementwise.c would otherwise take. */
 static const st_kernel *const FAMILIES[] = {
+    st_cpu_k_string,
     st_cpu_k_elementwise, st_cpu_k_shape,       st_cpu_k_linalg,     st_cpu_k_conv,        st_cpu_k_pool,
-    st_cpu_k_conv_transpose,
+    st_cpu_k_conv_transpose, st_cpu_k_col2im, st_cpu_k_deform_conv,
     st_cpu_k_reduce,      st_cpu_k_norm,        st_cpu_k_index_copy, st_cpu_k_index_gather, st_cpu_k_nms,
     st_cpu_k_einsum,      st_cpu_k_resize,      st_cpu_k_misc,       st_cpu_k_misc_rnn,    st_cpu_k_misc_quant,
-    st_cpu_k_misc_sample, st_cpu_k_misc_signal,
+    st_cpu_k_misc_sample, st_cpu_k_misc_signal, st_cpu_k_text,
 };
 
 const st_kernel_table st_cpu_kernel_table = {

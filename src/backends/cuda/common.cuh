@@ -195,6 +195,7 @@ __device__ __forceinline__ float st_unary_f(int code, float x, float a, float b,
     case ST_U_ISINF: return isinf(x) ? 1.0f : 0.0f;
     case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case ST_U_NOT: return x == 0.0f ? 1.0f : 0.0f;
+    case ST_U_BITWISE_NOT: return x; /* integers only: the kernel's integer path */
     }
     return x;
 }
@@ -265,6 +266,9 @@ __device__ __forceinline__ int64_t st_binary_i(int code, int64_t a, int64_t b, b
     case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
     case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
     case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
+    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
+    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
+    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
     }
     return 0;
 }

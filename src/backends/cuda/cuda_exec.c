@@ -23,6 +23,16 @@
  * and reported by the next wait.  Transfers between the device and the
  * host arena are cudaMemcpyAsync on the stream (st_cuda_transfer).
  *
+ * A profiled session (st_session_options.profile) times every command
+ * with a pair of CUDA events recorded around its launch on its stream, and
+ * a host command with the host clock in its host function.  A captured
+ * graph cannot be timed node by node, so a profiled session never captures
+ * or replays one: every run is enqueued directly, which costs the launch
+ * overhead a graph saves.  Event times are read once the run is complete
+ * (exec_collect), relative to an event recorded before the run's first
+ * command, and moved to the host clock with one offset per run
+ * (exec/profile.h).
+ *
  * Host access (rule 4): commands that touch the bytes of a graph input or
  * output record a host-visible event (an external event record, so it is
  * recorded on graph replay too); st_tensor_read waits on the events of
@@ -40,6 +50,7 @@
 #include "core/status.h"
 #include "exec/dag.h"
 #include "exec/host.h"
+#include "exec/profile.h"
 #include "exec/schedule.h"
 
 #define ST_CUDA_STREAMS 4
@@ -65,6 +76,10 @@ typedef struct dag_state {
     st_cuda_slot *slots;
     cudaGraphExec_t graph;
     int runs;
+    /* profiled sessions: events around each command, and one before the
+     * run's first command that the others are measured from */
+    cudaEvent_t *t_start, *t_end, t_base;
+    unsigned char *t_rec;        /* the command's pair was recorded in the latest run */
 } dag_state;
 
 typedef struct cuda_exec {
@@ -77,6 +92,7 @@ typedef struct cuda_exec {
     cublasLtHandle_t lt;
     cudaEvent_t fork, join[ST_CUDA_STREAMS], run_done;
     cudaEvent_t uploads;      /* the transfer stream's work before a run */
+    cudaEvent_t t_sync;       /* profiling: the clock offset's marker (exec_collect) */
     st_host *host;               /* CPU threads for host commands */
     pthread_mutex_t hmu;         /* host_err: written by host functions */
     st_status host_err;
@@ -92,6 +108,21 @@ typedef struct cuda_exec {
     char errmsg[1024];
 } cuda_exec;
 
+static void timing_free(dag_state *st)
+{
+    for (int c = 0; st->t_start && st->t_end && c < st->dag->n_cmds; c++) {
+        if (st->t_start[c]) cudaEventDestroy(st->t_start[c]);
+        if (st->t_end[c]) cudaEventDestroy(st->t_end[c]);
+    }
+    if (st->t_base) cudaEventDestroy(st->t_base);
+    free(st->t_start);
+    free(st->t_end);
+    free(st->t_rec);
+    st->t_start = st->t_end = NULL;
+    st->t_base = NULL;
+    st->t_rec = NULL;
+}
+
 static void state_free(dag_state *st)
 {
     if (!st->dag) return;
@@ -100,6 +131,7 @@ static void state_free(dag_state *st)
         if (st->done && st->done[c]) cudaEventDestroy(st->done[c]);
         if (st->slots && st->slots[c].release) st->slots[c].release(st->slots[c].data);
     }
+    timing_free(st);
     if (st->graph) cudaGraphExecDestroy(st->graph);
     free(st->stream_of);
     free(st->calls);
@@ -194,7 +226,10 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
 static void CUDART_CB host_fn(void *arg)
 {
     host_call *h = arg;
+    st_prof_run *trace = h->e->base.prof;
+    int64_t t0 = trace ? st_prof_now() : 0;
     st_status r = st_host_run(h->e->host, h->dag, h->c);
+    if (trace && r == ST_OK) st_prof_mark(trace, h->c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
     if (r == ST_OK) return;
     pthread_mutex_lock(&h->e->hmu);
     if (h->e->host_err == ST_OK) {
@@ -228,10 +263,35 @@ static void fail(cuda_exec *e, st_status s, const st_cmd *cmd)
     else snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
 }
 
+/* A profiled session's timing events for st (made on its first run). */
+static st_status timing_events(dag_state *st)
+{
+    if (st->t_start) return ST_OK;
+    int n = st->dag->n_cmds > 0 ? st->dag->n_cmds : 1;
+    st->t_start = calloc((size_t)n, sizeof *st->t_start);
+    st->t_end = calloc((size_t)n, sizeof *st->t_end);
+    st->t_rec = calloc((size_t)n, 1);
+    st_status r = !st->t_start || !st->t_end || !st->t_rec ? st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor")
+                  : st_cuda_check(cudaEventCreate(&st->t_base), "cudaEventCreate");
+    for (int c = 0; c < st->dag->n_cmds && r == ST_OK; c++) {
+        if (st->dag->cmds[c].device == ST_DEV_HOST) continue; /* timed on the host */
+        r = st_cuda_check(cudaEventCreate(&st->t_start[c]), "cudaEventCreate");
+        if (r == ST_OK) r = st_cuda_check(cudaEventCreate(&st->t_end[c]), "cudaEventCreate");
+    }
+    if (r != ST_OK) timing_free(st); /* all or nothing: enqueue trusts t_start */
+    return r;
+}
+
 /* Enqueues every command (directly, or into a capture). */
 static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
 {
     const st_dag *d = st->dag;
+    /* profiling: never inside a capture (exec_submit captures none then) */
+    bool timed = e->base.prof && st->t_start && !capturing;
+    if (timed) {
+        memset(st->t_rec, 0, (size_t)d->n_cmds);
+        cudaEventRecord(st->t_base, e->streams[0]); /* before the fork: before every command */
+    }
     if (capturing || e->n_streams > 1) {
         /* other streams start after whatever stream 0 has before the run */
         cudaEventRecord(e->fork, e->streams[0]);
@@ -283,7 +343,12 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
                            e->tf32, e->cb->sm_count, e->error_word_dev, c};
         st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
+        if (timed) cudaEventRecord(st->t_start[c], e->streams[s]);
         st_status r = st->fn[c](&k);
+        if (timed && r == ST_OK) {
+            cudaEventRecord(st->t_end[c], e->streams[s]);
+            st->t_rec[c] = 1;
+        }
         if (r == ST_ERR_UNSUPPORTED)
             r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
@@ -318,14 +383,16 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         if (e->states[i].dag == d) st = &e->states[i];
     if (!st) ST_TRY(state_new(e, d, &st));
     e->cur = st;
+    bool timed = e->base.prof != NULL;
+    if (timed) ST_TRY(timing_events(st));
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
     /* uploads are asynchronous on the device's transfer stream (cuda.c):
      * the run starts after every one queued so far (inputs, constants) */
     ST_TRY(st_cuda_check(cudaEventRecord(e->uploads, (cudaStream_t)e->cb->copy_stream), "cudaEventRecord"));
     ST_TRY(st_cuda_check(cudaStreamWaitEvent(e->streams[0], e->uploads, 0), "cudaStreamWaitEvent"));
-    if (st->graph) {
+    if (st->graph && !timed) {
         ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
-    } else if (e->use_graphs && st->runs >= 1) {
+    } else if (e->use_graphs && st->runs >= 1 && !timed) {
         cudaGraph_t g = NULL;
         st_status r = st_cuda_check(cudaStreamBeginCapture(e->streams[0], cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         if (r != ST_OK) return r;
@@ -381,6 +448,48 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     return r;
 }
 
+/* The device times of d's last run (complete) into run, on the host
+ * clock.  Each command's events are measured from the run's base event;
+ * the base is placed on the host clock through a marker recorded on the
+ * idle stream between two host clock reads (exec/profile.h). */
+static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    dag_state *st = NULL;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) st = &e->states[i];
+    if (!st || !st->t_start) return ST_OK;
+    cudaSetDevice(e->cb->device);
+    if (!e->t_sync) ST_TRY(st_cuda_check(cudaEventCreate(&e->t_sync), "cudaEventCreate"));
+    /* the marker's time lies between the host clock reads around its
+     * record and synchronize; the tightest of a few tries is kept */
+    int64_t base_ns = 0, width = -1;
+    for (int k = 0; k < 4 && (width < 0 || width > 20000); k++) {
+        int64_t h0 = st_prof_now();
+        ST_TRY(st_cuda_check(cudaEventRecord(e->t_sync, e->streams[0]), "cudaEventRecord"));
+        ST_TRY(st_cuda_check(cudaEventSynchronize(e->t_sync), "cudaEventSynchronize"));
+        int64_t h1 = st_prof_now();
+        float to_sync = 0;
+        ST_TRY(st_cuda_check(cudaEventElapsedTime(&to_sync, st->t_base, e->t_sync), "cudaEventElapsedTime"));
+        if (width < 0 || h1 - h0 < width) {
+            width = h1 - h0;
+            base_ns = h0 + width / 2 - (int64_t)((double)to_sync * 1e6);
+        }
+    }
+    /* cudaEventElapsedTime resolves about half a microsecond */
+    run->sync_error_ns = width / 2 + 1000;
+    for (int c = 0; c < d->n_cmds; c++) {
+        if (!st->t_rec[c]) continue;
+        float a = 0, b = 0;
+        ST_TRY(st_cuda_check(cudaEventElapsedTime(&a, st->t_base, st->t_start[c]), "cudaEventElapsedTime"));
+        ST_TRY(st_cuda_check(cudaEventElapsedTime(&b, st->t_base, st->t_end[c]), "cudaEventElapsedTime"));
+        int s = st->stream_of[c];
+        st_prof_mark(run, c, base_ns + (int64_t)((double)a * 1e6), base_ns + (int64_t)((double)b * 1e6),
+                     ST_PROF_LANE(d->cmds[c].run ? ST_LANE_STREAM : ST_LANE_TRANSFER, s));
+    }
+    return ST_OK;
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     cuda_exec *e = (cuda_exec *)base;
@@ -413,6 +522,7 @@ static void exec_destroy(st_exec *base)
     if (e->fork) cudaEventDestroy(e->fork);
     if (e->run_done) cudaEventDestroy(e->run_done);
     if (e->uploads) cudaEventDestroy(e->uploads);
+    if (e->t_sync) cudaEventDestroy(e->t_sync);
     if (e->lt) cublasLtDestroy(e->lt);
     if (e->error_word) cudaFreeHost(e->error_word);
     st_host_destroy(e->host);
@@ -420,7 +530,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_collect};
 
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {

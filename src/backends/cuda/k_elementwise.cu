@@ -45,6 +45,7 @@ __global__ void unary_kernel(unary_args p)
             case ST_U_SIGN: v = (x > 0) - (x < 0); break;
             case ST_U_CLIP: v = x < (int64_t)p.lo ? (int64_t)p.lo : x > (int64_t)p.hi ? (int64_t)p.hi : x; break;
             case ST_U_NOT: v = x == 0; break;
+            case ST_U_BITWISE_NOT: v = ~x; break;
             default: break;
             }
             st_sti(p.yt, p.y, off[0], v);
@@ -178,7 +179,9 @@ static st_status launch_binary(const st_kctx *k, const st_operand *a, const st_o
 extern "C" st_status st_cuda_binary(const st_kctx *k)
 {
     const st_ew_state *s = (const st_ew_state *)k->state;
-    return launch_binary(k, &k->in[0], &k->in[1], &k->out[0], s->code, s->fmod != 0);
+    st_operand b = k->in[1];
+    st_ew_legacy_b(s, &b.rank, b.sizes, b.strides);
+    return launch_binary(k, &k->in[0], &b, &k->out[0], s->code, s->fmod != 0);
 }
 
 /* Mean's final division: y = y / n, in place. */

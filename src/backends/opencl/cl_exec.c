@@ -38,6 +38,13 @@
  * itself.  Transfers between the device and the host arena are read and
  * write commands on the queue (st_cl_transfer).
  *
+ * A profiled session (st_session_options.profile) gets a queue with
+ * CL_QUEUE_PROFILING_ENABLE (only then: it costs the driver time stamps).
+ * A command's slice runs from its first event's start to its last
+ * event's end, read once the run is complete (exec_collect) and moved to
+ * the host clock with one offset per run (exec/profile.h); host commands
+ * are timed with the host clock on the host thread.
+ *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
  * whole-run wait, the device time per op type (2: and per command), a
  * diagnostic on stderr.
@@ -50,11 +57,13 @@
 #include "core/status.h"
 #include "exec/dag.h"
 #include "exec/host.h"
+#include "exec/profile.h"
 #include "exec/schedule.h"
 
 typedef struct dag_state {
     const st_dag *dag;
     cl_event *events;          /* per command, of the latest run */
+    cl_event *first;           /* profiled sessions: each command's first event */
     bool profiled;             /* the latest run's profile was printed */
     st_cl_slot *slots;
 } dag_state;
@@ -85,6 +94,7 @@ typedef struct cl_exec {
     cl_command_queue queue;
     bool out_of_order;
     st_sched sched;              /* exec/schedule.h */
+    bool timed;                  /* a profiled session: the queue keeps time stamps */
     int profile;                 /* STRATA_OPENCL_PROFILE: 1 per op type, 2 also per command */
     cl_kernel kernels[ST_CLK_COUNT];
     dag_state *states;
@@ -137,6 +147,10 @@ st_status st_cl_set_args(cl_kernel k, st_clk id, int n, const st_cl_arg *args)
 
 static st_status push_tail(st_cl_ctx *c, cl_event ev, bool chain)
 {
+    if (c->timed && !c->first) {
+        c->first = ev;
+        clRetainEvent(ev);
+    }
     if (chain) {
         for (int i = 0; i < c->n_tails; i++) clReleaseEvent(c->tails[i]);
         c->n_tails = 0;
@@ -268,7 +282,10 @@ static void *host_main(void *arg)
         if (job.n_wait && clWaitForEvents(job.n_wait, job.wait) != CL_SUCCESS)
             r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
                          job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
+        st_prof_run *trace = e->base.prof;
+        int64_t t0 = trace ? st_prof_now() : 0;
         if (r == ST_OK && !failed) r = st_host_run(e->host, job.dag, job.c);
+        if (trace && r == ST_OK && !failed) st_prof_mark(trace, job.c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
         pthread_mutex_lock(&e->hmu);
         if (r != ST_OK && e->host_err == ST_OK) {
             e->host_err = r;
@@ -340,9 +357,11 @@ static void state_free(dag_state *st)
     if (!st->dag) return;
     for (int c = 0; c < st->dag->n_cmds; c++) {
         if (st->events && st->events[c]) clReleaseEvent(st->events[c]);
+        if (st->first && st->first[c]) clReleaseEvent(st->first[c]);
         if (st->slots && st->slots[c].release) st->slots[c].release(st->slots[c].data);
     }
     free(st->events);
+    free(st->first);
     free(st->slots);
     memset(st, 0, sizeof *st);
 }
@@ -368,7 +387,8 @@ static st_status state_get(cl_exec *e, const st_dag *d, dag_state **out)
     st->dag = d;
     st->events = calloc((size_t)n, sizeof *st->events);
     st->slots = calloc((size_t)n, sizeof *st->slots);
-    if (!st->events || !st->slots) {
+    if (e->timed) st->first = calloc((size_t)n, sizeof *st->first);
+    if (!st->events || !st->slots || (e->timed && !st->first)) {
         state_free(st);
         return st_error(ST_ERR_NOMEM, "out of memory in the OpenCL executor");
     }
@@ -422,7 +442,8 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     for (int k = 0; k < nops; k++) ops[k] = st_operand_of(&cmd->views[k], NULL);
     for (int k = 0; k < nops; k++)
         if (cmd->views[k].storage && cmd->views[k].storage->dev) ops[k].data = cmd->views[k].storage->dev;
-    st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c]};
+    st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c],
+                     e->base.prof && st->first, NULL};
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
     st_status r = (cmd->run ? cmd->run : st_cl_transfer)(&k);
     if (r == ST_ERR_UNSUPPORTED)
@@ -444,6 +465,10 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     for (int i = 0; i < ctx.n_tails; i++) clReleaseEvent(ctx.tails[i]);
     free(ctx.tails);
     st->events[c] = ev;
+    if (ctx.timed) { /* a command that enqueued nothing is timed by its marker */
+        if (!ctx.first && ev) clRetainEvent(ev);
+        st->first[c] = ctx.first ? ctx.first : ev;
+    }
     return r;
 }
 
@@ -455,11 +480,16 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     dag_state *st = NULL;
     ST_TRY(state_get(e, d, &st));
     /* the previous run of this DAG is complete (the session waited) */
-    for (int c = 0; c < d->n_cmds; c++)
+    for (int c = 0; c < d->n_cmds; c++) {
         if (st->events[c]) {
             clReleaseEvent(st->events[c]);
             st->events[c] = NULL;
         }
+        if (st->first && st->first[c]) {
+            clReleaseEvent(st->first[c]);
+            st->first[c] = NULL;
+        }
+    }
     st->profiled = false;
     int max_wait = 1;
     for (int c = 0; c < d->n_cmds; c++)
@@ -582,6 +612,69 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     return r;
 }
 
+/* host clock - device clock, from markers on the idle queue: a marker's
+ * end lies between the host clock read before its enqueue and the one
+ * after clFinish, and its queued time (the same device time base, by the
+ * spec) between the reads around the enqueue call, which is tighter where
+ * the driver is consistent.  The tightest of a few tries is kept; *err is
+ * half its width (exec/profile.h). */
+static st_status clock_offset(cl_exec *e, int64_t *offset, int64_t *err)
+{
+    int64_t best_lo = 0, best_hi = -1;
+    for (int k = 0; k < 4 && (best_hi < best_lo || best_hi - best_lo > 20000); k++) {
+        cl_event mark = NULL;
+        cl_ulong q = 0, end = 0;
+        int64_t h0 = st_prof_now();
+        st_status r = st_cl_check(clEnqueueMarkerWithWaitList(e->queue, 0, NULL, &mark), "clEnqueueMarkerWithWaitList");
+        int64_t h1 = st_prof_now();
+        if (r == ST_OK) r = st_cl_check(clFinish(e->queue), "clFinish");
+        int64_t h2 = st_prof_now();
+        if (r == ST_OK) r = st_cl_check(clGetEventProfilingInfo(mark, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL),
+                                        "clGetEventProfilingInfo");
+        if (r == ST_OK && clGetEventProfilingInfo(mark, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL) != CL_SUCCESS) q = 0;
+        if (mark) clReleaseEvent(mark);
+        ST_TRY(r);
+        int64_t lo = h0 - (int64_t)end, hi = h2 - (int64_t)end;
+        int64_t qlo = h0 - (int64_t)q, qhi = h1 - (int64_t)q;
+        if (q && qlo <= hi && lo <= qhi) { /* consistent: the intersection */
+            lo = lo > qlo ? lo : qlo;
+            hi = hi < qhi ? hi : qhi;
+        }
+        if (best_hi < best_lo || hi - lo < best_hi - best_lo) {
+            best_lo = lo;
+            best_hi = hi;
+        }
+    }
+    *offset = best_lo + (best_hi - best_lo) / 2;
+    *err = (best_hi - best_lo) / 2 + 1;
+    return ST_OK;
+}
+
+/* The device times of d's last run (complete) into run, on the host
+ * clock (clock_offset). */
+static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
+{
+    cl_exec *e = (cl_exec *)base;
+    dag_state *st = NULL;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) st = &e->states[i];
+    if (!st || !st->first) return ST_OK;
+    int64_t offset;
+    ST_TRY(clock_offset(e, &offset, &run->sync_error_ns));
+    for (int c = 0; c < d->n_cmds; c++) {
+        const st_cmd *cmd = &d->cmds[c];
+        if (cmd->device == ST_DEV_HOST || !st->first[c] || !st->events[c]) continue; /* host: timed on the host */
+        cl_ulong t0 = 0, t1 = 0;
+        if (clGetEventProfilingInfo(st->first[c], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) != CL_SUCCESS ||
+            clGetEventProfilingInfo(st->events[c], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
+            return st_error(ST_ERR_BACKEND, "opencl: node '%s' (%s): no profiling times for its events", cmd->gnode->name,
+                            cmd->op->name);
+        st_prof_mark(run, c, (int64_t)t0 + offset, (int64_t)t1 + offset,
+                     ST_PROF_LANE(cmd->run ? ST_LANE_QUEUE : ST_LANE_TRANSFER, 0));
+    }
+    return ST_OK;
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     cl_exec *e = (cl_exec *)base;
@@ -627,7 +720,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget};
+static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_collect};
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {
@@ -648,7 +741,8 @@ st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec 
     e->out_of_order = d->out_of_order && !(io && strcmp(io, "1") == 0) &&
                       (!d->ooo_unsafe || (ooo && strcmp(ooo, "1") == 0));
     e->profile = prof ? atoi(prof) : 0;
-    cl_command_queue_properties qp = e->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
+    e->timed = o->profile != NULL;
+    cl_command_queue_properties qp = e->profile || e->timed ? CL_QUEUE_PROFILING_ENABLE : 0;
     cl_int err;
     e->queue = clCreateCommandQueue(d->context, d->device, qp | (e->out_of_order ? CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE : 0), &err);
     if (err != CL_SUCCESS && e->out_of_order) { /* advertised but refused: in order still runs the DAG */

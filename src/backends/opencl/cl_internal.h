@@ -101,6 +101,9 @@ typedef struct st_cl_ctx {
     cl_event *tails;                  /* events the command's successors must wait for */
     int n_tails, cap_tails;
     st_cl_slot *slot;
+    /* profiling: the command's first event, retained, for its start time */
+    bool timed;
+    cl_event first;
 } st_cl_ctx;
 
 /* ST_OK, or ST_ERR_BACKEND "opencl: <what>: CL_xxx (code)". */

@@ -73,6 +73,7 @@ inline long unary_l(int code, long x, long lo, long hi)
     case U_SIGN: return (x > 0) - (x < 0);
     case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
     case U_NOT: return x == 0;
+    case U_BITWISE_NOT: return ~x;
     }
     return x;
 }
@@ -208,6 +209,9 @@ inline long binary_l(int code, long a, long b, int fmod_mode, int uns)
     case B_SHIFT_LEFT: return ub >= 64 ? 0 : (long)(ua << ub);
     case B_SHIFT_RIGHT: return ub >= 64 ? 0 : (long)(ua >> ub);
     case B_PRELU: return a >= 0 ? a : (long)(ua * ub);
+    case B_BITWISE_AND: return (long)(ua & ub);
+    case B_BITWISE_OR: return (long)(ua | ub);
+    case B_BITWISE_XOR: return (long)(ua ^ ub);
     }
     return 0;
 }

@@ -122,7 +122,9 @@ static st_status run_binary(st_cl_ctx *c, const st_view *a, const st_view *b, co
 st_status st_cl_binary(const st_kctx *k)
 {
     const st_ew_state *s = k->state;
-    return run_binary(k->dev, &k->views[0], &k->views[1], &k->views[k->n_in], s->code, s->fmod != 0, true);
+    st_view b = k->views[1];
+    st_ew_legacy_b(s, &b.rank, b.sizes, b.strides);
+    return run_binary(k->dev, &k->views[0], &b, &k->views[k->n_in], s->code, s->fmod != 0, true);
 }
 
 /* y = x converted and strided; x may have another shape of the same

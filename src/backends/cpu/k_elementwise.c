@@ -65,7 +65,7 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
     case ST_U_RELU: for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f; break;
     case ST_U_SIGMOID: for (i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
     case ST_U_SILU: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])); break;
-    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
+    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = st_tanh_f32(x[i]); break; /* fastmath.h, 3e-7 */
     case ST_U_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
     case ST_U_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
     case ST_U_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
@@ -116,7 +116,7 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
     case ST_U_GELU: for (i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f)); break;
     case ST_U_GELU_TANH:
         for (i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + tanhf(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+            y[i] = 0.5f * x[i] * (1.0f + st_tanh_f32(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
         break;
     case ST_U_ISNAN: for (i = 0; i < n; i++) y[i] = isnan(x[i]) ? 1.0f : 0.0f; break;
     case ST_U_ISINF:

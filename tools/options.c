@@ -92,6 +92,16 @@ static const tool_option OPTIONS[] = {
      "ranges"},
     {"--memory-limit", NULL, "BYTES", SESSION, "what a session may allocate", "the machine's memory"},
     {"--inter-op", NULL, "on|off", SESSION, "run independent commands at the same time", "on"},
+    {"--out", "-o", "OUT.onnx", "quantize", "the quantized model (written only when quantizing succeeded)", NULL},
+    {"--calib", NULL, "DIR", "quantize",
+     "calibration inputs: DIR's .npy files, each one sample (several inputs: files named INPUT*.npy)",
+     "8 random inputs, with a warning"},
+    {"--per-channel", NULL, NULL, "quantize", "one weight scale per output channel (needs opset 13)", "per tensor"},
+    {"--method", NULL, "minmax|percentile", "quantize",
+     "each activation's range: its min and max, or its 0.001% and 99.999% points", "minmax"},
+    {"--dim", NULL, "NAME=N", "quantize", "the size of a symbolic input dim, for random inputs; repeatable", "1"},
+    {"--threads", NULL, "N", "quantize", "CPU threads; 0: one per core", "0"},
+    {"--seed", NULL, "N", "quantize", "seeds the random calibration inputs", "0"},
 };
 #define N_OPTIONS (int)(sizeof OPTIONS / sizeof OPTIONS[0])
 

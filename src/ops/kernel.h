@@ -64,6 +64,9 @@ enum {
     /* Conv kernels take per-channel affine maps around their activation
      * (st_conv_state.ch_scale ... post_shift): passes/fuse_affine.c */
     ST_CAP_CONV_AFFINE = 1 << 0,
+    /* The int8 kernels a QDQ model's groups fuse into (QLinearConv, ...,
+     * QLinearLookup): passes/fuse_qdq.c */
+    ST_CAP_QDQ = 1 << 1,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

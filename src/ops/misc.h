@@ -71,6 +71,13 @@ typedef struct st_qconv_state {
     int nsp;
     int64_t k[3], s[3], d[3], pb[3];
     int64_t group;
+    /* Set by the QDQ fusion (passes/fuse_qdq.c) only: the type y_scale and
+     * y_zero_point requantize to (0: the output's), and a table the
+     * requantized byte goes through before it is stored: the elementwise
+     * ops that followed the conv in the QDQ graph. */
+    int q_type;                      /* an st_dtype */
+    bool has_lut;
+    int32_t lut[256];
 } st_qconv_state;
 
 /* ---- sampling ---- */

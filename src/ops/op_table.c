@@ -23,6 +23,7 @@ static const st_op_def *const FAMILIES[] = {
     st_ops_misc,
     st_ops_control,
     st_ops_text,
+    st_ops_qlinear,
 };
 
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof *FAMILIES))

@@ -30,6 +30,7 @@ extern const st_op_def st_ops_resize[];   /* resize.c: Resize, Upsample, ConvTra
 extern const st_op_def st_ops_misc[];     /* misc.c: losses, recurrent, quantization, signal, ... */
 extern const st_op_def st_ops_control[];  /* control.c: If, Loop, Scan */
 extern const st_op_def st_ops_text[];     /* text.c: StringNormalizer, TfIdfVectorizer */
+extern const st_op_def st_ops_qlinear[];  /* qlinear.c: com.microsoft QLinearAdd, ..., QLinearConcat */
 
 /* elementwise.c */
 st_status st_infer_unary(st_infer *c);

@@ -58,7 +58,8 @@ static bool placeable(const st_plan *p, int x, int c, st_dtype dtype)
     if (x < 0) return false;
     const st_pvalue *pv = &p->values[x];
     if (pv->kind != ST_PV_ROOT || pv->producer < 0 || pv->concat >= 0 || pv->t.dtype != dtype) return false;
-    const st_node *prod = &p->g->nodes[pv->producer];
+    st_node prod_node = st_plan_node(p, pv->producer);
+    const st_node *prod = &prod_node;
     /* a producer on another device cannot write into the Concat's bytes */
     if (p->nodes[pv->producer].device != p->nodes[c].device) return false;
     return p->nodes[pv->producer].kind == ST_PN_EXEC && !prod->op->view;
@@ -72,7 +73,8 @@ static int slice_of(const st_plan *p, int x, int axis, int64_t *start)
     const st_graph *g = p->g;
     int prod = g->values[x].producer;
     if (prod < 0 || p->nodes[prod].kind != ST_PN_EXEC) return -1;
-    const st_node *n = &g->nodes[prod];
+    st_node pnode = st_plan_node(p, prod);
+    const st_node *n = &pnode;
     if (!n->op->view || n->n_in < 1 || n->in[0] < 0) return -1;
     int r = n->in[0], slot = -1;
     for (int k = 0; k < n->n_out; k++)
@@ -99,7 +101,8 @@ static int reshape_of(const st_plan *p, int x)
     const st_graph *g = p->g;
     int prod = g->values[x].producer;
     if (prod < 0 || p->nodes[prod].kind != ST_PN_EXEC) return -1;
-    const st_node *n = &g->nodes[prod];
+    st_node pnode = st_plan_node(p, prod);
+    const st_node *n = &pnode;
     if (!n->op->view || n->n_in < 1 || n->in[0] < 0 || n->n_out != 1 || n->out[0] != x) return -1;
     int r = n->in[0];
     const st_pvalue *pr = &p->values[r], *px = &p->values[x];
@@ -119,7 +122,8 @@ static int reshape_of(const st_plan *p, int x)
 static bool reshape_fits(const st_plan *p, int x, int r, int y, int axis, int64_t start)
 {
     const st_pvalue *py = &p->values[y], *pr = &p->values[r], *px = &p->values[x];
-    const st_node *n = &p->g->nodes[p->g->values[x].producer];
+    st_node pnode = st_plan_node(p, p->g->values[x].producer);
+    const st_node *n = &pnode;
     st_view slot, rv, xv;
     st_view_init(&slot, py->t.dtype, py->t.rank, py->t.dims);
     st_view_slice(&slot, axis, start, 1, px->t.dims[axis]);
@@ -221,7 +225,7 @@ static bool readers_first(const overlap_ctx *o, int v, int64_t lo, int64_t hi, i
             if (ins[q] == v && !(m == o->c && q >= o->k0 && q < o->k1)) reads = true;
         if (!reads || pm->kind == ST_PN_DEAD || pm->kind == ST_PN_FOLDED) continue;
         if (pm->kind != ST_PN_EXEC || m == o->c || m >= first_w) return false;
-        if (!nm->op->view) continue;
+        if (!st_plan_op(p, nm, m)->view) continue;
         /* a view op: its outputs read the same bytes (a slice of R along
          * the axis only its own positions) */
         for (int t = 0; t < nm->n_out; t++) {
@@ -243,7 +247,8 @@ static bool readers_first(const overlap_ctx *o, int v, int64_t lo, int64_t hi, i
  * overlap_ctx). */
 static bool overlap_safe(const st_plan *p, int c, int axis, int r, int64_t s0, int k0, int k1, const int64_t *start)
 {
-    const st_node *n = &p->g->nodes[c];
+    st_node cnode = st_plan_node(p, c);
+    const st_node *n = &cnode;
     int64_t base = start[k0] - s0;
     if (base < 0) return false;
     int *writer = malloc((size_t)s0 * sizeof *writer);
@@ -273,9 +278,12 @@ void st_pass_place_concats(st_plan *p)
 {
     const st_graph *g = p->g;
     for (int i = 0; i < g->n_nodes; i++) {
-        const st_node *n = &g->nodes[i];
+        /* as fusion left it: passes/fuse_qdq.c runs a Concat on the
+         * integer tensors its DequantizeLinears read */
+        st_node cnode = st_plan_node(p, i);
+        const st_node *n = &cnode;
         st_pnode *pn = &p->nodes[i];
-        if (pn->kind != ST_PN_EXEC || !(n->op->flags & ST_OP_CONCAT) || n->out[0] < 0) continue;
+        if (pn->kind != ST_PN_EXEC || !(n->op->flags & ST_OP_CONCAT) || st_plan_out(p, n, i, 0) != n->out[0] || n->out[0] < 0) continue;
         pn->skip = calloc((size_t)n->n_in + 1, sizeof *pn->skip);
         int64_t *start = malloc(((size_t)n->n_in + 1) * sizeof *start);
         if (!pn->skip || !start) { /* placement is an optimisation; without memory, just copy */

@@ -84,14 +84,16 @@ static st_status lower_view(st_plan *p, int i)
 {
     const st_graph *g = p->g;
     const st_node *n = &g->nodes[i];
-    int x = n->in[0];
+    const st_op_def *op = st_plan_op(p, n, i);
+    int n_in;
+    int x = st_plan_in(p, n, i, &n_in)[0];
     ST_TRY(resolve(p, x));
     const st_pvalue *in = &p->values[x];
     st_view outs[n->n_out > 0 ? n->n_out : 1];
     bool ok = in->kind != ST_PV_CONST;
     for (int k = 0; k < n->n_out && ok; k++) {
         if (n->out[k] < 0) continue;
-        ok = n->op->view(p->nodes[i].state, k, &in->view, &outs[k]);
+        ok = op->view(p->nodes[i].state, k, &in->view, &outs[k]);
         /* the rule works in the model's dtype; the bytes are in the planned one */
         if (ok && outs[k].dtype != p->values[n->out[k]].t.dtype) ok = false;
     }
@@ -118,14 +120,18 @@ st_status st_pass_layout(st_plan *p)
         const st_node *n = &g->nodes[i];
         st_pnode *pn = &p->nodes[i];
         if (pn->kind != ST_PN_EXEC) continue;
-        if (n->op->view && n->n_in > 0 && n->in[0] >= 0) ST_TRY(lower_view(p, i));
+        /* the op and inputs as fusion left them (passes/fuse_qdq.c runs a
+         * Reshape on the integer tensor its DequantizeLinear read) */
+        int n_in;
+        const int *in = st_plan_in(p, n, i, &n_in);
+        if (st_plan_op(p, n, i)->view && n_in > 0 && in[0] >= 0) ST_TRY(lower_view(p, i));
         if (pn->kind == ST_PN_VIEW) continue;
         for (int k = 0; k < n->n_out; k++)
             if (st_plan_out(p, n, i, k) >= 0) ST_TRY(resolve(p, st_plan_out(p, n, i, k)));
         /* a Concat whose every input is in place has nothing left to do */
         if (pn->skip) {
             int present = 0;
-            for (int k = 0; k < n->n_in; k++) present += n->in[k] >= 0;
+            for (int k = 0; k < n_in; k++) present += in[k] >= 0;
             if (pn->n_placed == present) pn->kind = ST_PN_VIEW;
         }
     }

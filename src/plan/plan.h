@@ -7,6 +7,8 @@
  *   passes/fuse.c       activations folded into the op that feeds them
  *   passes/fuse_affine.c  for backends with ST_CAP_CONV_AFFINE: affine ops
  *                       around them too
+ *   passes/fuse_qdq.c   for backends with ST_CAP_QDQ: a QDQ model's
+ *                       DQ -> op -> Q groups as integer kernels
  *   plan/place.c        which device runs each node, and its kernel
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
@@ -243,6 +245,7 @@ void st_plan_free(st_plan *p);
 st_status st_specialize(st_plan *p);
 void st_pass_fuse(st_plan *p);
 void st_pass_fuse_affine(st_plan *p);
+void st_pass_fuse_qdq(st_plan *p);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);
@@ -310,6 +313,16 @@ static inline const int *st_plan_in(const st_plan *p, const st_node *n, int i, i
     }
     *count = n->n_in;
     return n->in;
+}
+
+/* Node i as its command runs it: the graph's node with the op and the
+ * inputs that fusion gave it (its outputs are the graph's). */
+static inline st_node st_plan_node(const st_plan *p, int i)
+{
+    st_node n = p->g->nodes[i];
+    n.op = st_plan_op(p, &p->g->nodes[i], i);
+    n.in = (int *)st_plan_in(p, &p->g->nodes[i], i, &n.n_in);
+    return n;
 }
 
 /* The value node i's command writes as output k (fusion can redirect 0). */

@@ -291,6 +291,7 @@ static void conv_task(void *arg, int64_t t)
     e.row_bias = a->fbias ? a->fbias + mabs : NULL;
     e.stream = f->stream;
     e.zero_point = a->y_zp;
+    e.lut = a->lut;
     const uint8_t *A = a->w->data + (g * f->gblocks + m0 / ST_S8_MR) * f->kq * ST_S8_MR * 4;
     const st_operand *y = a->y;
     if (f->direct) {

@@ -42,6 +42,7 @@ typedef struct st_conv_s8_args {
     const float *scale;             /* per output channel, for U8/S8/F32 (st_s8_epi's row_scale) */
     const float *fbias;             /* F32: per output channel, added after the scaling; NULL: none */
     int32_t y_zp;                   /* U8/S8 */
+    const int32_t *lut;             /* U8/S8: st_s8_epi's lut, or NULL */
     const st_operand *y;            /* [N, M, spatial...], any strides */
 } st_conv_s8_args;
 

@@ -144,6 +144,7 @@ void st_s8_epi_scalar(const st_s8_epi *e, int64_t i, int64_t j, uint32_t d, void
     float flo = (float)(lo - e->zero_point), fhi = (float)(hi - e->zero_point);
     r = r < flo ? flo : r > fhi ? fhi : r;
     int32_t q = (int32_t)r + e->zero_point;
+    if (e->lut) q = e->lut[q & 255];
     if (e->out == ST_S8_OUT_U8) *(uint8_t *)c = (uint8_t)q;
     else *(int8_t *)c = (int8_t)q;
 }

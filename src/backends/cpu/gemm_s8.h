@@ -116,6 +116,10 @@ typedef struct st_s8_epi {
     float div;
     int32_t zero_point;
     const float *row_bias, *col_bias;
+    /* U8/S8: the requantized value's stored byte b becomes lut[b] (a QDQ
+     * chain of elementwise ops after the conv, passes/fuse_qdq.c); NULL:
+     * none */
+    const int32_t *lut;
     /* int32 / f32 out: full 64-byte-aligned vectors go out with streaming
      * stores (no read of the line first, no cache pollution), for outputs
      * far larger than the caches that the caller will not read back soon */

@@ -84,7 +84,10 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
     f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     f = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(f, f, _CMP_ORD_Q), f); /* NaN -> 0, as the scalar form */
     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps((float)(lo - e->zero_point))), _mm512_set1_ps((float)(hi - e->zero_point)));
-    __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(e->zero_point)));
+    __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(e->zero_point));
+    /* every lane is in the type's range here, masked ones included */
+    if (e->lut) qi = _mm512_i32gather_epi32(_mm512_and_si512(qi, _mm512_set1_epi32(255)), e->lut, 4);
+    __m128i q = _mm512_cvtepi32_epi8(qi);
     if (full) _mm_storeu_si128((__m128i *)c, q);
     else _mm_mask_storeu_epi8(c, mk, q);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/clones.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/conv_s8.h"
 #include "backends/cpu/gemm_s8.h"
@@ -43,11 +44,40 @@ static int64_t quantize(float v, int64_t zp, int64_t lo, int64_t hi)
 
 /* ---- QuantizeLinear, DequantizeLinear ---- */
 
+static bool packed(const st_operand *o);
+
+/* Per tensor, packed f32 <-> 8-bit: the same operations as ql_rows in
+ * vector loops over fixed chunks (a QDQ model's input and output
+ * conversions are this). */
+#define QV_CHUNK 65536
+
+typedef struct qv_job {
+    const void *x;
+    void *y;
+    int64_t n;
+    float scale;
+    int32_t zp;
+    bool dequant, s8;
+} qv_job;
+
+ST_CLONES static void dq_u8(const uint8_t *x, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
+ST_CLONES static void dq_s8(const int8_t *x, int64_t n, float scale, int32_t zp, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
 typedef struct ql_job {
     const st_operand *x, *sc, *zp, *y;   /* zp may be NULL */
     bool dequant;
     st_iter it;
     int64_t rows, per_task;
+    bool rows_vec;     /* per tensor, unit inner strides, f32 <-> u8 / s8->f32: vector rows */
+    float scale;       /* rows_vec: the one scale and zero point */
+    int32_t zero;
 } ql_job;
 
 static void ql_rows(void *arg, int64_t task)
@@ -60,6 +90,18 @@ static void ql_rows(void *arg, int64_t task)
     int64_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
     st_iter_seek(&it, r0);
     int64_t lo = lo_of(y->dtype), hi = hi_of(y->dtype);
+    if (j->rows_vec) {
+        /* a QDQ model's last DequantizeLinears write into a concat's slots:
+         * strided as a whole, contiguous along each row */
+        for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
+            const char *xp = (const char *)x->data + it.off[1] * (int64_t)ex;
+            char *yp = (char *)y->data + it.off[0] * (int64_t)ey;
+            if (!j->dequant) st_quantize_u8_f32((const float *)xp, it.inner, j->scale, j->zero, (uint8_t *)yp);
+            else if (x->dtype == ST_I8) dq_s8((const int8_t *)xp, it.inner, j->scale, j->zero, (float *)yp);
+            else dq_u8((const uint8_t *)xp, it.inner, j->scale, j->zero, (float *)yp);
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it))
         for (int64_t i = 0; i < it.inner; i++) {
             const char *xp = (const char *)x->data + (it.off[1] + i * it.step[1]) * (int64_t)ex;
@@ -75,12 +117,42 @@ static void ql_rows(void *arg, int64_t task)
         }
 }
 
+static void qv_task(void *arg, int64_t t)
+{
+    const qv_job *j = arg;
+    int64_t i0 = t * QV_CHUNK, n = j->n - i0 < QV_CHUNK ? j->n - i0 : QV_CHUNK;
+    if (!j->dequant) st_quantize_u8_f32((const float *)j->x + i0, n, j->scale, j->zp, (uint8_t *)j->y + i0);
+    else if (j->s8) dq_s8((const int8_t *)j->x + i0, n, j->scale, j->zp, (float *)j->y + i0);
+    else dq_u8((const uint8_t *)j->x + i0, n, j->scale, j->zp, (float *)j->y + i0);
+}
+
+static bool run_ql_packed(const st_kctx *k, bool dequant)
+{
+    const st_quant_state *s = k->state;
+    const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    if (s->axis >= 0 || s->block > 0 || !packed(x) || !packed(y)) return false;
+    if (dequant ? (x->dtype != ST_U8 && x->dtype != ST_I8) || y->dtype != ST_F32 : x->dtype != ST_F32 || y->dtype != ST_U8)
+        return false;
+    qv_job j = {x->data, y->data, st_operand_numel(y), st_load_f32(sc->dtype, sc->data),
+                zp ? (int32_t)st_load_i64(zp->dtype, zp->data) : 0, dequant, x->dtype == ST_I8};
+    st_parallel_for(k->pool, (j.n + QV_CHUNK - 1) / QV_CHUNK, qv_task, &j);
+    return true;
+}
+
 /* x, y, and the scale and zero point given as strides over y's shape. */
 static void run_ql_part(const st_kctx *k, bool dequant, const st_operand *x, const st_operand *sc, const st_operand *zp,
                         const st_operand *y, const int64_t *ss, const int64_t *sz)
 {
-    ql_job j = {x, sc, zp, y, dequant, {0}, 0, 0};
+    ql_job j = {x, sc, zp, y, dequant, {0}, 0, 0, false, 0.0f, 0};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 4, (const int64_t *[]){y->strides, x->strides, ss, sz})) return;
+    bool uniform = true;   /* one scale and zero point for the whole part */
+    for (int d = 0; d < y->rank; d++) uniform &= ss[d] == 0 && sz[d] == 0;
+    if (uniform && j.it.step[0] == 1 && j.it.step[1] == 1 &&
+        (dequant ? (x->dtype == ST_U8 || x->dtype == ST_I8) && y->dtype == ST_F32 : x->dtype == ST_F32 && y->dtype == ST_U8)) {
+        j.rows_vec = true;
+        j.scale = st_load_f32(sc->dtype, sc->data);
+        j.zero = zp ? (int32_t)st_load_i64(zp->dtype, zp->data) : 0;
+    }
     j.rows = st_iter_rows(&j.it);
     j.per_task = ROW_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
     if (j.per_task < 1) j.per_task = 1;
@@ -100,6 +172,7 @@ static st_status run_ql(const st_kctx *k, bool dequant)
 {
     const st_quant_state *s = k->state;
     const st_operand *x = &k->in[0], *sc = &k->in[1], *zp = opt_in(k, 2), *y = &k->out[0];
+    if (run_ql_packed(k, dequant)) return ST_OK;
     int64_t ss[ST_MAX_RANK] = {0}, sz[ST_MAX_RANK] = {0};
     if (s->block > 0) {
         /* blocked (opset 21): block b of the axis reads the scale's and
@@ -317,9 +390,9 @@ st_status st_cpu_qmatmul(const st_kctx *k)
     memset(&bs, 0, sizeof bs);
     if (s->qlinear) {
         qparam_init(&as, &k->in[1], a, true, nb, a_vec);
-        qparam_init(&azp, &k->in[2], a, true, nb, a_vec);
+        qparam_init(&azp, opt_in(k, 2), a, true, nb, a_vec);
         qparam_init(&bs, &k->in[4], b, false, nb, b_vec);
-        qparam_init(&bzp, &k->in[5], b, false, nb, b_vec);
+        qparam_init(&bzp, opt_in(k, 5), b, false, nb, b_vec);
     } else {
         qparam_init(&azp, opt_in(k, 2), a, true, nb, a_vec);
         qparam_init(&bzp, opt_in(k, 3), b, false, nb, b_vec);
@@ -380,7 +453,7 @@ st_status st_cpu_qmatmul(const st_kctx *k)
                 g.col_scale = csc;
             }
             g.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
-            g.zero_point = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+            g.zero_point = opt_in(k, 7) ? (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data) : 0;
         }
         g.c = st_misc_at(y, yo), g.c_rs = y_rs, g.c_cs = y_cs;
         st = st_gemm_s8_run(k->pool, &g);
@@ -400,9 +473,9 @@ st_status st_cpu_qconv(const st_kctx *k)
     if (st_operand_numel(y) == 0) return ST_OK;
     const st_operand *w, *xzp, *wzp, *bias = NULL;
     if (s->qlinear) {
-        xzp = &k->in[2];
+        xzp = opt_in(k, 2);
         w = &k->in[3];
-        wzp = &k->in[5];
+        wzp = opt_in(k, 5);
         bias = opt_in(k, 8);
     } else {
         w = &k->in[1];
@@ -420,12 +493,12 @@ st_status st_cpu_qconv(const st_kctx *k)
         win.pb[i] = s->pb[i];
     }
     int64_t M = y->sizes[1];
-    /* W packed per run until the CPU backend gets a prepare step */
-    st_s8_packed *wp = st_conv_s8_pack(w, &win);
+    /* a constant W was packed once, by qconv_prepare */
+    st_s8_packed *wp = k->priv ? k->priv : st_conv_s8_pack(w, &win);
     int32_t *ints = malloc((size_t)(2 * M) * sizeof *ints);
     float *scale = malloc((size_t)M * sizeof *scale);
     if (!wp || !ints || !scale) {
-        st_gemm_s8_packed_free(wp);
+        if (wp != k->priv) st_gemm_s8_packed_free(wp);
         free(ints);
         free(scale);
         return st_error(ST_ERR_NOMEM, "out of memory");
@@ -453,19 +526,46 @@ st_status st_cpu_qconv(const st_kctx *k)
             scale[m] = st_load_f32(xs->dtype, xs->data) * wsc / st_load_f32(ys->dtype, ys->data);
         }
         a.scale = scale;
-        a.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
-        a.y_zp = (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data);
+        st_dtype qt = s->q_type ? (st_dtype)s->q_type : y->dtype;
+        a.out = qt == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
+        a.y_zp = opt_in(k, 7) ? (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data) : 0;
+        a.lut = s->has_lut ? s->lut : NULL;
         if (bias) {
             for (int64_t m = 0; m < M; m++) ints[M + m] = (int32_t)st_load_i64(bias->dtype, st_misc_at(bias, m * bias->strides[0]));
             a.bias = ints + M;
         }
     }
     st_status st = st_conv_s8(k->pool, &a);
-    st_gemm_s8_packed_free(wp);
+    if (wp != k->priv) st_gemm_s8_packed_free(wp);
     free(ints);
     free(scale);
     return st;
 }
+
+/* A constant W is packed once per command, when the plan is bound. */
+static st_status qconv_prepare(const st_knode *n, void **priv)
+{
+    const st_qconv_state *s = n->state;
+    int wi = s->qlinear ? 3 : 1;
+    *priv = NULL;
+    if (!n->data[wi]) return ST_OK;
+    st_conv_s8_window win;
+    memset(&win, 0, sizeof win);
+    win.nsp = s->nsp;
+    win.group = s->group;
+    for (int i = 0; i < s->nsp; i++) {
+        win.k[i] = s->k[i];
+        win.s[i] = s->s[i];
+        win.d[i] = s->d[i];
+        win.pb[i] = s->pb[i];
+    }
+    st_operand w = st_operand_of(&n->views[wi], (void *)n->data[wi]);
+    *priv = st_conv_s8_pack(&w, &win);
+    if (!*priv) return st_error(ST_ERR_NOMEM, "node '%s': out of memory packing the int8 weights", n->node->name);
+    return ST_OK;
+}
+
+static void qconv_release(void *priv) { st_gemm_s8_packed_free(priv); }
 
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
@@ -475,7 +575,7 @@ const st_kernel st_cpu_k_misc_quant[] = {
     {"DynamicQuantizeLinear", "", ST_DT_ALL, st_cpu_dynamic_quantize, NULL, NULL, NULL},
     {"MatMulInteger", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
     {"QLinearMatMul", "", ST_DT_ALL, st_cpu_qmatmul, NULL, NULL, NULL},
-    {"ConvInteger", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
-    {"QLinearConv", "", ST_DT_ALL, st_cpu_qconv, NULL, NULL, NULL},
+    {"ConvInteger", "", ST_DT_ALL, st_cpu_qconv, NULL, qconv_prepare, qconv_release},
+    {"QLinearConv", "", ST_DT_ALL, st_cpu_qconv, NULL, qconv_prepare, qconv_release},
     {NULL}
 };

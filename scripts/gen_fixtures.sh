@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gen_fixtures.sh DIR — generates the test models and their references into
-# DIR (seed cases; YOLO models; PP-OCR references from ONNX Runtime; the
-# opset 18-21 op cases with ONNX Runtime's outputs; the sample pictures of
-# the vision tests).  Each generator's output is stamped
+# DIR (seed cases; YOLO models; transformer encoder and decoder with ONNX
+# Runtime's outputs; PP-OCR references from ONNX Runtime; the opset 18-21
+# op cases with ONNX Runtime's outputs; the sample pictures of the vision
+# tests).  Each generator's output is stamped
 # with a hash of the generator, so a second run is quick and a changed
 # generator regenerates.
 set -euo pipefail
@@ -35,6 +36,7 @@ run_gen yolo "$ROOT/scripts/models/yolo.py"
 run_gen mixed "$ROOT/scripts/models/mixed.py"
 run_gen staged "$ROOT/scripts/models/staged.py" "$ROOT/scripts/ort/run.js"
 run_gen sequences "$ROOT/scripts/models/sequences.py"
+run_gen transformer "$ROOT/scripts/models/transformer.py" "$ROOT/scripts/ort/run.js"
 run_gen opset18 "$ROOT/scripts/models/opset18.py" "$ROOT/scripts/ort/run.js"
 run_gen ppocr "$ROOT/scripts/models/ppocr.py" "$ROOT/scripts/ort/run.js" "$ROOT/package.json"
 run_gen samples "$ROOT/scripts/samples/render_sample.py"

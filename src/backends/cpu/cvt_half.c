@@ -149,6 +149,42 @@ void st_cvt_i32_to_f32(float *dst, const int32_t *src, int64_t n)
     else st_convert(ST_F32, dst, ST_I32, src, (size_t)n);
 }
 
+void st_cvt_row_to_f32(float *dst, st_dtype t, const void *src, int64_t step, int64_t n)
+{
+    if (n <= 0) return;
+    if (t == ST_F32) {
+        const float *s = src;
+        if (step == 1) memcpy(dst, s, (size_t)n * sizeof *dst);
+        else
+            for (int64_t i = 0; i < n; i++) dst[i] = s[i * step];
+    } else if (t == ST_F16 && step == 1) {
+        st_cvt_f16_to_f32(dst, src, n);
+    } else if (t == ST_BF16 && step == 1) {
+        st_cvt_bf16_to_f32(dst, src, n);
+    } else {
+        size_t es = st_dtype_size(t);
+        for (int64_t i = 0; i < n; i++) dst[i] = st_load_f32(t, (const char *)src + i * step * (int64_t)es);
+    }
+}
+
+void st_cvt_row_from_f32(st_dtype t, void *dst, int64_t step, const float *src, int64_t n)
+{
+    if (n <= 0) return;
+    if (t == ST_F32) {
+        float *d = dst;
+        if (step == 1) memmove(d, src, (size_t)n * sizeof *d);
+        else
+            for (int64_t i = 0; i < n; i++) d[i * step] = src[i];
+    } else if (t == ST_F16 && step == 1) {
+        st_cvt_f32_to_f16(dst, src, n);
+    } else if (t == ST_BF16 && step == 1) {
+        st_cvt_f32_to_bf16(dst, src, n);
+    } else {
+        size_t es = st_dtype_size(t);
+        for (int64_t i = 0; i < n; i++) st_store_f32(t, (char *)dst + i * step * (int64_t)es, src[i]);
+    }
+}
+
 static void f16_f32(void *d, const void *s, int64_t n) { st_cvt_f16_to_f32(d, s, n); }
 static void f32_f16(void *d, const void *s, int64_t n) { st_cvt_f32_to_f16(d, s, n); }
 static void bf16_f32(void *d, const void *s, int64_t n) { st_cvt_bf16_to_f32(d, s, n); }

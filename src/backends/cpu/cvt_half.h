@@ -25,6 +25,14 @@ void st_cvt_bf16_to_f32(float *dst, const uint16_t *src, int64_t n);
 void st_cvt_f32_to_bf16(uint16_t *dst, const float *src, int64_t n);
 void st_cvt_i32_to_f32(float *dst, const int32_t *src, int64_t n);
 
+/* A row of n floats of dtype t (f32, f16 or bf16), element i at
+ * src[i * step], into packed f32, and back: unit-stride f16 and bf16 rows
+ * take the vector conversions above, f32 rows a copy; other steps convert
+ * element by element.  For kernels that compute in f32 on rows they
+ * stage (conv, pools, elementwise blocks). */
+void st_cvt_row_to_f32(float *dst, st_dtype t, const void *src, int64_t step, int64_t n);
+void st_cvt_row_from_f32(st_dtype t, void *dst, int64_t step, const float *src, int64_t n);
+
 /* n packed elements of src_t to dst_t. */
 typedef void (*st_cvt_fn)(void *dst, const void *src, int64_t n);
 

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
 
 /* Depthwise: a task per (image, channel, band) stages its rows and runs the
@@ -36,9 +37,7 @@ void st_conv_dw_task(void *arg, int64_t t)
             int64_t oy = b0 + r;
             float *out = direct ? (float *)(yc + oy * rs * (int64_t)ey) : row;
             st_dw_row(st + r * f->pws, f->off, f->K, f->w + c * f->lda, &epi, f->ow, out);
-            if (!direct)
-                for (int64_t ox = 0; ox < f->ow; ox++)
-                    st_store_f32(y->dtype, yc + (oy * rs + ox * cs) * (int64_t)ey, row[ox]);
+            if (!direct) st_cvt_row_from_f32(y->dtype, yc + oy * rs * (int64_t)ey, cs, row, f->ow);
         }
     }
     free(st);

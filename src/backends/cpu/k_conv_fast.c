@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
 
 /*
@@ -29,8 +30,33 @@
 
 void *st_conv_alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
-size_t st_conv_stage_bytes(const fconv *f) { return (size_t)(f->stage_floats + f->pws + 64) * sizeof(float); }
+/* Past the staged planes: room for the GEMM's reads past the last
+ * position, then, when X is f16 or bf16, one input row converted to f32
+ * (stage_row). */
+size_t st_conv_stage_bytes(const fconv *f)
+{
+    size_t extra = f->x->dtype == ST_F32 ? 0 : (size_t)(f->w_ + 16);
+    return (size_t)(f->stage_floats + f->pws + 64 + (int64_t)extra) * sizeof(float);
+}
 
+/* Input row iy of the channel at xc as f32 with element stride *step: the
+ * row where it lies when X is f32, else the row converted into cvt (f16
+ * and bf16 with unit stride sixteen lanes a vector, cvt_half.c) and
+ * *step = 1, so the f32 staging below serves every float dtype. */
+static const float *stage_row(const fconv *f, const char *xc, int64_t iy, float *cvt, int64_t *step)
+{
+    const st_operand *x = f->x;
+    size_t es = st_dtype_size(x->dtype);
+    int64_t rs = f->xd == 3 ? x->strides[2] : 0, cs = x->strides[f->xd];
+    const char *xr = xc + iy * rs * (int64_t)es;
+    if (x->dtype == ST_F32) {
+        *step = cs;
+        return (const float *)xr;
+    }
+    st_cvt_row_to_f32(cvt, x->dtype, xr, cs, f->w_);
+    *step = 1;
+    return cvt;
+}
 
 /* Stages channels [c0, c0 + cg) of image n for the band starting at output
  * row (pointwise: position) b0 into dst. */
@@ -39,7 +65,7 @@ void st_conv_stage_band(const fconv *f, int64_t n, int64_t c0, int64_t b0, float
     const st_operand *x = f->x;
     size_t es = st_dtype_size(x->dtype);
     int64_t rs = f->xd == 3 ? x->strides[2] : 0, cs = x->strides[f->xd];
-    bool f32 = x->dtype == ST_F32;
+    float *cvt = dst + f->stage_floats + f->pws + 64;
     for (int64_t c = 0; c < f->cg; c++) {
         const char *xc = (const char *)x->data + (n * x->strides[0] + (c0 + c) * x->strides[1]) * (int64_t)es;
         float *dc = dst + c * f->chan;
@@ -48,30 +74,24 @@ void st_conv_stage_band(const fconv *f, int64_t n, int64_t c0, int64_t b0, float
             int64_t p1 = b0 + f->band < f->h * f->w_ ? b0 + f->band : f->h * f->w_;
             for (int64_t p = b0; p < p1;) {
                 int64_t iy = p / f->w_, ix = p % f->w_, len = f->w_ - ix < p1 - p ? f->w_ - ix : p1 - p;
-                const char *xr = xc + (iy * rs + ix * cs) * (int64_t)es;
-                float *d = dc + (p - b0);
-                if (f32 && cs == 1) memcpy(d, xr, (size_t)len * sizeof *d);
-                else if (f32)
-                    for (int64_t q = 0; q < len; q++) d[q] = ((const float *)xr)[q * cs];
-                else
-                    for (int64_t q = 0; q < len; q++) d[q] = st_load_f32(x->dtype, xr + q * cs * (int64_t)es);
+                st_cvt_row_to_f32(dc + (p - b0), x->dtype, xc + (iy * rs + ix * cs) * (int64_t)es, cs, len);
                 p += len;
             }
             continue;
         }
         int64_t rows = f->oh - b0 < f->band ? f->oh - b0 : f->band;
-        if (f32 && cs == 1 && f->sx == 2) {
+        if (f->sx == 2 && (cs == 1 || x->dtype != ST_F32)) {
             /* both column phases of each input row in one pass */
             for (int64_t ry = 0; ry < f->sy; ry++) {
                 float *pe = dc + (ry * 2) * f->plane, *po = pe + f->plane;
                 for (int64_t i = 0; i < rows + f->qy; i++) {
-                    int64_t iy = (b0 + i) * f->sy + ry - f->pt;
+                    int64_t iy = (b0 + i) * f->sy + ry - f->pt, step;
                     float *re = pe + i * f->pws, *ro = po + i * f->pws;
                     if (iy < 0 || iy >= f->h) {
                         memset(re, 0, (size_t)f->pws * sizeof *re);
                         memset(ro, 0, (size_t)f->pws * sizeof *ro);
                     } else {
-                        st_split2((const float *)(xc + iy * rs * (int64_t)es), f->w_, -f->pl, re, ro, f->pws);
+                        st_split2(stage_row(f, xc, iy, cvt, &step), f->w_, -f->pl, re, ro, f->pws);
                     }
                 }
             }
@@ -89,22 +109,18 @@ void st_conv_stage_band(const fconv *f, int64_t n, int64_t c0, int64_t b0, float
                 int64_t ix0 = qlo * f->sx + rx - f->pl;
                 for (int64_t i = 0; i < rows + f->qy; i++) {
                     float *row = pl + i * f->pws;
-                    int64_t iy = (b0 + i) * f->sy + ry - f->pt;
+                    int64_t iy = (b0 + i) * f->sy + ry - f->pt, step;
                     if (iy < 0 || iy >= f->h) {
                         memset(row, 0, (size_t)f->pws * sizeof *row);
                         continue;
                     }
                     memset(row, 0, (size_t)qlo * sizeof *row);
-                    const char *xr = xc + (iy * rs + ix0 * cs) * (int64_t)es;
-                    if (f32 && cs == 1 && f->sx == 1) {
-                        memcpy(row + qlo, xr, (size_t)(qhi - qlo) * sizeof *row);
-                    } else if (f32) {
-                        const float *xf = (const float *)xr;
-                        int64_t step = f->sx * cs;
-                        for (int64_t q = qlo; q < qhi; q++) row[q] = xf[(q - qlo) * step];
+                    const float *xf = stage_row(f, xc, iy, cvt, &step) + ix0 * step;
+                    if (step == 1 && f->sx == 1) {
+                        memcpy(row + qlo, xf, (size_t)(qhi - qlo) * sizeof *row);
                     } else {
-                        for (int64_t q = qlo; q < qhi; q++)
-                            row[q] = st_load_f32(x->dtype, xr + (q - qlo) * f->sx * cs * (int64_t)es);
+                        step *= f->sx;
+                        for (int64_t q = qlo; q < qhi; q++) row[q] = xf[(q - qlo) * step];
                     }
                     memset(row + qhi, 0, (size_t)(f->pws - qhi) * sizeof *row);
                 }
@@ -128,10 +144,7 @@ static void st_conv_copy_out(const fconv *f, int64_t n, int64_t b0, int64_t m0, 
             /* positions are pixels: b0 + p */
             for (int64_t p = p0; p < p0 + np;) {
                 int64_t g = b0 + p, oy = g / f->ow, ox = g % f->ow, len = f->ow - ox < p0 + np - p ? f->ow - ox : p0 + np - p;
-                char *yr = yc + (oy * rs + ox * cs) * (int64_t)ey;
-                if (y->dtype == ST_F32 && cs == 1) memcpy(yr, cr + p, (size_t)len * sizeof(float));
-                else
-                    for (int64_t q = 0; q < len; q++) st_store_f32(y->dtype, yr + q * cs * (int64_t)ey, cr[p + q]);
+                st_cvt_row_from_f32(y->dtype, yc + (oy * rs + ox * cs) * (int64_t)ey, cs, cr + p, len);
                 p += len;
             }
             continue;
@@ -141,10 +154,7 @@ static void st_conv_copy_out(const fconv *f, int64_t n, int64_t b0, int64_t m0, 
             if (b > p0 + np) b = p0 + np;
             if (b <= a) continue;
             int64_t ox = a - r * f->pws;
-            char *yr = yc + ((b0 + r) * rs + ox * cs) * (int64_t)ey;
-            if (y->dtype == ST_F32 && cs == 1) memcpy(yr, cr + a, (size_t)(b - a) * sizeof(float));
-            else
-                for (int64_t q = a; q < b; q++) st_store_f32(y->dtype, yr + (q - a) * cs * (int64_t)ey, cr[q]);
+            st_cvt_row_from_f32(y->dtype, yc + ((b0 + r) * rs + ox * cs) * (int64_t)ey, cs, cr + a, b - a);
         }
     }
 }

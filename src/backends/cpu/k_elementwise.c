@@ -13,6 +13,7 @@
 
 #include "backends/cpu/clones.h"
 #include "backends/cpu/cvt_half.h"
+#include "backends/cpu/fastmath.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/pool.h"
@@ -26,18 +27,13 @@
 static const float *load_block(st_dtype dt, const char *base, int64_t step, int64_t n, float *scratch)
 {
     if (dt == ST_F32 && step == 1) return (const float *)base;
-    size_t es = st_dtype_size(dt);
     if (step == 0) {
         float v = st_load_f32(dt, base);
         for (int64_t i = 0; i < n; i++) scratch[i] = v;
         return scratch;
     }
-    if (dt == ST_F32) {
-        const float *f = (const float *)base;
-        for (int64_t i = 0; i < n; i++) scratch[i] = f[i * step];
-        return scratch;
-    }
-    for (int64_t i = 0; i < n; i++) scratch[i] = st_load_f32(dt, base + i * step * (int64_t)es);
+    /* f16 and bf16 rows convert sixteen lanes a vector (cvt_half.c) */
+    st_cvt_row_to_f32(scratch, dt, base, step, n);
     return scratch;
 }
 
@@ -49,18 +45,13 @@ static float *out_block(st_dtype dt, char *base, int64_t step, float *scratch)
 static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const float *v)
 {
     if (dt == ST_F32 && step == 1) return; /* computed in place */
-    if (dt == ST_F32) {
-        float *f = (float *)base;
-        for (int64_t i = 0; i < n; i++) f[i * step] = v[i];
-        return;
-    }
-    size_t es = st_dtype_size(dt);
-    for (int64_t i = 0; i < n; i++) st_store_f32(dt, base + i * step * (int64_t)es, v[i]);
+    st_cvt_row_from_f32(dt, base, step, v, n);
 }
 
 /* ---- the math ---- */
 
-static float erf_f(float x) { return erff(x); }
+/* vectorisable erf, within 5e-7 relative (fastmath.h) */
+static inline float erf_f(float x) { return st_erf_f32(x); }
 
 /* Cloned for AVX-512 (selected at load time through an ifunc, by cpuid)
  * and for baseline x86-64: the loops below are written so GCC vectorises
@@ -74,7 +65,7 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
     case ST_U_RELU: for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f; break;
     case ST_U_SIGMOID: for (i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
     case ST_U_SILU: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])); break;
-    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = tanhf(x[i]); break;
+    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = st_tanh_f32(x[i]); break; /* fastmath.h, 3e-7 */
     case ST_U_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
     case ST_U_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
     case ST_U_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
@@ -125,7 +116,7 @@ static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n,
     case ST_U_GELU: for (i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f)); break;
     case ST_U_GELU_TANH:
         for (i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + tanhf(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+            y[i] = 0.5f * x[i] * (1.0f + st_tanh_f32(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
         break;
     case ST_U_ISNAN: for (i = 0; i < n; i++) y[i] = isnan(x[i]) ? 1.0f : 0.0f; break;
     case ST_U_ISINF:

@@ -12,7 +12,8 @@
  * stride wider than N, which sgemm takes as ldc; a transposed output does
  * not fit) is computed into a packed block and then copied into place.
  * Work is split into tasks of at most ST_GEMM_ROWS rows of one batch (and
- * of ST_MM_COLS columns when that makes too few), a split that does not
+ * of ST_MM_COLS columns when that makes too few; a single GEMM in tiles of
+ * gemm_tiles below), a split that does not
  * depend on the thread count, so results are bit-identical however many
  * threads run.
  * f64 and integer matmuls use plain loops: they are rare and small.
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
@@ -31,6 +33,29 @@
 #define ST_GEMM_ROWS 64
 #define ST_MM_COLS 384
 #define ST_MM_MIN_TASKS 8
+#define ST_MM_TILE_ROWS 256
+#define ST_MM_TILE_COLS 192
+#define ST_MM_TILE_MIN 4
+
+/* Tiles of one GEMM (no batches): the AVX-512 GEMM packs the part of B a
+ * task reads once per call, so tasks of 64 rows by every column packed
+ * all of B once per 64 rows (three times for 154 rows of a 2x77 batch).
+ * Tiles of up to 256 rows by about 192 columns (whole 48-column panels,
+ * balanced) pack each column of B about once; rows are halved (down to
+ * 64) while that makes fewer than 4 tasks, to keep 2-4 cores busy.
+ * Depends only on the shape, so results do not depend on the thread
+ * count. */
+static void gemm_tiles(int64_t m, int64_t n, int64_t *mrows, int64_t *ncols)
+{
+    int64_t nt = (n + ST_MM_TILE_COLS - 1) / ST_MM_TILE_COLS, nr = 48;
+    int64_t nc = (n + nt - 1) / nt;
+    nc = nt > 1 ? (nc + nr - 1) / nr * nr : n;
+    nt = (n + nc - 1) / nc;
+    int64_t mr = ST_MM_TILE_ROWS;
+    while (mr > ST_GEMM_ROWS && (m + mr - 1) / mr * nt < ST_MM_TILE_MIN) mr /= 2;
+    *mrows = mr;
+    *ncols = nc;
+}
 
 /* OpenBLAS serves only CPUs without AVX-512, so it is loaded on first use
  * rather than linked: a linked OpenBLAS starts its thread pool when the
@@ -152,7 +177,7 @@ typedef struct mm_job {
     const st_kctx *k;
     const st_operand *a, *b, *y;
     int64_t m, n, kk;
-    int64_t batches, mtiles, ntiles, ncols;   /* tasks: batch x row tile x column tile */
+    int64_t batches, mtiles, ntiles, mrows, ncols; /* tasks: batch x row tile x column tile */
     int nb;                          /* batch rank of the output */
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     bool a_vec, b_vec;               /* 1-D operands */
@@ -175,8 +200,8 @@ static void batch_offsets(const mm_job *j, int64_t bi, int64_t *oa, int64_t *ob,
 static void mm_task(void *arg, int64_t t)
 {
     mm_job *j = arg;
-    int64_t nt = t % j->ntiles, bi = t / j->ntiles / j->mtiles, m0 = (t / j->ntiles % j->mtiles) * ST_GEMM_ROWS;
-    int64_t m1 = m0 + ST_GEMM_ROWS < j->m ? m0 + ST_GEMM_ROWS : j->m, rows = m1 - m0;
+    int64_t nt = t % j->ntiles, bi = t / j->ntiles / j->mtiles, m0 = (t / j->ntiles % j->mtiles) * j->mrows;
+    int64_t m1 = m0 + j->mrows < j->m ? m0 + j->mrows : j->m, rows = m1 - m0;
     int64_t n0 = nt * j->ncols, ncols = j->n - n0 < j->ncols ? j->n - n0 : j->ncols;
     int64_t oa, ob, oy;
     batch_offsets(j, bi, &oa, &ob, &oy);
@@ -263,9 +288,84 @@ static void mm_generic(const mm_job *j)
     }
 }
 
+/* The stride of dims [0, last] of o taken as one dim (size-1 dims
+ * skipped), or -1 when they are not evenly spaced. */
+static int64_t fused_stride(const st_operand *o, int last)
+{
+    int64_t st = -1, span = 0;
+    for (int d = last; d >= 0; d--) {
+        if (o->sizes[d] == 1) continue;
+        if (st < 0) st = o->strides[d];
+        else if (o->strides[d] != span) return -1;
+        span = o->strides[d] * o->sizes[d];
+    }
+    return st < 0 ? 0 : st;
+}
+
+/* A batched A times a B without batch dims (a linear layer on [batch,
+ * seq, d], or on a transposed view of it, as nn.MultiheadAttention's input
+ * projection gets): one GEMM of batches x m rows instead of a GEMM per
+ * batch, which for 77 batches of 2 rows packed the whole weight 77 times.
+ * When A's rows are not evenly spaced they are gathered into *owned (f32,
+ * row-major; cheap next to the GEMM: m k floats against m n k products).
+ * False when the output's rows are not evenly spaced or on no memory:
+ * the batched path then runs as before. */
+static bool mm_fold_batches(const st_operand *a, const st_operand *b, const st_operand *y, st_operand *a2,
+                            st_operand *y2, float **owned)
+{
+    *owned = NULL;
+    if (a->rank < 3 || b->rank < 2 || a->rank != y->rank) return false;
+    for (int d = 0; d < b->rank - 2; d++)
+        if (b->sizes[d] != 1) return false;
+    for (int d = 0; d < a->rank - 2; d++)
+        if (a->sizes[d] != y->sizes[d]) return false;
+    int64_t yrs = fused_stride(y, y->rank - 2), ars = fused_stride(a, a->rank - 2);
+    int64_t rows = st_numel(a->rank - 1, a->sizes), kk = a->sizes[a->rank - 1], acs = a->strides[a->rank - 1];
+    if (yrs < 0) return false;
+    *a2 = *a;
+    *y2 = *y;
+    a2->rank = y2->rank = 2;
+    a2->sizes[0] = y2->sizes[0] = rows;
+    a2->sizes[1] = kk;
+    a2->strides[1] = acs;
+    y2->sizes[1] = y->sizes[y->rank - 1];
+    y2->strides[1] = y->strides[y->rank - 1];
+    y2->strides[0] = yrs;
+    if (ars >= 0) {
+        a2->strides[0] = ars;
+        return true;
+    }
+    float *buf = malloc((size_t)(rows * kk > 0 ? rows * kk : 1) * sizeof *buf);
+    if (!buf) return false;
+    size_t es = st_dtype_size(a->dtype);
+    for (int64_t r = 0; r < rows; r++) {
+        /* element offset of row r: its index over dims [0, rank - 2] */
+        int64_t off = 0, i = r;
+        for (int d = a->rank - 2; d >= 0; d--) {
+            off += i % a->sizes[d] * a->strides[d];
+            i /= a->sizes[d];
+        }
+        st_cvt_row_to_f32(buf + r * kk, a->dtype, (const char *)a->data + off * (int64_t)es, acs, kk);
+    }
+    a2->data = buf;
+    a2->dtype = ST_F32;
+    a2->strides[0] = kk;
+    a2->strides[1] = 1;
+    *owned = buf;
+    return true;
+}
+
 st_status st_cpu_matmul(const st_kctx *k)
 {
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    st_operand a2, y2;
+    float *owned = NULL;
+    bool flt = a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16;
+    if (flt && mm_fold_batches(a, b, y, &a2, &y2, &owned)) {
+        a = &a2;
+        y = &y2;
+        /* B's leading size-1 dims go too: the output has no batch dims left */
+    }
     mm_job j = {0};
     j.k = k;
     j.a = a;
@@ -286,17 +386,26 @@ st_status st_cpu_matmul(const st_kctx *k)
         j.sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
     }
     j.batches = st_numel(j.nb, y->sizes);
-    if (j.batches == 0 || j.m == 0 || j.n == 0) return ST_OK;
-    if (a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16) {
+    if (j.batches == 0 || j.m == 0 || j.n == 0) {
+        free(owned);
+        return ST_OK;
+    }
+    if (flt) {
+        j.mrows = ST_GEMM_ROWS;
         j.mtiles = (j.m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS;
         /* columns too, in tiles of 384, when rows alone make few tasks (a
          * CTC head is 40 rows by 6625 columns); each output element is
          * still one whole sum, so the split changes no bits */
         j.ncols = j.n;
         if (j.batches * j.mtiles < ST_MM_MIN_TASKS && j.n > ST_MM_COLS) j.ncols = ST_MM_COLS;
+        if (j.batches == 1 && j.m > 1 && !j.b_vec) {
+            gemm_tiles(j.m, j.n, &j.mrows, &j.ncols);
+            j.mtiles = (j.m + j.mrows - 1) / j.mrows;
+        }
         j.ntiles = (j.n + j.ncols - 1) / j.ncols;
         j.err = ST_OK;
         st_parallel_for(k->pool, j.batches * j.mtiles * j.ntiles, mm_task, &j);
+        free(owned);
         return j.err;
     }
     mm_generic(&j);
@@ -310,6 +419,7 @@ typedef struct gemm_job {
     const st_matmul_state *s;
     st_mat ma, mb;
     int64_t m, n, kk;
+    int64_t mrows, ncols, ntiles;    /* tasks: row tile x column tile */
     bool direct;
     float *tmp;
     st_status err;
@@ -318,22 +428,26 @@ typedef struct gemm_job {
 static void gemm_task(void *arg, int64_t t)
 {
     gemm_job *j = arg;
-    int64_t m0 = t * ST_GEMM_ROWS, rows = j->m - m0 < ST_GEMM_ROWS ? j->m - m0 : ST_GEMM_ROWS;
-    st_mat ma = j->ma;
+    int64_t m0 = t / j->ntiles * j->mrows, rows = j->m - m0 < j->mrows ? j->m - m0 : j->mrows;
+    int64_t n0 = t % j->ntiles * j->ncols, ncols = j->n - n0 < j->ncols ? j->n - n0 : j->ncols;
+    st_mat ma = j->ma, mb = j->mb;
+    /* columns [n0, n0 + ncols) of op(B) */
+    if (j->s->trans_b) mb.p += n0 * mb.rs;
+    else mb.p += n0 * mb.cs;
     /* rows [m0, m0 + rows) of op(A) */
     if (j->s->trans_a) ma.p += m0 * ma.cs;
     else ma.p += m0 * ma.rs;
     float *c;
     int64_t ldc;
     if (j->direct) {
-        c = (float *)j->y->data + m0 * j->y->strides[0];
+        c = (float *)j->y->data + m0 * j->y->strides[0] + n0;
         ldc = j->y->strides[0];
     } else {
-        c = j->tmp + m0 * j->n;
+        c = j->tmp + m0 * j->n + n0;
         ldc = j->n;
     }
     if (ldc < j->n) ldc = j->n;
-    st_status r = st_sgemm(&ma, j->s->trans_a, &j->mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, j->n, j->kk);
+    st_status r = st_sgemm(&ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk);
     if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
 
@@ -411,7 +525,11 @@ st_status st_cpu_gemm(const st_kctx *k)
             for (int64_t i = 0; i < m; i++)
                 for (int64_t c = 0; c < n; c++) ((float *)acc.data)[i * acc.strides[0] + c * acc.strides[1]] = 0.0f;
         }
-        st_parallel_for(k->pool, (m + ST_GEMM_ROWS - 1) / ST_GEMM_ROWS, gemm_task, &j);
+        j.mrows = ST_GEMM_ROWS;
+        j.ncols = n;
+        if (m > 1) gemm_tiles(m, n, &j.mrows, &j.ncols);
+        j.ntiles = (n + j.ncols - 1) / j.ncols;
+        st_parallel_for(k->pool, (m + j.mrows - 1) / j.mrows * j.ntiles, gemm_task, &j);
         r = j.err;
         if (r == ST_OK && !j.direct) {
             st_view v;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
 
 /* ---- pooling ---- */
@@ -157,43 +158,61 @@ static void fpool_plane(void *arg, int64_t t)
     int64_t n = t / x->sizes[1], c = t % x->sizes[1];
     int64_t xr = f->xd == 3 ? x->strides[2] : 0, xc = x->strides[f->xd];
     int64_t yr = f->xd == 3 ? y->strides[2] : 0, yc = y->strides[f->xd];
-    const float *xp = (const float *)x->data + n * x->strides[0] + c * x->strides[1];
-    float *yp = (float *)y->data + n * y->strides[0] + c * y->strides[1];
-    bool is_max = f->s->is_max;
+    size_t ex = st_dtype_size(x->dtype), ey = st_dtype_size(y->dtype);
+    /* f16 and bf16 planes are read and written as f32 rows (cvt_half.c):
+     * max is exact in either, and an average is summed in f32 as for f32 */
+    const char *xp = (const char *)x->data + (n * x->strides[0] + c * x->strides[1]) * (int64_t)ex;
+    char *yp = (char *)y->data + (n * y->strides[0] + c * y->strides[1]) * (int64_t)ey;
+    bool is_max = f->s->is_max, xf32 = x->dtype == ST_F32;
     if (f->global) {
         double r;
-        if (xc == 1 && xr == f->w) r = plane_reduce(xp, f->h * f->w, 1, is_max);
+        float *row = NULL;
+        if (!xf32 && !(row = malloc((size_t)f->w * sizeof *row))) {
+            f->err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
+            return;
+        }
+        if (xf32 && xc == 1 && xr == f->w) r = plane_reduce((const float *)xp, f->h * f->w, 1, is_max);
         else {
             r = is_max ? -INFINITY : 0.0;
             for (int64_t i = 0; i < f->h; i++) {
-                double v = plane_reduce(xp + i * xr, f->w, xc, is_max);
+                const char *xi = xp + i * xr * (int64_t)ex;
+                double v;
+                if (xf32) v = plane_reduce((const float *)xi, f->w, xc, is_max);
+                else {
+                    st_cvt_row_to_f32(row, x->dtype, xi, xc, f->w);
+                    v = plane_reduce(row, f->w, 1, is_max);
+                }
                 r = is_max ? (v > r ? v : r) : r + v;
             }
         }
-        *yp = (float)(is_max ? r : r / (double)(f->h * f->w));
+        free(row);
+        float out = (float)(is_max ? r : r / (double)(f->h * f->w));
+        st_cvt_row_from_f32(y->dtype, yp, 1, &out, 1);
         return;
     }
     /* a unit-stride max pool (SPPF's 5x5) runs separably: below */
     bool sep = is_max && f->sy == 1 && f->sx == 1 && f->dy == 1 && f->dx == 1;
     int64_t area = f->ph * f->pw;
-    float *buf = malloc((size_t)((sep ? 3 : 1) * area + f->ow) * sizeof *buf);
+    float *buf = malloc((size_t)((sep ? 3 : 1) * area + 2 * f->ow) * sizeof *buf);
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
         return;
     }
-    float *acc = buf + area, pad = is_max ? -INFINITY : 0.0f;
+    float *acc = buf + area, *out = acc + f->ow, pad = is_max ? -INFINITY : 0.0f;
     for (int64_t i = 0; i < f->ph; i++) {
         float *row = buf + i * f->pw;
         int64_t iy = i - f->pt;
-        if (iy >= 0 && iy < f->h && xc == 1 && f->pl + f->w <= f->pw) {
+        if (iy >= 0 && iy < f->h && f->pl + f->w <= f->pw) {
             for (int64_t q = 0; q < f->pl; q++) row[q] = pad;
-            memcpy(row + f->pl, xp + iy * xr, (size_t)f->w * sizeof *row);
+            st_cvt_row_to_f32(row + f->pl, x->dtype, xp + iy * xr * (int64_t)ex, xc, f->w);
             for (int64_t q = f->pl + f->w; q < f->pw; q++) row[q] = pad;
             continue;
         }
         for (int64_t q = 0; q < f->pw; q++) {
             int64_t ix = q - f->pl;
-            row[q] = iy >= 0 && iy < f->h && ix >= 0 && ix < f->w ? xp[iy * xr + ix * xc] : pad;
+            row[q] = iy >= 0 && iy < f->h && ix >= 0 && ix < f->w
+                         ? st_load_f32(x->dtype, xp + (iy * xr + ix * xc) * (int64_t)ex)
+                         : pad;
         }
     }
     if (sep) {
@@ -204,18 +223,14 @@ static void fpool_plane(void *arg, int64_t t)
          * takes the taps in the order of the loop below (ky, then kx): a
          * NaN never wins, and among equal values (+0 and -0) the first in
          * that order does, as there; so the bits are the same. */
-        float *hm = buf + area, *v = hm + area;
+        float *hm = buf + area + 2 * f->ow, *v = hm + area;
         int64_t nh = area - (f->kw - 1), nv = (f->oh - 1) * f->pw + f->ow;
         for (int64_t p = 0; p < nh; p++) hm[p] = pad;
         for (int64_t kx = 0; kx < f->kw; kx++) row_max(hm, buf + kx, nh, 1);
         for (int64_t p = 0; p < nv; p++) v[p] = pad;
         for (int64_t ky = 0; ky < f->kh; ky++) row_max(v, hm + ky * f->pw, nv, 1);
-        for (int64_t oy = 0; oy < f->oh; oy++) {
-            float *yo = yp + oy * yr;
-            if (yc == 1) memcpy(yo, v + oy * f->pw, (size_t)f->ow * sizeof *yo);
-            else
-                for (int64_t ox = 0; ox < f->ow; ox++) yo[ox * yc] = v[oy * f->pw + ox];
-        }
+        for (int64_t oy = 0; oy < f->oh; oy++)
+            st_cvt_row_from_f32(y->dtype, yp + oy * yr * (int64_t)ey, yc, v + oy * f->pw, f->ow);
         free(buf);
         return;
     }
@@ -228,11 +243,10 @@ static void fpool_plane(void *arg, int64_t t)
                 else row_add(acc, src + kx * f->dx, f->ow, f->sx);
             }
         }
-        float *yo = yp + oy * yr;
-        if (is_max)
-            for (int64_t ox = 0; ox < f->ow; ox++) yo[ox * yc] = acc[ox];
+        if (is_max) memcpy(out, acc, (size_t)f->ow * sizeof *out);
         else
-            for (int64_t ox = 0; ox < f->ow; ox++) yo[ox * yc] = acc[ox] / (f->cnt[oy] * f->cnt[f->oh + ox]);
+            for (int64_t ox = 0; ox < f->ow; ox++) out[ox] = acc[ox] / (f->cnt[oy] * f->cnt[f->oh + ox]);
+        st_cvt_row_from_f32(y->dtype, yp + oy * yr * (int64_t)ey, yc, out, f->ow);
     }
     free(buf);
 }
@@ -256,7 +270,8 @@ static bool pool_fast(const st_kctx *k, st_status *err)
 {
     const st_conv_state *s = k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (s->nsp > 2 || s->p || x->dtype != ST_F32 || y->dtype != ST_F32 || (k->n_out > 1 && k->out[1].data)) return false;
+    if (s->nsp > 2 || s->p || (k->n_out > 1 && k->out[1].data)) return false;
+    if (!(x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16) || y->dtype != x->dtype) return false;
     fpool f = {0};
     f.s = s;
     f.x = x;

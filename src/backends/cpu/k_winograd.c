@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
 
 /*
@@ -34,7 +35,7 @@ static void wino_task(void *arg, int64_t t)
     if (mrows <= 0 || rows <= 0) return;
     int64_t tr = (rows + wn - 1) / wn, nt = tr * f->tiles_x, rin = wn * tr + 2, cg = f->cg;
     size_t st_f = (size_t)(cg * rin * wn * f->lqp), v_f = (size_t)(xis * cg * f->tp), m_f = (size_t)(xis * mrows * f->tp);
-    float *buf = aligned_alloc(64, ((st_f + v_f + m_f + 4 * (size_t)f->ow + 64) * sizeof(float) + 63) / 64 * 64);
+    float *buf = aligned_alloc(64, ((st_f + v_f + m_f + 4 * (size_t)f->ow + (size_t)f->w_ + 64) * sizeof(float) + 63) / 64 * 64);
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
@@ -45,6 +46,7 @@ static void wino_task(void *arg, int64_t t)
     const st_operand *x = f->x;
     size_t es = st_dtype_size(x->dtype);
     int64_t xrs = x->strides[2], xcs = x->strides[3], lq = f->tiles_x + 1;
+    float *cvt = tmp + 4 * f->ow;
     for (int64_t c = 0; c < cg; c++) {
         const char *xc = (const char *)x->data + (n * x->strides[0] + (g * cg + c) * x->strides[1]) * (int64_t)es;
         for (int64_t r = 0; r < rin; r++) {
@@ -52,18 +54,17 @@ static void wino_task(void *arg, int64_t t)
             int64_t iy = oy0 + r - f->pt;
             if (iy < 0 || iy >= f->h) {
                 memset(ph, 0, (size_t)(wn * f->lqp) * sizeof *ph);
-            } else if (x->dtype == ST_F32 && xcs == 1) {
-                const float *xr = (const float *)(xc + iy * xrs * (int64_t)es);
-                if (wn == 2) st_split2(xr, f->w_, -f->pl, ph, ph + f->lqp, lq);
-                else st_split4(xr, f->w_, -f->pl, ph, ph + f->lqp, ph + 2 * f->lqp, ph + 3 * f->lqp, lq);
-            } else {
-                for (int64_t q = 0; q < lq; q++)
-                    for (int j = 0; j < wn; j++) {
-                        int64_t ix = wn * q + j - f->pl;
-                        ph[j * f->lqp + q] =
-                            ix >= 0 && ix < f->w_ ? st_load_f32(x->dtype, xc + (iy * xrs + ix * xcs) * (int64_t)es) : 0.0f;
-                    }
+                continue;
             }
+            /* the row as unit-stride f32: where it lies, or converted
+             * (f16 and bf16 sixteen lanes a vector) */
+            const float *xr = (const float *)(xc + iy * xrs * (int64_t)es);
+            if (x->dtype != ST_F32 || xcs != 1) {
+                st_cvt_row_to_f32(cvt, x->dtype, xc + iy * xrs * (int64_t)es, xcs, f->w_);
+                xr = cvt;
+            }
+            if (wn == 2) st_split2(xr, f->w_, -f->pl, ph, ph + f->lqp, lq);
+            else st_split4(xr, f->w_, -f->pl, ph, ph + f->lqp, ph + 2 * f->lqp, ph + 3 * f->lqp, lq);
         }
     }
     /* V = B^T d B */
@@ -116,8 +117,7 @@ static void wino_task(void *arg, int64_t t)
             else st_wino4_out_rows(mm, mrows * f->tp, f->tiles_x, &epi, r, f->ow);
             if (!direct)
                 for (int a = 0; a < have; a++)
-                    for (int64_t ox = 0; ox < f->ow; ox++)
-                        st_store_f32(y->dtype, yc + ((oy + a) * yrs + ox * ycs) * (int64_t)ey, tmp[a * f->ow + ox]);
+                    st_cvt_row_from_f32(y->dtype, yc + (oy + a) * yrs * (int64_t)ey, ycs, tmp + a * f->ow, f->ow);
         }
     }
     free(buf);

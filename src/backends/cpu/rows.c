@@ -1,6 +1,8 @@
 /* rows.c — outer positions and rows of a shape (see rows.h). */
 #include "backends/cpu/rows.h"
 
+#include "backends/cpu/cvt_half.h"
+
 #include <string.h>
 
 /* Appends dim (size, per-operand strides) to a coalesced list: unit dims
@@ -97,57 +99,22 @@ bool st_row_runs_next(st_row_runs *it, int64_t *off, int64_t *n, int64_t *step)
 
 void st_load_strided_f32(st_dtype t, const void *p, int64_t step, int64_t n, float *buf)
 {
-    int64_t i;
-    switch (t) {
-    case ST_F32: {
-        const float *s = p;
-        if (step == 1) memcpy(buf, s, (size_t)n * sizeof *buf);
-        else for (i = 0; i < n; i++) buf[i] = s[i * step];
-        break;
+    if (t == ST_F32 || t == ST_F16 || t == ST_BF16) {
+        st_cvt_row_to_f32(buf, t, p, step, n);
+        return;
     }
-    case ST_F16: {
-        const uint16_t *s = p;
-        for (i = 0; i < n; i++) buf[i] = st_f16_to_f32(s[i * step]);
-        break;
-    }
-    case ST_BF16: {
-        const uint16_t *s = p;
-        for (i = 0; i < n; i++) buf[i] = st_bf16_to_f32(s[i * step]);
-        break;
-    }
-    default: {
-        size_t es = st_dtype_size(t);
-        for (i = 0; i < n; i++) buf[i] = st_load_f32(t, (const char *)p + i * step * (int64_t)es);
-        break;
-    }
-    }
+    size_t es = st_dtype_size(t);
+    for (int64_t i = 0; i < n; i++) buf[i] = st_load_f32(t, (const char *)p + i * step * (int64_t)es);
 }
 
 static void store_strided_f32(st_dtype t, void *p, int64_t step, int64_t n, const float *buf)
 {
-    int64_t i;
-    switch (t) {
-    case ST_F32: {
-        float *d = p;
-        for (i = 0; i < n; i++) d[i * step] = buf[i];
-        break;
+    if (t == ST_F32 || t == ST_F16 || t == ST_BF16) {
+        st_cvt_row_from_f32(t, p, step, buf, n);
+        return;
     }
-    case ST_F16: {
-        uint16_t *d = p;
-        for (i = 0; i < n; i++) d[i * step] = st_f32_to_f16(buf[i]);
-        break;
-    }
-    case ST_BF16: {
-        uint16_t *d = p;
-        for (i = 0; i < n; i++) d[i * step] = st_f32_to_bf16(buf[i]);
-        break;
-    }
-    default: {
-        size_t es = st_dtype_size(t);
-        for (i = 0; i < n; i++) st_store_f32(t, (char *)p + i * step * (int64_t)es, buf[i]);
-        break;
-    }
-    }
+    size_t es = st_dtype_size(t);
+    for (int64_t i = 0; i < n; i++) st_store_f32(t, (char *)p + i * step * (int64_t)es, buf[i]);
 }
 
 float *st_rows_direct_f32(const st_rows *r, int k, const st_operand *o, int64_t off)

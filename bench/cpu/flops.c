@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "graph/model.h"
 #include "plan/plan.h"
 #include "strata.h"
@@ -59,8 +60,11 @@ int main(int argc, char **argv)
     }
     st_session_options o;
     st_session_options_init(&o);
+    /* the CPU's kernel table decides fusion, as in a CPU session */
+    st_backend *cpu = st_cpu_backend();
+    st_plan_target t = {.main = cpu->kernels, .main_device = cpu, .host = cpu->kernels, .host_device = cpu};
     st_plan *p;
-    if (st_plan_build(m, &o, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, &p) != ST_OK) {
+    if (st_plan_build(m, &t, &o, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, NULL, &p) != ST_OK) {
         fprintf(stderr, "flops: %s\n", st_last_error());
         return 1;
     }

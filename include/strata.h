@@ -112,7 +112,7 @@ typedef enum st_backend_kind {
 /* How the hazard tracker decides that two commands conflict.  Only RANGES
  * is correct and fast; the others exist to reproduce and measure the bug
  * classes of the seed report (rules 3 and 7 of docs/architecture.md), and
- * what the exact byte sets of strided views buy (EXTENTS, since 0.3). */
+ * what the exact byte sets of strided views buy (EXTENTS). */
 typedef enum st_hazard_mode {
     ST_HAZARD_RANGES = 0,       /* overlapping bytes of one storage, a strided view's exact runs */
     ST_HAZARD_STORAGE = 1,      /* any two uses of one storage: correct, coarse */

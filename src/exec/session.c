@@ -764,8 +764,10 @@ static st_status run_locked(st_session *s)
     t->dag = NULL;
     /* from here the last run's outputs are not this run's: a run that
      * stops before it is submitted (a planning error, a cancel) must not
-     * leave them readable as if they were */
+     * leave them readable as if they were; and a read of them on another
+     * thread is told that this thread's run is why (ST_ERR_BUSY) */
     t->plan = 0;
+    t->runner = pthread_self();
     /* the previous run's failure was reported by its own wait; its
      * profile is formatted now, before planning can evict its plans */
     if (s->prof) st_profile_run_end(s->prof, t->exec, r == ST_OK);

@@ -383,8 +383,8 @@ static Onnx__TensorProto *tensor(builder *b, const char *name, int type, int ran
     void *raw = zalloc(b->q, bytes);
     if (!t || !d || !raw) return NULL;
     onnx__tensor_proto__init(t);
-    memcpy(d, dims, (size_t)rank * sizeof *d);
-    memcpy(raw, data, bytes);
+    if (rank > 0) memcpy(d, dims, (size_t)rank * sizeof *d); /* a scalar's dims may be NULL */
+    if (bytes) memcpy(raw, data, bytes);
     t->name = (char *)name;
     t->n_dims = (size_t)rank;
     t->dims = d;

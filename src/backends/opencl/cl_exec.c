@@ -397,19 +397,24 @@ static void *host_main(void *arg)
         int64_t t0 = trace ? st_prof_now() : 0;
         if (r == ST_OK && !failed) r = st_host_run(e->host, job.dag, job.c);
         if (trace && r == ST_OK && !failed) st_prof_mark(trace, job.c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
+        /* the event completes and the job counts as done in one step
+         * under the lock: a caller whose wait on the event returned, or
+         * host_drain's, must not then find the job still pending
+         * (exec_pending; a cancelled run's check).  No callback of ours
+         * takes hmu, so setting the status under it cannot deadlock. */
         pthread_mutex_lock(&e->hmu);
         if (r != ST_OK && e->host_err == ST_OK) {
             e->host_err = r;
             snprintf(e->host_msg, sizeof e->host_msg, "%s", st_last_error());
         }
-        pthread_mutex_unlock(&e->hmu);
         clSetUserEventStatus(job.done, CL_COMPLETE);
+        e->next_job++;
+        pthread_cond_broadcast(&e->hcv);
+        pthread_mutex_unlock(&e->hmu);
         clReleaseEvent(job.done);
         for (cl_uint i = 0; i < job.n_wait; i++) clReleaseEvent(job.wait[i]);
         free(job.wait);
         pthread_mutex_lock(&e->hmu);
-        e->next_job++;
-        pthread_cond_broadcast(&e->hcv);
     }
     pthread_mutex_unlock(&e->hmu);
     return NULL;

@@ -191,11 +191,14 @@ static void store_int_float(st_dtype t, void *p, bool neg, uint64_t m)
     switch (t) {
     case ST_F64: *(double *)p = neg ? -(double)m : (double)m; break;
     case ST_F32: *(float *)p = neg ? -(float)m : (float)m; break;
-    default: {
+    case ST_F16:
+    case ST_BF16: {
         float f = u64_to_f32_odd(m);
         st_store_f32(t, p, neg ? -f : f);
         break;
     }
+    default: break; /* not a number (a string): nothing to store; handing it
+                      * on to st_store_f32 looped f32 -> f64 -> i64 forever */
     }
 }
 

@@ -63,7 +63,8 @@ static bool bind_inputs(const st_model *m, st_session *s, uint64_t *rng)
             if (dims[d] && numel > INPUT_MAX_BYTES / (size_t)dims[d]) return false;
             numel *= (size_t)dims[d];
         }
-        if (!es || numel * es > INPUT_MAX_BYTES) return false;
+        /* strings take st_session_set_input_strings, not numbers */
+        if (!es || numel * es > INPUT_MAX_BYTES || info.dtype == ST_STRING) return false;
         unsigned char *buf = malloc(numel * es + 1);
         if (!buf) abort();
         for (size_t k = 0; k < numel; k++) {

@@ -457,6 +457,8 @@ st_status st_cpu_gemm(const st_kctx *k)
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
     const st_operand *cin = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
     int64_t m = y->sizes[0], n = y->sizes[1], kk = s->trans_a ? a->sizes[0] : a->sizes[1];
+    /* an empty output has nothing to write (and no tiles to divide it in) */
+    if (m == 0 || n == 0) return ST_OK;
     if (!(a->dtype == ST_F32 || a->dtype == ST_F16 || a->dtype == ST_BF16)) {
         /* f64 and integers: plain loops */
         size_t ea = st_dtype_size(a->dtype), ey = st_dtype_size(y->dtype);

@@ -24,6 +24,14 @@
  * weights per tensor or per output channel.  What matches nothing runs as
  * written (the DQ of a constant weight was folded to f32 at plan time).
  *
+ * Out of memory: a fusion changes a result's bits (below), and a rewrite
+ * that fails half-way (a Q node left reading a retyped value, a reader not
+ * redirected) would compute garbage; so a failed allocation here fails the
+ * plan with ST_ERR_NOMEM, as st_pass_fuse does, rather than running a plan
+ * that is unfused, or worse, half fused.  Whatever matched nothing (no
+ * kernel, an island whose table could not be computed for another reason)
+ * still runs as written: that is decided before anything is rewritten.
+ *
  * Exactness: Lookup, Add, Mul, Concat and the byte ops compute what the
  * Q/DQ nodes compute, step for step, so they give the same bytes.  The
  * int8 GEMMs sum exactly in int32 and requantize with one f32 multiplier
@@ -122,6 +130,16 @@ static bool same_params(const st_plan *p, const qparam *a, const qparam *b)
            zp_at(p, a->zp, 0) == zp_at(p, b->zp, 0);
 }
 
+/* The one error of this pass: every fuse_* below returns false without a
+ * rewrite when a node does not match, and false with *err set when an
+ * allocation failed (the plan may then be half rewritten: the caller
+ * drops it). */
+static bool nomem(st_status *err, const char *what)
+{
+    *err = st_error(ST_ERR_NOMEM, "out of memory fusing a QDQ model's %s into an integer kernel", what);
+    return false;
+}
+
 /* v, an input of node i, is read until at least i. */
 static void reads(st_plan *p, int v, int i)
 {
@@ -129,13 +147,16 @@ static void reads(st_plan *p, int v, int i)
 }
 
 /* Node i now runs `op` on in[0..n) with state s (NULL: keep its own). */
-static bool rewrite(st_plan *p, int i, const char *domain, const char *op, const int *in, int n, void *s)
+static bool rewrite(st_plan *p, int i, const char *domain, const char *op, const int *in, int n, void *s, st_status *err)
 {
     const st_op_def *def = op ? st_op_find(domain, op) : NULL;
     int *copy = malloc((size_t)(n > 0 ? n : 1) * sizeof *copy);
     if ((op && !def) || !copy) {
         free(copy);
         free(s);
+        /* every op named here is strata's own: one missing is a bug */
+        if (op && !def) *err = st_error(ST_ERR_INTERNAL, "QDQ fusion: no op %s%s%s", domain, *domain ? "." : "", op);
+        else nomem(err, p->g->nodes[i].op_type);
         return false;
     }
     memcpy(copy, in, (size_t)n * sizeof *copy);
@@ -166,8 +187,8 @@ static void take_output(st_plan *p, int i, int q)
 /* The conv's bias as int32 in x_scale * w_scale[m] units: a DQ'd int32
  * tensor with exactly those scales, else the f32 bias requantized (the
  * value, read by this conv only, is retyped in place).  -1: none, -2:
- * cannot. */
-static int conv_bias(st_plan *p, const int *count, int b, const qparam *x, const qparam *w, int64_t m)
+ * cannot (with *err set: out of memory). */
+static int conv_bias(st_plan *p, const int *count, int b, const qparam *x, const qparam *w, int64_t m, st_status *err)
 {
     if (b < 0) return -1;
     float xs = scale_at(p, x->scale, 0);
@@ -183,7 +204,10 @@ static int conv_bias(st_plan *p, const int *count, int b, const qparam *x, const
     st_pvalue *pv = &p->values[b];
     if (!is_const(p, b) || pv->t.dtype != ST_F32 || numel(p, b) != m || count[b] != 1 || p->g->values[b].is_output) return -2;
     int32_t *q = st_plan_alloc(p, (uint64_t)m * sizeof *q);
-    if (!q) return -2;
+    if (!q) {
+        nomem(err, "Conv bias");
+        return -2;
+    }
     for (int64_t i = 0; i < m; i++) {
         double v = rint((double)((const float *)pv->t.data)[i] / ((double)xs * scale_at(p, w->scale, w->axis < 0 ? 0 : i)));
         q[i] = v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
@@ -193,7 +217,7 @@ static int conv_bias(st_plan *p, const int *count, int b, const qparam *x, const
     return b;
 }
 
-static bool fuse_conv(st_plan *p, const int *count, int i)
+static bool fuse_conv(st_plan *p, const int *count, int i, st_status *err)
 {
     const st_node *n = &p->g->nodes[i];
     int n_in;
@@ -207,10 +231,11 @@ static bool fuse_conv(st_plan *p, const int *count, int i)
     int q = q_after(p, count, n->out[0], &y);
     if (q < 0) return false;
     int64_t m = p->values[w.codes].t.dims[0];
-    int bias = conv_bias(p, count, n_in > 2 ? in0[2] : -1, &x, &w, m);
+    int bias = conv_bias(p, count, n_in > 2 ? in0[2] : -1, &x, &w, m, err);
     if (bias == -2) return false;
+    /* (the bias may be retyped by now: past here, only fusing or failing) */
     st_qconv_state *s = calloc(1, sizeof *s);
-    if (!s) return false;
+    if (!s) return nomem(err, "Conv");
     s->qlinear = true;
     s->nsp = cs->nsp;
     for (int d = 0; d < cs->nsp; d++) {
@@ -222,12 +247,12 @@ static bool fuse_conv(st_plan *p, const int *count, int i)
     s->group = cs->group;
     s->q_type = y.type;
     int in[9] = {x.codes, x.scale, x.zp, w.codes, w.scale, w.zp, y.scale, y.zp, bias};
-    if (!rewrite(p, i, "", "QLinearConv", in, 9, s)) return false;
+    if (!rewrite(p, i, "", "QLinearConv", in, 9, s, err)) return false;
     take_output(p, i, q);
     return true;
 }
 
-static bool fuse_matmul(st_plan *p, const int *count, int i)
+static bool fuse_matmul(st_plan *p, const int *count, int i, st_status *err)
 {
     const st_node *n = &p->g->nodes[i];
     int n_in;
@@ -242,17 +267,17 @@ static bool fuse_matmul(st_plan *p, const int *count, int i)
     int q = q_after(p, count, n->out[0], &y);
     if (q < 0) return false;
     st_qmatmul_state *s = calloc(1, sizeof *s);
-    if (!s) return false;
+    if (!s) return nomem(err, "MatMul");
     s->qlinear = true;
     int in[8] = {a.codes, a.scale, a.zp, b.codes, b.scale, b.zp, y.scale, y.zp};
-    if (!rewrite(p, i, "", "QLinearMatMul", in, 8, s)) return false;
+    if (!rewrite(p, i, "", "QLinearMatMul", in, 8, s, err)) return false;
     take_output(p, i, q);
     return true;
 }
 
 /* ---- Add, Mul ---- */
 
-static bool fuse_binary(st_plan *p, const int *count, int i)
+static bool fuse_binary(st_plan *p, const int *count, int i, st_status *err)
 {
     const st_node *n = &p->g->nodes[i];
     bool add = is_op(p, i, "Add");
@@ -265,10 +290,10 @@ static bool fuse_binary(st_plan *p, const int *count, int i)
     int q = q_after(p, count, n->out[0], &y);
     if (q < 0) return false;
     st_qbinary_state *s = calloc(1, sizeof *s);
-    if (!s) return false;
+    if (!s) return nomem(err, add ? "Add" : "Mul");
     s->op = add ? ST_QL_ADD : ST_QL_MUL;
     int in[8] = {a.codes, a.scale, a.zp, b.codes, b.scale, b.zp, y.scale, y.zp};
-    if (!rewrite(p, i, "com.microsoft", add ? "QLinearAdd" : "QLinearMul", in, 8, s)) return false;
+    if (!rewrite(p, i, "com.microsoft", add ? "QLinearAdd" : "QLinearMul", in, 8, s, err)) return false;
     take_output(p, i, q);
     return true;
 }
@@ -276,7 +301,7 @@ static bool fuse_binary(st_plan *p, const int *count, int i)
 /* ---- ops that only move bytes ---- */
 
 /* Every reader of value from reads value to instead. */
-static bool redirect(st_plan *p, int from, int to)
+static bool redirect(st_plan *p, int from, int to, st_status *err)
 {
     for (int r = 0; r < p->g->n_nodes; r++) {
         if (!is_exec(p, r)) continue;
@@ -287,14 +312,14 @@ static bool redirect(st_plan *p, int from, int to)
         if (!hit) continue;
         int nv[n_in > 0 ? n_in : 1];
         for (int k = 0; k < n_in; k++) nv[k] = in[k] == from ? to : in[k];
-        if (!rewrite(p, r, "", NULL, nv, n_in, NULL)) return false;
+        if (!rewrite(p, r, "", NULL, nv, n_in, NULL, err)) return false;
     }
     return true;
 }
 
 /* DQ(x_k)... -> Concat -> Q where the scales differ: QLinearConcat,
  * which requantizes each input through a table as it copies. */
-static bool fuse_qconcat(st_plan *p, const int *count, int i)
+static bool fuse_qconcat(st_plan *p, const int *count, int i, st_status *err)
 {
     const st_node *n = &p->g->nodes[i];
     int n_in;
@@ -309,11 +334,9 @@ static bool fuse_qconcat(st_plan *p, const int *count, int i)
     if (q < 0 || y.type != x[0].type) return false;
     if (!differ && same_params(p, &x[0], &y)) return false; /* a Concat of the bytes */
     const st_concat_state *cs = p->nodes[i].state;
+    if (!cs) return false;
     st_qconcat_state *s = calloc(1, sizeof *s);
-    if (!s || !cs) {
-        free(s);
-        return false;
-    }
+    if (!s) return nomem(err, "Concat");
     s->axis = cs->axis;
     int in[2 + 3 * n_in];
     in[0] = y.scale;
@@ -323,14 +346,14 @@ static bool fuse_qconcat(st_plan *p, const int *count, int i)
         in[3 + 3 * k] = x[k].scale;
         in[4 + 3 * k] = x[k].zp;
     }
-    if (!rewrite(p, i, "com.microsoft", "QLinearConcat", in, 2 + 3 * n_in, s)) return false;
+    if (!rewrite(p, i, "com.microsoft", "QLinearConcat", in, 2 + 3 * n_in, s, err)) return false;
     take_output(p, i, q);
     return true;
 }
 
 /* DQ -> op -> Q with one scale and zero point: the op runs on the bytes,
  * its outputs become integer tensors and the Qs' readers read them. */
-static bool fuse_move(st_plan *p, const int *count, int i)
+static bool fuse_move(st_plan *p, const int *count, int i, st_status *err)
 {
     /* MaxPool stays f32: its byte kernel is the generic loop, slower
      * than the f32 one and the DQ and Q around it together */
@@ -345,7 +368,8 @@ static bool fuse_move(st_plan *p, const int *count, int i)
     if (!ok || p->nodes[i].out0 >= 0 || n_in < 1) return false;
     if (is_op(p, i, "MaxPool") && n->n_out > 1 && n->out[1] >= 0) return false;
     if (is_op(p, i, "Resize") && strcmp(st_attr_string(n, "mode", "nearest"), "nearest") != 0) return false;
-    if (concat && fuse_qconcat(p, count, i)) return true;
+    if (concat && fuse_qconcat(p, count, i, err)) return true;
+    if (*err) return false;
     qparam first, x, y;
     int data = concat ? n_in : 1;
     int in[n_in];
@@ -364,13 +388,13 @@ static bool fuse_move(st_plan *p, const int *count, int i)
         qs[k] = q_after(p, count, n->out[k], &y);
         if (qs[k] < 0 || !same_params(p, &first, &y) || g->values[y.codes].is_output) return false;
     }
-    if (!rewrite(p, i, "", NULL, in, n_in, NULL)) return false;
+    if (!rewrite(p, i, "", NULL, in, n_in, NULL, err)) return false;
     for (int k = 0; k < n->n_out; k++) {
         if (qs[k] < 0) continue;
         p->values[n->out[k]].t.dtype = first.type;
         p->values[n->out[k]].model_dtype = first.type;
         int z = g->nodes[qs[k]].out[0];
-        if (!redirect(p, z, n->out[k])) return false;
+        if (!redirect(p, z, n->out[k], err)) return false;
         p->nodes[qs[k]].kind = ST_PN_FUSED;
         p->values[z].kind = ST_PV_DEAD;
         if (p->values[n->out[k]].last_use < p->values[z].last_use) p->values[n->out[k]].last_use = p->values[z].last_use;
@@ -393,11 +417,12 @@ static bool island_op(const st_plan *p, int j)
 /* Runs the chain's nodes (in[k] marked) in order on the 256 bytes of the
  * source's type with the CPU's own kernels, so the table holds what the
  * nodes would compute; table[b] = the last node's byte for byte b. */
-static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t *table)
+static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t *table, st_status *err)
 {
     const st_graph *g = p->g;
     void **buf = calloc((size_t)p->n_values, sizeof *buf);
     bool ok = buf != NULL;
+    if (!buf) nomem(err, "elementwise chain");
     for (int j = d; j <= last && ok; j++) {
         if (!in_cone[j]) continue;
         const st_node *n = &g->nodes[j];
@@ -421,7 +446,7 @@ static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t
                 /* the source: every byte of its type */
                 src = buf[v] = malloc(256);
                 if (!src) {
-                    ok = false;
+                    ok = nomem(err, "elementwise chain");
                     break;
                 }
                 for (int b = 0; b < 256; b++) ((uint8_t *)src)[b] = (uint8_t)b;
@@ -447,7 +472,7 @@ static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t
             for (int r = 0; r < orank; r++) dims[r] = r == orank - 1 ? 256 : 1;
             buf[v] = malloc(256 * st_dtype_size(p->values[v].t.dtype));
             if (!buf[v]) {
-                ok = false;
+                ok = nomem(err, "elementwise chain");
                 break;
             }
             st_view_init(ov, p->values[v].t.dtype, orank, dims);
@@ -458,13 +483,16 @@ static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t
         char why[256];
         const st_kernel *kern = st_kernel_find(p->target.host, &kn, why, sizeof why);
         void *priv = NULL;
-        if (!kern || (kern->prepare && kern->prepare(&kn, &priv) != ST_OK)) {
-            ok = false;
-            break;
+        /* no kernel, or one that refuses: the chain runs as written; a
+         * kernel out of memory fails the plan, as anywhere else */
+        st_status r = !kern ? ST_ERR_UNSUPPORTED : kern->prepare ? kern->prepare(&kn, &priv) : ST_OK;
+        if (r == ST_OK) {
+            st_kctx k = {n, p->nodes[j].state, n_in, n->n_out, ops, ops + n_in, NULL, NULL, NULL, NULL, priv};
+            r = kern->run(&k);
+            if (kern->release) kern->release(priv);
         }
-        st_kctx k = {n, p->nodes[j].state, n_in, n->n_out, ops, ops + n_in, NULL, NULL, NULL, NULL, priv};
-        ok = kern->run(&k) == ST_OK;
-        if (kern->release) kern->release(priv);
+        if (r == ST_ERR_NOMEM) *err = r;
+        ok = r == ST_OK;
     }
     if (ok) memcpy(table, buf[g->nodes[last].out[0]], 256);
     for (int v = 0; buf && v < p->n_values; v++) free(buf[v]);
@@ -476,7 +504,7 @@ static bool eval_table(st_plan *p, const bool *in_cone, int d, int last, uint8_t
  * (and from scalar constants), up to the Q whose result, a function of
  * one byte, the others feed only.  That Q becomes a QLinearLookup of d's
  * input; the chain's other nodes go. */
-static bool fuse_island(st_plan *p, const int *count, int d)
+static bool fuse_island(st_plan *p, const int *count, int d, st_status *err)
 {
     const st_graph *g = p->g;
     qparam src;
@@ -484,7 +512,7 @@ static bool fuse_island(st_plan *p, const int *count, int d)
     int d_in;
     if (!params_of(p, d, ins(p, d, &d_in)[0], &src) || src.axis >= 0 || !is8(src.type)) return false;
     bool *isl = calloc((size_t)g->n_nodes * 2 + (size_t)p->n_values, sizeof *isl);
-    if (!isl) return false;
+    if (!isl) return nomem(err, "elementwise chain");
     bool *cone = isl + g->n_nodes, *dep = cone + g->n_nodes; /* dep: values computed from the source alone */
     isl[d] = true;
     dep[g->nodes[d].out[0]] = true;
@@ -515,7 +543,11 @@ static bool fuse_island(st_plan *p, const int *count, int d)
      * whose values (the source's float aside) nothing else reads */
     int best = -1, best_size = 0;
     bool *tmp = malloc((size_t)g->n_nodes * sizeof *tmp);
-    for (int q = last; tmp && q > d; q--) {
+    if (!tmp) {
+        free(isl);
+        return nomem(err, "elementwise chain");
+    }
+    for (int q = last; q > d; q--) {
         if (!isl[q] || !is_op(p, q, "QuantizeLinear")) continue;
         memset(tmp, 0, (size_t)g->n_nodes * sizeof *tmp);
         tmp[q] = true;
@@ -557,11 +589,12 @@ static bool fuse_island(st_plan *p, const int *count, int d)
     free(tmp);
     bool done = false;
     st_qlut_state *s = best >= 0 ? calloc(1, sizeof *s) : NULL;
-    if (s && eval_table(p, cone, d, best, s->table)) {
+    if (best >= 0 && !s) nomem(err, "elementwise chain");
+    if (s && eval_table(p, cone, d, best, s->table, err)) {
         s->kind = 2;
         s->has_table = true;
         int in[1] = {src.codes};
-        done = rewrite(p, best, "ai.strata", "QLinearLookup", in, 1, s);
+        done = rewrite(p, best, "ai.strata", "QLinearLookup", in, 1, s, err);
         s = NULL;
         for (int j = d + 1; done && j < best; j++)
             if (cone[j]) {
@@ -615,26 +648,37 @@ static void drop_unread(st_plan *p, int *count)
     }
 }
 
-void st_pass_fuse_qdq(st_plan *p)
+st_status st_pass_fuse_qdq(st_plan *p)
 {
     const st_graph *g = p->g;
-    if (p->precision != ST_F32 || getenv("STRATA_NO_QDQ_FUSION")) return;
+    if (p->precision != ST_F32 || getenv("STRATA_NO_QDQ_FUSION")) return ST_OK;
+    st_status err = ST_OK;
     int *count = calloc((size_t)p->n_values + 1, sizeof *count);
-    if (!count) return; /* fusion is an optimisation */
+    if (!count) {
+        nomem(&err, "ops");
+        return err;
+    }
     st_plan_count_readers(p, count);
     /* chains first: SiLU's Mul reads two DQs, and would otherwise become
      * a QLinearMul of the Sigmoid's table */
-    for (int i = 0; i < g->n_nodes; i++)
-        if (fuse_island(p, count, i)) st_plan_count_readers(p, count);
-    drop_unread(p, count);
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (int i = 0; i < g->n_nodes && !err; i++)
+        if (fuse_island(p, count, i, &err)) st_plan_count_readers(p, count);
+    if (!err) drop_unread(p, count);
+    for (int i = 0; i < g->n_nodes && !err; i++) {
         if (!is_exec(p, i)) continue;
-        if (fuse_conv(p, count, i) || fuse_matmul(p, count, i) || fuse_binary(p, count, i) || fuse_move(p, count, i))
+        /* each stops the chain with false when it fails: err says so */
+        if (fuse_conv(p, count, i, &err) || (!err && fuse_matmul(p, count, i, &err)) ||
+            (!err && fuse_binary(p, count, i, &err)) || (!err && fuse_move(p, count, i, &err)))
             st_plan_count_readers(p, count);
+    }
+    if (err) {
+        free(count);
+        return err;
     }
     drop_unread(p, count);
     for (int i = 0; i < g->n_nodes; i++)
         if (lut_into_conv(p, count, i)) st_plan_count_readers(p, count);
     drop_unread(p, count);
     free(count);
+    return ST_OK;
 }

@@ -266,9 +266,7 @@ void st_plan_free(st_plan *p);
 st_status st_specialize(st_plan *p);
 st_status st_pass_fuse(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
-/* (Still skips what it cannot allocate for, unlike the two above: a QDQ
- * model planned short of memory may run unfused, with other bits.) */
-void st_pass_fuse_qdq(st_plan *p);
+st_status st_pass_fuse_qdq(st_plan *p);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);

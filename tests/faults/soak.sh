@@ -2,10 +2,12 @@
 # soak.sh [BUILD] [test_soak options...] — the full soak: 8 threads x 4
 # sessions x 2,000 runs (64,000 runs) of the seed cases c2f and
 # nested_concat, YOLOv8n at 320x320 and PP-OCRv4 rec, each session on a
-# random schedule, every output compared with the clean run's, RSS and
-# open descriptors sampled every 500 ms (tests/faults/README.md has the
-# figures).  CI runs a small one (ctest -R faults_soak).  Options go to
-# test_soak, e.g. --runs 200 or --backend opencl.
+# random schedule, every output compared with the clean run's; RSS,
+# malloc's bytes in use and held, and open descriptors sampled every
+# 500 ms, and at rest halfway and at the end, where in use (a leak) and
+# trimmed RSS are judged (tests/faults/README.md has the figures and why).
+# CI runs a small one (ctest -R faults_soak).  Options go to test_soak,
+# e.g. --runs 200, --samples FILE.csv or --backend opencl.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$ROOT/build}

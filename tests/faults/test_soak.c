@@ -25,9 +25,10 @@
  * flight, and the main thread takes a quiet sample: in use, then RSS
  * after malloc_trim(0) has given the arenas' free pages back.  The test
  * passes with no wrong output, no failed call, the same descriptors, and
- * from the halfway quiet sample to the end's: in use grown by less than
- * --max-in-use-growth MiB (1) and trimmed RSS by less than
- * --max-rss-growth MiB (4).
+ * from the halfway quiet sample to the end's, in use grown by less than
+ * --max-in-use-growth MiB (1); with --max-rss-growth MIB, trimmed RSS
+ * too (a loose backstop: it still counts what malloc_trim cannot give
+ * back, the free tops of the threads' arenas, and cached thread stacks).
  *
  * Why quiet samples: with 8 threads, in use swings by tens of MiB with
  * the runs in flight (each conv task allocates its scratch), and RSS
@@ -37,7 +38,8 @@
  * has the figures).  In use at rest is exact to the byte; a leak of
  * anything per run or per session shows there.  A least-squares line
  * through the second half's samples still gives each figure's slope, as
- * information: RSS's is the arenas' retention since the halfway trim.
+ * information: RSS's is the arenas' retention since the halfway trim, and
+ * "held", the ceiling of malloc's part of RSS, shows that levelling off.
  */
 #include <dirent.h>
 #include <malloc.h>
@@ -241,7 +243,7 @@ int main(int argc, char **argv)
 {
     st_session_options_init(&base_opt);
     int sample_ms = 100, i = 1;
-    double max_rss_mib = 4, max_in_use_mib = 1;
+    double max_rss_mib = 0, max_in_use_mib = 1; /* 0: RSS not judged */
     const char *samples_path = NULL;
     for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -338,8 +340,9 @@ int main(int argc, char **argv)
     printf("soak: at rest (every session alive, no run in flight), after %.0f runs and after %.0f:\n", mid.runs, end.runs);
     printf("soak:   malloc in use  %.3f -> %.3f MiB, %+.3f MiB (bound %.1f)\n", mid.in_use / 1024, end.in_use / 1024,
            in_use_mib, max_in_use_mib);
-    printf("soak:   RSS, trimmed   %.1f -> %.1f MiB, %+.2f MiB (bound %.1f)\n", mid.rss_trimmed / 1024,
-           end.rss_trimmed / 1024, rss_mib, max_rss_mib);
+    printf("soak:   RSS, trimmed   %.1f -> %.1f MiB, %+.2f MiB", mid.rss_trimmed / 1024, end.rss_trimmed / 1024, rss_mib);
+    if (max_rss_mib > 0) printf(" (bound %.1f)\n", max_rss_mib);
+    else printf(" (not judged: includes free memory malloc keeps)\n");
     printf("soak:   RSS, untrimmed %.1f -> %.1f MiB; malloc held %.1f -> %.1f MiB (arenas' free memory included)\n",
            mid.rss / 1024, end.rss / 1024, mid.held / 1024, end.held / 1024);
     printf("soak:   open file descriptors %.0f -> %.0f\n", mid.fds, end.fds);
@@ -367,7 +370,7 @@ int main(int argc, char **argv)
         }
     }
     bool ok = atomic_load(&wrong) == 0 && atomic_load(&failed) == 0 && in_use_mib < max_in_use_mib &&
-              rss_mib < max_rss_mib && fd_max - fd_min == 0 && end.fds == mid.fds;
+              (max_rss_mib <= 0 || rss_mib < max_rss_mib) && fd_max - fd_min == 0 && end.fds == mid.fds;
     for (int k = 0; k < n_cases; k++) {
         st_model_free(cases[k].model);
         th_case_free(&cases[k].c);

@@ -4,7 +4,7 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
 
   zoo.py list [--size small|large]
       the models of tests/zoo/models.json, one id a line
-  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--recompare]
+  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B] [--recompare]
       draws the model's inputs (seeded), runs ONNX Runtime and strata on
       them (a streaming model for its steps, each runtime fed its own state
       back), compares every output of every step at the stated tolerance,
@@ -380,6 +380,11 @@ def cmd_check(a, models):
         print("zoo.py: no model '%s' in models.json" % a.id)
         return 2
     extra = ["--threads", str(a.threads)] + (["--sanitize"] if a.sanitize else [])
+    if a.backend != "cpu":
+        # another backend's outputs go to their own folder (zoo-opencl, ...),
+        # so a CPU check's results stay as they were
+        extra += ["--backend", a.backend]
+        a.work = a.work.rstrip("/") + "-" + a.backend
     if a.steps:
         m = dict(m, steps=a.steps)
     print("%s: %s (npm %s), %d step(s), seed %d" % (m["id"], m["task"], m["package"], m["steps"], m["seed"]))
@@ -545,6 +550,8 @@ def main():
             q.add_argument("--recompare", action="store_true",
                            help="compare the outputs the last check left (after a tolerance change) instead of running")
             q.add_argument("--threads", type=int, default=0)
+            q.add_argument("--backend", default="cpu", choices=["cpu", "opencl", "cuda"],
+                           help="the session's backend (ops it lacks fall back to the CPU); outputs in WORK-BACKEND")
         else:
             q.add_argument("ids", nargs="*")
             q.add_argument("--threads", type=int, default=2)

@@ -3,8 +3,9 @@
 # failure sweep: every allocation of a model load plus two runs failing in
 # turn, on the seed case c2f, YOLOv8n at 320x320 and PP-OCRv4 rec (48x320),
 # two CPU threads.  CI runs every allocation of c2f and every 199th of the
-# other two (ctest -L faults); this runs all of them (about 25 minutes on
-# the 2-core development machine; tests/faults/README.md has the figures).
+# other two (ctest -L faults); this runs all of them (about 45 minutes,
+# niced, on the loaded 2-core development machine: PP-OCR rec 24, YOLOv8n
+# 19; tests/faults/README.md has the figures).
 # Options go to test_alloc_faults, e.g. --backend opencl.  A build
 # configured with -DSTRATA_ASAN=ON adds LeakSanitizer's check at exit.
 set -euo pipefail

@@ -13,7 +13,9 @@
  * staged buffer itself.  Positions with ox >= ow are computed only where a
  * whole band runs as one product (narrow outputs) and are dropped when the
  * tile is copied out; wide outputs run one output row per product and the
- * epilogue stores straight into y.
+ * epilogue stores straight into y; where the staged rows have no shift
+ * (1x1 windows) and y's rows are back to back, a whole band is one
+ * product stored straight into y.
  *
  * Padding is staged as X's zero point, so it contributes nothing after the
  * zero-point correction, exactly as the spec's zero-point padding; the
@@ -86,7 +88,7 @@ typedef struct cs8 {
     int64_t mchunk, mchunks;
     int64_t *off;              /* per quad, bytes from the staged row of position 0 */
     uint8_t flip, xz;          /* the flip, and X's zero point as staged */
-    bool a_unsigned, colsum, direct, stream;
+    bool a_unsigned, colsum, direct, flat, stream;
     int32_t *row_add, *row_mul;
     size_t es;
     st_status err;
@@ -279,8 +281,8 @@ static void conv_task(void *arg, int64_t t)
     int64_t m0 = mc * f->mchunk, mrows = f->mg - m0 < f->mchunk ? f->mg - m0 : f->mchunk;
     int64_t b0 = band * f->R, rows = f->out[1] - b0 < f->R ? f->out[1] - b0 : f->R, ow = f->out[2];
     if (mrows <= 0 || rows <= 0) return;
-    int64_t cols = f->direct ? ow : TILE;
-    size_t cbytes = f->direct ? 0 : (size_t)(mrows * TILE) * f->es;
+    int64_t cols = f->flat ? rows * ow : f->direct ? ow : TILE;
+    size_t cbytes = f->direct || f->flat ? 0 : (size_t)(mrows * TILE) * f->es;
     uint8_t *S = alloc64((size_t)f->stage_bytes + cbytes + (size_t)cols * sizeof(int32_t));
     if (!S) {
         f->err = ST_ERR_NOMEM;
@@ -304,7 +306,12 @@ static void conv_task(void *arg, int64_t t)
     e.lut = a->lut;
     const uint8_t *A = a->w->data + (g * f->gblocks + m0 / ST_S8_MR) * f->kq * ST_S8_MR * 4;
     const st_operand *y = a->y;
-    if (f->direct) {
+    if (f->flat) {
+        st_s8_b b = {S, f->off, ST_S8_NR * 4};
+        if (f->colsum) st_gemm_s8_colsums(&b, !f->a_unsigned, f->kq, rows * ow, csum);
+        char *c = (char *)y->data + (n * y->strides[0] + mabs * y->strides[1] + oz * f->ys[0] + b0 * f->ys[1]) * (int64_t)f->es;
+        st_gemm_s8_block(A, f->a_unsigned, &b, f->kq, mrows, rows * ow, c, y->strides[1], &e);
+    } else if (f->direct) {
         for (int64_t r = 0; r < rows; r++) {
             st_s8_b b = {S + r * f->pws * 4, f->off, ST_S8_NR * 4};
             if (f->colsum) st_gemm_s8_colsums(&b, !f->a_unsigned, f->kq, ow, csum);
@@ -385,6 +392,12 @@ st_status st_conv_s8(st_pool *pool, const st_conv_s8_args *a)
     f.plane = f.rows_alloc * f.pws * 4;
     f.stage_bytes = f.cgq * f.k[0] * phases * f.plane;
     f.direct = f.out[2] >= DIRECT_MIN_OW && f.ys[2] == 1;
+    /* no shifts between staged rows (1x1, stride 1 across rows) and y's
+     * rows of a channel back to back: the band's staged positions are y's
+     * in order, so the band is one product stored straight into y, in full
+     * 48-column panels (an 80-wide row ran as 48 + 32, a 20-wide one went
+     * through the tile and copy_out) */
+    f.flat = qx == 0 && f.qy == 0 && f.ys[2] == 1 && f.ys[1] == f.out[2];
     f.stream = f.direct && (double)st_operand_numel(y) * (double)f.es > STREAM_BYTES;
     /* per quad: (channel quad, tap) -> plane of (cq, tz, phase) and shift */
     f.off = malloc((size_t)(f.kq > 0 ? f.kq : 1) * sizeof *f.off);

@@ -2,7 +2,9 @@
  * k_linalg.c — CPU MatMul and Gemm, and the strided GEMM that Conv uses.
  *
  * f32, f16 and bf16 go through st_sgemm, accumulating in f32: the
- * AVX-512 GEMM of gemm_avx512.c where the CPU has it, else OpenBLAS's sgemm
+ * AVX-512 GEMM of gemm_avx512.c where the CPU has it, else OpenBLAS's sgemm;
+ * bf16 matrix products take the bf16 GEMM (gemm_bf16.h, vdpbf16ps) where
+ * the CPU has avx512_bf16
  * (Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids and would fall
  * back to its SSE3 kernels there).
  * operands whose rows or columns are unit-stride are passed as they are
@@ -26,6 +28,7 @@
 
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/linalg.h"
@@ -171,6 +174,27 @@ st_status st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alp
     return ST_OK;
 }
 
+/* The bf16 GEMM (gemm_bf16.h) where both operands are bf16, the CPU has
+ * avx512_bf16 and the product is a matrix one (a matrix-vector product
+ * is bound by reading the matrix, and its f32 products of bf16 values
+ * are exact anyway); ma and mb hold the operands widened to f32 (exact),
+ * the untransposed op(A) and op(B).  Else, and where gemm_bf16 leaves
+ * this alpha and beta to it, the f32 GEMM. */
+static st_status gemm_any(st_dtype ta_t, st_dtype tb_t, const st_mat *ma, bool ta, const st_mat *mb, bool tb, float alpha,
+                          float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+    if (ta_t == ST_BF16 && tb_t == ST_BF16 && m > 1 && n > 1 && st_gemm_bf16_fast()) {
+        int64_t ars = ta ? ma->cs : ma->rs, acs = ta ? ma->rs : ma->cs;
+        int64_t brs = tb ? mb->cs : mb->rs, bcs = tb ? mb->rs : mb->cs;
+        int r = st_gemm_bf16(ma->p, ars, acs, mb->p, brs, bcs, alpha, beta, c, ldc, m, n, k);
+        if (r > 0) return ST_OK;
+        if (r < 0)
+            return st_error(ST_ERR_NOMEM, "out of memory packing a %lld x %lld x %lld bf16 matrix product", (long long)m,
+                            (long long)n, (long long)k);
+    }
+    return st_sgemm(ma, ta, mb, tb, alpha, beta, c, ldc, m, n, k);
+}
+
 /* ---- MatMul ---- */
 
 typedef struct mm_job {
@@ -244,7 +268,7 @@ static void mm_task(void *arg, int64_t t)
             ldc = ncols;
         }
     }
-    if (s == ST_OK) s = st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
+    if (s == ST_OK) s = gemm_any(a->dtype, b->dtype, &ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
     if (s == ST_OK) {
         if (!direct) {
             size_t es = st_dtype_size(y->dtype);
@@ -447,7 +471,8 @@ static void gemm_task(void *arg, int64_t t)
         ldc = j->n;
     }
     if (ldc < j->n) ldc = j->n;
-    st_status r = st_sgemm(&ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk);
+    st_status r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, ncols,
+                           j->kk);
     if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
 

@@ -21,7 +21,11 @@
  * GELU as PyTorch exports nn.GELU() before opset 20,
  *   Mul(Mul(X, Add(Erf(Div(X, sqrt 2)), 1)), 0.5)   (or X * (1 / sqrt 2))
  * becomes one Gelu node (the last Mul, rewritten): one pass over a
- * transformer's widest activation instead of five.
+ * transformer's widest activation instead of five.  And a float Mul or
+ * Div by exactly 1 that does not broadcast (PyTorch's attention export
+ * multiplies its [heads, seq, seq] scores and mask by 1.0) becomes an
+ * Identity, which the layout pass makes a view: x * 1 and x / 1 are x
+ * in IEEE arithmetic (a signalling NaN would stay signalling).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -263,6 +267,40 @@ static bool rewrite_gelu(st_plan *p, const st_graph *g, const users *u, int mul)
     return true;
 }
 
+/* Mul(X, 1), Mul(1, X) or Div(X, 1) -> Identity(X), on node i, when X is
+ * float and has the output's shape.  False only when out of memory. */
+static bool rewrite_unit(st_plan *p, const st_graph *g, int i)
+{
+    const st_node *n = &g->nodes[i];
+    if (n->n_in != 2 || n->out[0] < 0 || g->values[n->out[0]].is_output) return true;
+    bool div = !strcmp(n->op_type, "Div");
+    int x = -1;
+    for (int side = div ? 1 : 0; side < 2 && x < 0; side++) {
+        int c = n->in[side];
+        if (c < 0 || p->values[c].kind != ST_PV_CONST || st_numel(p->values[c].t.rank, p->values[c].t.dims) != 1 ||
+            !st_dtype_is_float(p->values[c].t.dtype) || st_load_f64(p->values[c].t.dtype, p->values[c].t.data) != 1.0)
+            continue;
+        x = n->in[1 - side];
+    }
+    if (x < 0 || !same_shape(p, x, n->out[0]) || !st_dtype_is_float(p->values[x].t.dtype) ||
+        p->values[x].t.dtype != p->values[n->out[0]].t.dtype)
+        return true;
+    const st_op_def *id = st_op_find("", "Identity");
+    int *in = malloc(sizeof *in);
+    if (!id || !in) {
+        free(in);
+        return id == NULL;
+    }
+    in[0] = x;
+    free(p->nodes[i].state);
+    p->nodes[i].state = NULL;
+    p->nodes[i].op = id;
+    p->nodes[i].in = in;
+    p->nodes[i].n_in = 1;
+    if (p->values[x].last_use < i) p->values[x].last_use = i;
+    return true;
+}
+
 /* Fusion changes the bits of a result (an epilogue rounds once where
  * separate ops round twice), so a plan that could not fuse for want of
  * memory is an error, not a plan that gives other answers. */
@@ -283,7 +321,14 @@ st_status st_pass_fuse(st_plan *p)
             if (p->nodes[i].op) st_plan_count_readers(p, u.count);
         }
     for (int i = 0; i < g->n_nodes; i++)
-        if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Mul") && !g->nodes[i].domain[0]) {
+        if (is_exec(p, i) && !p->nodes[i].op && !g->nodes[i].domain[0] &&
+            (!strcmp(g->nodes[i].op_type, "Mul") || !strcmp(g->nodes[i].op_type, "Div")) && !rewrite_unit(p, g, i)) {
+            free(u.count);
+            return fuse_nomem();
+        }
+    st_plan_count_readers(p, u.count);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is_exec(p, i) && !p->nodes[i].op && !strcmp(g->nodes[i].op_type, "Mul") && !g->nodes[i].domain[0]) {
             if (!rewrite_gelu(p, g, &u, i)) {
                 free(u.count);
                 return fuse_nomem();

@@ -269,6 +269,25 @@ static st_status too_big(const st_node *n, int64_t iterations, int64_t per)
 
 /* ---- If ---- */
 
+/* The node being expanded as it was, with its implicit (outer-scope)
+ * reads and their sources copied into memory the graph owns: the splice
+ * frees the node's own arrays, and every instance of the body maps its
+ * outer reads through these. */
+static st_status owner_of(st_graph *g, const st_node *x, st_node *owner)
+{
+    int n = x->n_implicit;
+    int *impl = st_graph_own(g, malloc(((size_t)n * 2 + 1) * sizeof *impl));
+    if (!impl) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x->name);
+    for (int k = 0; k < n; k++) {
+        impl[k] = x->implicit[k];
+        impl[n + k] = x->implicit_src ? x->implicit_src[k] : x->implicit[k];
+    }
+    *owner = *x;
+    owner->implicit = impl;
+    owner->implicit_src = impl + n;
+    return ST_OK;
+}
+
 static st_status expand_if(st_plan *p, int i)
 {
     const st_node *n = &p->g->nodes[i];
@@ -299,15 +318,8 @@ static st_status expand_if(st_plan *p, int i)
         outs[j] = x.out[j];
         n_alias += x.out[j] >= 0;
     }
-    int impl_n = x.n_implicit;
-    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
-    for (int k = 0; k < impl_n; k++) {
-        impl[k] = x.implicit[k];
-        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
-    }
-    st_node owner = x;
-    owner.implicit = impl;
-    owner.implicit_src = impl_src;
+    st_node owner;
+    ST_TRY(owner_of(g, &x, &owner));
     const char *prefix = st_graph_strf(g, "%s", x.name);
     if (!prefix) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
     inst in;
@@ -398,15 +410,8 @@ static st_status expand_loop(st_plan *p, int i)
     memcpy(ins, x.in, (size_t)x.n_in * sizeof *ins);
     memcpy(outs, x.out, (size_t)x.n_out * sizeof *outs);
     (void)nio;
-    int impl_n = x.n_implicit;
-    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
-    for (int k = 0; k < impl_n; k++) {
-        impl[k] = x.implicit[k];
-        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
-    }
-    st_node owner = x;
-    owner.implicit = impl;
-    owner.implicit_src = impl_src;
+    st_node owner;
+    ST_TRY(owner_of(g, &x, &owner));
     int n_alias = 0;
     for (int j = 0; j < n_carried; j++) n_alias += outs[j] >= 0;
     int n_stack = 0;
@@ -524,15 +529,8 @@ static st_status expand_scan8(st_plan *p, int i)
     memcpy(outs, x.out, (size_t)x.n_out * sizeof *outs);
     int64_t dir[m];
     for (int j = 0; j < m; j++) dir[j] = dirs ? dirs[j] : 0;
-    int impl_n = x.n_implicit;
-    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
-    for (int k = 0; k < impl_n; k++) {
-        impl[k] = x.implicit[k];
-        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
-    }
-    st_node owner = x;
-    owner.implicit = impl;
-    owner.implicit_src = impl_src;
+    st_node owner;
+    ST_TRY(owner_of(g, &x, &owner));
     if (!st_graph_splice(g, i, (int)total)) return st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
     int nb = (int)(batch > 0 ? batch : 1), nl = (int)(len > 0 ? len : 1);
     int *state = malloc(((size_t)n_state + 1) * sizeof *state), *seqs = malloc(((size_t)m + 1) * sizeof *seqs);
@@ -660,15 +658,8 @@ static st_status expand_scan(st_plan *p, int i)
         ax_out[j] = out_axes ? out_axes[j] : 0;
         dir_out[j] = out_dirs ? out_dirs[j] : 0;
     }
-    int impl_n = x.n_implicit;
-    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
-    for (int k = 0; k < impl_n; k++) {
-        impl[k] = x.implicit[k];
-        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
-    }
-    st_node owner = x;
-    owner.implicit = impl;
-    owner.implicit_src = impl_src;
+    st_node owner;
+    ST_TRY(owner_of(g, &x, &owner));
     int n_alias = 0, n_stack = 0;
     for (int j = 0; j < n_state; j++) n_alias += outs[j] >= 0;
     for (int j = 0; j < n_scan_out; j++) n_stack += outs[n_state + j] >= 0 ? (int)len + 1 : 0;
@@ -771,15 +762,8 @@ static st_status expand_sequence_map(st_plan *p, int i)
         if (!elems[k]) s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
         else if (len) memcpy(elems[k], l->in, (size_t)len * sizeof *elems[k]);
     }
-    int impl_n = x.n_implicit;
-    int impl[impl_n > 0 ? impl_n : 1], impl_src[impl_n > 0 ? impl_n : 1];
-    for (int k = 0; k < impl_n; k++) {
-        impl[k] = x.implicit[k];
-        impl_src[k] = x.implicit_src ? x.implicit_src[k] : x.implicit[k];
-    }
-    st_node owner = x;
-    owner.implicit = impl;
-    owner.implicit_src = impl_src;
+    st_node owner;
+    if (s == ST_OK) s = owner_of(g, &x, &owner);
     int *got = malloc(((size_t)x.n_out * (size_t)(len > 0 ? len : 1) + 1) * sizeof *got);
     if (s == ST_OK && !got) s = st_error(ST_ERR_NOMEM, "out of memory expanding '%s'", x.name);
     if (s == ST_OK && !st_graph_splice(g, i, len * b->n_nodes + x.n_out))

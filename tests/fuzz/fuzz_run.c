@@ -9,7 +9,9 @@
  * input always replays the same way.  Every output is read back whole.
  * Nothing may crash, leak, read out of bounds or hit undefined behaviour;
  * with STRATA_FUZZ_STRICT=1 in the environment an ST_ERR_INTERNAL ("a bug
- * in strata") aborts too.
+ * in strata") aborts too.  STRATA_FUZZ_PRECISION (f32, f16, bf16) and
+ * STRATA_FUZZ_SANITIZE (0, 1) fix those two for every input, to replay a
+ * corpus at each setting.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +25,8 @@
 #define INPUT_MAX_BYTES (1u << 20)   /* per input: larger inputs are not run */
 
 static int strict;
+static int force_precision = -1; /* STRATA_FUZZ_PRECISION: f32, f16 or bf16 for every input */
+static int force_sanitize = -1;  /* STRATA_FUZZ_SANITIZE: 0 or 1 for every input */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -30,6 +34,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     const char *e = getenv("STRATA_FUZZ_STRICT");
     strict = e && *e && *e != '0';
+    /* replaying a corpus at one precision or sanitizer setting (every
+     * seed model at f16, say) rather than the one its hash picks */
+    const char *p = getenv("STRATA_FUZZ_PRECISION");
+    if (p && *p) force_precision = !strcmp(p, "f16") ? ST_F16 : !strcmp(p, "bf16") ? ST_BF16 : ST_F32;
+    const char *z = getenv("STRATA_FUZZ_SANITIZE");
+    if (z && *z) force_sanitize = *z != '0';
     return 0;
 }
 
@@ -115,6 +125,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.memory_limit = MEMORY_LIMIT;
     o.precision = h % 4 == 0 ? ST_F16 : h % 4 == 1 ? ST_BF16 : ST_F32;
     o.sanitize = (int)((h >> 2) & 1);
+    if (force_precision >= 0) o.precision = (st_dtype)force_precision;
+    if (force_sanitize >= 0) o.sanitize = force_sanitize;
     st_session *s = NULL;
     st_status r = st_session_create(m, &o, &s);
     check(r);

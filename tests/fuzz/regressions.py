@@ -146,6 +146,20 @@ def resize_huge_sizes():
     return model_bytes([helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="nearest")],
                        [("x", [1, 1, 4, 4])], [("sz", [1, 1, 1 << 40, 1 << 40])])
 
+@case("run")
+def gemm_empty_output():
+    # src/backends/cpu/k_linalg.c: Gemm with N = 0 divided by a zero column
+    # count when splitting the output into tiles (UBSan: division by zero)
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Gemm", ["a", "b"], ["y"])], "g",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 10]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, [10, 0])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
 def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)

@@ -4,7 +4,7 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
 
   zoo.py list [--size small|large]
       the models of tests/zoo/models.json, one id a line
-  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--recompare]
+  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B] [--recompare]
       draws the model's inputs (seeded), runs ONNX Runtime and strata on
       them (a streaming model for its steps, each runtime fed its own state
       back), compares every output of every step at the stated tolerance,
@@ -153,6 +153,41 @@ def gen_image(rng, shape, lo, hi):
     return lo + (hi - lo) * np.clip(out, 0, 1)
 
 
+def gen_text(rng, shape, lo, hi):
+    """A page-like tensor for a text detector: a light page of a random tint
+    with lines of dark glyph-like marks (each a box of 1 to 3 random bars, 14
+    to 32 pixels high, words split by wider gaps), pixel noise; over [lo, hi].
+    A detector finds these lines, so its probability map has both text and
+    background where the ellipses of gen_image leave it all background."""
+    n, c, h, w = shape
+    out = np.empty(shape)
+    for b in range(n):
+        page = np.ones((h, w))
+        y = int(rng.integers(8, 40))
+        while y < h - 40:
+            gh = int(rng.integers(14, 33))
+            x, xe = int(rng.integers(8, max(9, w // 8))), int(rng.integers(w // 2, w - 8))
+            while x < xe - gh:
+                gw = int(rng.integers(gh // 2, gh))
+                glyph = np.ones((gh, gw))
+                for _ in range(int(rng.integers(1, 4))):
+                    if rng.random() < 0.5:
+                        k = int(rng.integers(0, gw))
+                        glyph[:, max(0, k - 1):k + 2] = 0
+                    else:
+                        k = int(rng.integers(0, gh))
+                        glyph[max(0, k - 1):k + 2, :] = 0
+                page[y:y + gh, x:x + gw] = glyph
+                x += gw + int(rng.integers(2, 5)) + (gh if rng.random() < 0.15 else 0)
+            y += gh + int(rng.integers(10, 40))
+        ink = rng.uniform(0.0, 0.25)
+        for ch in range(c):
+            bg = rng.uniform(0.8, 1.0)
+            out[b, ch] = ink + (bg - ink) * page
+    out += rng.uniform(-0.05, 0.05, shape)
+    return lo + (hi - lo) * np.clip(out, 0, 1)
+
+
 def gen_inputs(m):
     """Per step, {name: array}.  Inputs marked 'stream' are slices of one long
     signal (consecutive chunks); the others are drawn once and fed at every
@@ -177,6 +212,9 @@ def gen_inputs(m):
         elif g == "image":
             lo, hi = spec["range"]
             a = gen_image(rng, [int(np.prod(shape[:-3]))] + shape[-3:], lo, hi).reshape(shape)
+        elif g == "text":
+            lo, hi = spec["range"]
+            a = gen_text(rng, [int(np.prod(shape[:-3]))] + shape[-3:], lo, hi).reshape(shape)
         else:
             raise RuntimeError("%s: input %s: unknown gen '%s'" % (m["id"], name, g))
         a = np.array(a, dtype=dt, order="C")  # (ascontiguousarray would make a scalar 1-d)
@@ -342,6 +380,11 @@ def cmd_check(a, models):
         print("zoo.py: no model '%s' in models.json" % a.id)
         return 2
     extra = ["--threads", str(a.threads)] + (["--sanitize"] if a.sanitize else [])
+    if a.backend != "cpu":
+        # another backend's outputs go to their own folder (zoo-opencl, ...),
+        # so a CPU check's results stay as they were
+        extra += ["--backend", a.backend]
+        a.work = a.work.rstrip("/") + "-" + a.backend
     if a.steps:
         m = dict(m, steps=a.steps)
     print("%s: %s (npm %s), %d step(s), seed %d" % (m["id"], m["task"], m["package"], m["steps"], m["seed"]))
@@ -507,6 +550,8 @@ def main():
             q.add_argument("--recompare", action="store_true",
                            help="compare the outputs the last check left (after a tolerance change) instead of running")
             q.add_argument("--threads", type=int, default=0)
+            q.add_argument("--backend", default="cpu", choices=["cpu", "opencl", "cuda"],
+                           help="the session's backend (ops it lacks fall back to the CPU); outputs in WORK-BACKEND")
         else:
             q.add_argument("ids", nargs="*")
             q.add_argument("--threads", type=int, default=2)

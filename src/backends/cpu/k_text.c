@@ -76,9 +76,12 @@ static st_status cpu_tfidf(const st_kctx *k)
     int64_t rows = x->rank == 2 ? x->sizes[0] : 1, c = x->sizes[x->rank - 1];
     int64_t xr = x->rank == 2 ? x->strides[0] : 0, xc = x->strides[x->rank - 1];
     int64_t yr = y->rank == 2 ? y->strides[0] : 0, yc = y->strides[y->rank - 1];
-    float *out = y->data;
+    /* Y is f32, or f16/bf16 under a lower session precision: every store
+     * goes through its dtype (a float store into an f16 slot overran it) */
+    char *out = y->data;
+    size_t ey = st_dtype_size(y->dtype);
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t j = 0; j < s->width; j++) out[r * yr + j * yc] = 0.0f;
+        for (int64_t j = 0; j < s->width; j++) st_store_f32(y->dtype, out + (r * yr + j * yc) * (int64_t)ey, 0.0f);
         int64_t g0 = 0; /* the first n-gram of level n in the pool's order */
         for (int n = 1; n <= s->n_levels; g0 += ((n < s->n_levels ? s->level[n] : s->pool_len) - s->level[n - 1]) / n, n++) {
             if (n < s->min_n || n > s->max_n) continue;
@@ -92,7 +95,8 @@ static st_status cpu_tfidf(const st_kctx *k)
                 if (!hits) continue;
                 float w = s->weight ? s->weight[g0 + g] : 1.0f;
                 float v = s->mode == ST_TFIDF_TF ? (float)hits : s->mode == ST_TFIDF_IDF ? w : (float)hits * w;
-                out[r * yr + s->column[g0 + g] * yc] += v;
+                char *at = out + (r * yr + s->column[g0 + g] * yc) * (int64_t)ey;
+                st_store_f32(y->dtype, at, st_load_f32(y->dtype, at) + v);
             }
         }
     }

@@ -29,6 +29,7 @@
     X(unary)                 \
     X(binary)                \
     X(where)                 \
+    X(quant)                 \
     X(copy)                  \
     X(gemm)                  \
     X(conv_gemm)             \

@@ -9,7 +9,9 @@ generator asserts that PyTorch's own f32 output is within 5e-4 of f64, so
 the reference is 4x tighter than this.
 
 f16 and bf16 store every activation, and the output, in 16 bits (each op
-computes in f32).  Box coordinates reach about 650 px and class scores lie
+accumulates in f32; bf16 convs multiply with vdpbf16ps where the CPU has
+avx512_bf16, exactly as f32 would multiply bf16 values, and the
+yolov8n_640x640_b1_bf16_f32kernels test runs the f32 kernels instead).  Box coordinates reach about 650 px and class scores lie
 in (0, 1), so they are checked apart:
   - boxes: max error <= T * (largest |box| in the reference), where one
     rounding of the output alone costs up to u = 2^-9 (bf16) or 2^-12 (f16)

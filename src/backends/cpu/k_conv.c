@@ -225,7 +225,7 @@ st_status st_cpu_conv(const st_kctx *k)
     j.epi.post_shift = s->post_shift;
     st_status r = ST_OK;
     /* weights packed at plan time: the fast path needs nothing else */
-    if (j.prep && (j.prep->packed_w || j.prep->wino_u) && st_conv_fast(k, &j, &r)) {
+    if (j.prep && (j.prep->packed_w || j.prep->packed_bf16 || j.prep->wino_u) && st_conv_fast(k, &j, &r)) {
         free(shift);
         return r;
     }
@@ -298,6 +298,9 @@ st_status st_cpu_conv(const st_kctx *k)
  * transform where st_conv_wino_tile picks one, else the GEMM's packed
  * layout (per group, blocks of ST_GEMM_MR output channels, element (r, k)
  * of a block at [k * MR + r]; rows past the group's last repeat it).
+ * bf16 weights of a conv on bf16 data, where the CPU has avx512_bf16, are
+ * packed for the bf16 GEMM instead (gemm_bf16.h), except where Winograd
+ * runs: its transforms stay f32.
  * Depthwise convs read their weights as they are and get neither.  Without
  * AVX-512 (or with STRATA_CPU_NO_AVX512) nothing is packed: the portable
  * path reads W itself. */
@@ -329,13 +332,34 @@ static st_status conv_prepare(const st_knode *n, void **priv)
         return ST_OK;
     }
     const int64_t R = ST_GEMM_MR, blocks = (mg + R - 1) / R;
+    size_t es = st_dtype_size(w->dtype);
+    const char *src = wd;
+    if (w->dtype == ST_BF16 && n->views[0].dtype == ST_BF16 && st_gemm_bf16_fast()) {
+        /* bf16 weights and data: the bf16 GEMM's layout, a group at a time
+         * through f32 rows (exact: bf16 widens to f32 without rounding) */
+        size_t gw = st_gemm_bf16_a_words(mg, k);
+        uint32_t *bdst = st_conv_alloc64((size_t)cs->group * gw * sizeof(uint32_t));
+        float *rows = malloc((size_t)(mg * k) * sizeof *rows + 1);
+        if (!bdst || !rows) {
+            free(bdst);
+            free(rows);
+            free(p);
+            return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights (bf16)");
+        }
+        for (int64_t gi = 0; gi < cs->group; gi++) {
+            st_convert(ST_F32, rows, ST_BF16, src + gi * mg * k * (int64_t)es, (size_t)(mg * k));
+            st_gemm_bf16_pack_a(rows, k, mg, k, bdst + gi * gw);
+        }
+        free(rows);
+        p->packed_bf16 = bdst;
+        *priv = p;
+        return ST_OK;
+    }
     float *dst = st_conv_alloc64((size_t)(cs->group * blocks * R * k) * sizeof(float));
     if (!dst) {
         free(p);
         return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights");
     }
-    size_t es = st_dtype_size(w->dtype);
-    const char *src = wd;
     for (int64_t gi = 0; gi < cs->group; gi++)
         for (int64_t b = 0; b < blocks; b++) {
             float *blk = dst + (gi * blocks + b) * R * k;
@@ -354,6 +378,7 @@ static void conv_release(void *priv)
     st_cpu_conv_prep *p = priv;
     if (!p) return;
     free(p->packed_w);
+    free(p->packed_bf16);
     free(p->wino_u);
     free(p);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/conv.h"
@@ -26,6 +27,10 @@
  * the W input at run time. */
 typedef struct st_cpu_conv_prep {
     float *packed_w;
+    /* bf16 weights of a conv on bf16 data, on a CPU with avx512_bf16: the
+     * weights in the bf16 GEMM's pair-interleaved layout (gemm_bf16.h),
+     * per group ceil(M/g / MR) blocks, instead of packed_w */
+    uint32_t *packed_bf16;
     float *wino_u;
     int wino_n;
 } st_cpu_conv_prep;
@@ -84,6 +89,8 @@ typedef struct fconv {
     const st_conv_state *s;
     const st_operand *x, *y;
     const float *w;            /* [M, K] row-major, row stride lda */
+    const uint32_t *abf;       /* bf16 compute: A packed for gemm_bf16.h, or NULL */
+    int64_t abf_stride;        /* words between its blocks of MR rows */
     int64_t lda, K;
     st_gemm_epi epi;           /* per output channel */
     int64_t N, G, cg, mg, C;

@@ -159,6 +159,42 @@ static void st_conv_copy_out(const fconv *f, int64_t n, int64_t b0, int64_t m0, 
     }
 }
 
+/* The GEMM of a task on bf16 data (f->abf, gemm_bf16.h): per tile of
+ * positions and k block, the staged f32 rows of the block's taps are
+ * packed into the pair-interleaved layout (the values are bf16 already,
+ * so this rounds nothing), then multiplied by the weights packed at plan
+ * time, accumulating in f32 into the tile that is stored as bf16. */
+static void conv_tiles_bf16(fconv *f, int64_t n, int64_t g, int64_t m0, int64_t mrows, int64_t b0, int64_t npos,
+                            const float *bbase, float *cbuf, const st_gemm_epi *epi)
+{
+    int64_t kcb = st_gemm_kc(f->K), mabs = g * f->mg + m0;
+    uint32_t *bp = st_conv_alloc64(st_gemm_bf16_b_words(kcb > 0 ? kcb : 1, ST_FCONV_TILE) * sizeof(uint32_t));
+    if (!bp) {
+        f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv (bf16)");
+        return;
+    }
+    const uint32_t *a = f->abf + (g * f->mblocks + m0 / ST_GEMM_MR) * f->abf_stride;
+    for (int64_t p0 = 0; p0 < npos; p0 += ST_FCONV_TILE) {
+        int64_t np = npos - p0 < ST_FCONV_TILE ? npos - p0 : ST_FCONV_TILE;
+        float *c = cbuf;
+        int64_t ldc = ST_FCONV_TILE;
+        if (f->y_direct) {
+            int64_t pix = (f->pointwise ? b0 : b0 * f->ow) + p0;
+            c = (float *)f->y->data + n * f->y->strides[0] + mabs * f->y->strides[1] + pix;
+            ldc = f->y->strides[1];
+        }
+        if (f->K == 0) st_gemm_bf16_block(a, f->abf_stride, bp, 0, mrows, np, c, ldc, false, epi);
+        for (int64_t k0 = 0; k0 < f->K; k0 += kcb) {
+            int64_t kc = f->K - k0 < kcb ? f->K - k0 : kcb;
+            st_gemm_bf16_pack_b(bbase + p0, f->off + k0, 1, kc, np, bp);
+            st_gemm_bf16_block(a + k0 / 2 * ST_GEMM_MR, f->abf_stride, bp, kc, mrows, np, c, ldc, k0 > 0,
+                               k0 + kc >= f->K ? epi : NULL);
+        }
+        if (!f->y_direct) st_conv_copy_out(f, n, b0, mabs, mrows, p0, np, cbuf, ldc);
+    }
+    free(bp);
+}
+
 static void st_conv_fast_task(void *arg, int64_t t)
 {
     fconv *f = arg;
@@ -186,6 +222,12 @@ static void st_conv_fast_task(void *arg, int64_t t)
     if (epi.scale) epi.scale += mabs;
     if (epi.shift) epi.shift += mabs;
     if (epi.post_scale) epi.post_scale += mabs, epi.post_shift += mabs;
+    if (f->abf) {
+        conv_tiles_bf16(f, n, g, m0, mrows, b0, npos, bbase, cbuf, &epi);
+        free(stage);
+        free(cbuf);
+        return;
+    }
     /* the packed blocks of this group's channels m0.. */
     const float *a = f->w + (g * f->mblocks + m0 / ST_GEMM_MR) * -f->lda;
     int64_t kcb = st_gemm_kc(f->K);
@@ -239,7 +281,9 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     const st_conv_state *s = j->s;
     const st_operand *x = j->x, *y = j->y;
     const float *packed_w = j->prep ? j->prep->packed_w : NULL, *wino_u = j->prep ? j->prep->wino_u : NULL;
-    if (!st_gemm_fast() || s->nsp > 2 || (!packed_w && !wino_u && j->wm.cs != 1)) return false;
+    /* bf16 compute needs bf16 data (the weights' dtype decided prepare) */
+    const uint32_t *packed_bf = j->prep && x->dtype == ST_BF16 && st_gemm_bf16_fast() ? j->prep->packed_bf16 : NULL;
+    if (!st_gemm_fast() || s->nsp > 2 || (!packed_w && !packed_bf && !wino_u && j->wm.cs != 1)) return false;
     if (packed_w && j->cg == 1 && j->mg == 1) return false; /* depthwise reads W itself */
     if (!(x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16)) return false;
     if (!(y->dtype == ST_F32 || y->dtype == ST_F16 || y->dtype == ST_BF16)) return false;
@@ -278,7 +322,7 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     f.qx = (f.kw - 1) * f.dx / f.sx;
     if (wino_u && two && f.kh == 3 && f.kw == 3 && f.sy == 1 && f.sx == 1 && f.dy == 1 && f.dx == 1 && !f.depthwise)
         return st_conv_wino(k, &f, err);
-    if (!packed_w && !j->wm.p) return false; /* the caller packs W and comes back */
+    if (!packed_w && !packed_bf && !j->wm.p) return false; /* the caller packs W and comes back */
     f.pws = f.pointwise ? f.w_ : f.ow + f.qx;
     int64_t pix = f.h * f.w_;
     if (f.pointwise) {
@@ -358,7 +402,7 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     /* rows whose width is a multiple of 16 end exactly on a narrower
      * micro-kernel: store them straight into y, row by row, instead of
      * computing the pad columns and copying the tile out */
-    f.rows_direct = !f.y_direct && !f.pointwise && y->dtype == ST_F32 && y->strides[f.xd] == 1 && f.ow % 16 == 0 &&
+    f.rows_direct = !packed_bf && !f.y_direct && !f.pointwise && y->dtype == ST_F32 && y->strides[f.xd] == 1 && f.ow % 16 == 0 &&
                     f.ow >= ST_GEMM_NR;
     /* blocks of output channels when the bands alone are too few to share
      * out (a fixed rule of the shapes: the split never depends on the
@@ -375,7 +419,10 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
      * (the kernel's prepare, k_conv.c), else here */
     float *apack = NULL;
     f.mblocks = mblocks;
-    if (packed_w) {
+    if (packed_bf) {
+        f.abf = packed_bf;
+        f.abf_stride = (f.K + 1) / 2 * ST_GEMM_MR;
+    } else if (packed_w) {
         f.w = packed_w;
     } else {
         apack = aligned_alloc(64, ((size_t)(f.G * mblocks * ST_GEMM_MR * f.K) * sizeof(float) + 63) / 64 * 64);

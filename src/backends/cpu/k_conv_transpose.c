@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
+#include "backends/cpu/cvt_half.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/conv.h"
@@ -137,8 +138,7 @@ static void ct_task(void *arg, int64_t t)
                 for (int64_t r = 0; r < rows; r++) {
                     int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
                     const char *xr = xc + (id * j->xst[0] + ih * j->xst[1]) * (int64_t)ex;
-                    for (int64_t iw = 0; iw < j->isz[2]; iw++)
-                        dst[r * j->isz[2] + iw] = st_load_f32(x->dtype, xr + iw * j->xst[2] * (int64_t)ex);
+                    st_cvt_row_to_f32(dst + r * j->isz[2], x->dtype, xr, j->xst[2], j->isz[2]);
                 }
             }
             bm.p = xbuf;
@@ -154,9 +154,11 @@ static void ct_task(void *arg, int64_t t)
         size_t ey = st_dtype_size(y->dtype);
         for (int64_t mi = 0; mi < mcount; mi++) {
             char *yc = (char *)y->data + (n * y->strides[0] + (mfirst + mi) * y->strides[1]) * (int64_t)ey;
-            for (int64_t p = 0; p < j->out_px; p++) {
-                int64_t ow = p % j->osz[2], oh = (p / j->osz[2]) % j->osz[1], od = p / (j->osz[2] * j->osz[1]);
-                st_store_f32(y->dtype, yc + (od * j->yst[0] + oh * j->yst[1] + ow * j->yst[2]) * (int64_t)ey, acc[mi][p]);
+            /* a row at a time (f16 / bf16 rows convert sixteen lanes a vector) */
+            for (int64_t row = 0; row < j->osz[0] * j->osz[1]; row++) {
+                int64_t oh = row % j->osz[1], od = row / j->osz[1];
+                st_cvt_row_from_f32(y->dtype, yc + (od * j->yst[0] + oh * j->yst[1]) * (int64_t)ey, j->yst[2],
+                                    acc[mi] + row * j->osz[2], j->osz[2]);
             }
         }
     }
@@ -221,8 +223,7 @@ static void ct_tile_task(void *arg, int64_t t)
             for (int64_t r = 0; r < rows; r++) {
                 int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
                 const char *xr = xc + (id * j->xst[0] + ih * j->xst[1]) * (int64_t)ex;
-                for (int64_t iw = 0; iw < j->isz[2]; iw++)
-                    xbuf[c * np + r * j->isz[2] + iw] = st_load_f32(x->dtype, xr + iw * j->xst[2] * (int64_t)ex);
+                st_cvt_row_to_f32(xbuf + c * np + r * j->isz[2], x->dtype, xr, j->xst[2], j->isz[2]);
             }
         }
         bm.p = xbuf;
@@ -237,24 +238,29 @@ static void ct_tile_task(void *arg, int64_t t)
     a.cols = mcount * j->kvol;
     if (st_sgemm(&a, true, &bm, false, 1.0f, 0.0f, cols, np, mcount * j->kvol, np, j->cg) != ST_OK) goto nomem;
     bool f32 = y->dtype == ST_F32;
-    if (f32 && j->k[2] == 2 && j->yst[2] == 1) {
+    if (j->k[2] == 2 && j->yst[2] == 1) {
         /* 2 wide: the two column taps of an output row interleave into one
-         * contiguous row */
+         * contiguous row (f16 / bf16: interleaved in f32, then converted
+         * sixteen lanes a vector, not element by element) */
+        float *line = f32 ? NULL : malloc((size_t)(2 * j->isz[2]) * sizeof *line + 1);
+        if (!f32 && !line) goto nomem;
         for (int64_t mi = 0; mi < mcount; mi++) {
             float bias = j->b ? st_load_f32(j->b->dtype, (const char *)j->b->data + (mfirst + mi) * j->b->strides[0] *
                                                                                     (int64_t)st_dtype_size(j->b->dtype))
                               : 0.0f;
-            float *yc = (float *)y->data + n * y->strides[0] + (mfirst + mi) * y->strides[1];
+            char *yc = (char *)y->data + (n * y->strides[0] + (mfirst + mi) * y->strides[1]) * (int64_t)ey;
             for (int64_t kk = 0; kk < j->kvol; kk += 2) {
                 int64_t kh = (kk / 2) % j->k[1], kd = kk / (2 * j->k[1]);
                 const float *c0 = cols + (mi * j->kvol + kk) * np, *c1 = c0 + np;
                 for (int64_t r = 0; r < rows; r++) {
                     int64_t ir = row0 + r, ih = ir % j->isz[1], id = ir / j->isz[1];
-                    float *yr = yc + (id * j->st[0] + kd) * j->yst[0] + (ih * j->st[1] + kh) * j->yst[1];
-                    interleave2(yr, c0 + r * j->isz[2], c1 + r * j->isz[2], bias, j->isz[2]);
+                    char *yr = yc + ((id * j->st[0] + kd) * j->yst[0] + (ih * j->st[1] + kh) * j->yst[1]) * (int64_t)ey;
+                    interleave2(f32 ? (float *)yr : line, c0 + r * j->isz[2], c1 + r * j->isz[2], bias, j->isz[2]);
+                    if (!f32) st_cvt_row_from_f32(y->dtype, yr, 1, line, 2 * j->isz[2]);
                 }
             }
         }
+        free(line);
         free(cols);
         free(xbuf);
         return;

@@ -2,7 +2,9 @@
  * k_linalg.c — CPU MatMul and Gemm, and the strided GEMM that Conv uses.
  *
  * f32, f16 and bf16 go through st_sgemm, accumulating in f32: the
- * AVX-512 GEMM of gemm_avx512.c where the CPU has it, else OpenBLAS's sgemm
+ * AVX-512 GEMM of gemm_avx512.c where the CPU has it, else OpenBLAS's sgemm;
+ * bf16 matrix products take the bf16 GEMM (gemm_bf16.h, vdpbf16ps) where
+ * the CPU has avx512_bf16
  * (Debian's OpenBLAS 0.3.21 does not know Sapphire Rapids and would fall
  * back to its SSE3 kernels there).
  * operands whose rows or columns are unit-stride are passed as they are
@@ -26,6 +28,7 @@
 
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/linalg.h"
@@ -171,6 +174,27 @@ st_status st_sgemm(const st_mat *a, bool ta, const st_mat *b, bool tb, float alp
     return ST_OK;
 }
 
+/* The bf16 GEMM (gemm_bf16.h) where both operands are bf16, the CPU has
+ * avx512_bf16 and the product is a matrix one (a matrix-vector product
+ * is bound by reading the matrix, and its f32 products of bf16 values
+ * are exact anyway); ma and mb hold the operands widened to f32 (exact),
+ * the untransposed op(A) and op(B).  Else, and where gemm_bf16 leaves
+ * this alpha and beta to it, the f32 GEMM. */
+static st_status gemm_any(st_dtype ta_t, st_dtype tb_t, const st_mat *ma, bool ta, const st_mat *mb, bool tb, float alpha,
+                          float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+    if (ta_t == ST_BF16 && tb_t == ST_BF16 && m > 1 && n > 1 && st_gemm_bf16_fast()) {
+        int64_t ars = ta ? ma->cs : ma->rs, acs = ta ? ma->rs : ma->cs;
+        int64_t brs = tb ? mb->cs : mb->rs, bcs = tb ? mb->rs : mb->cs;
+        int r = st_gemm_bf16(ma->p, ars, acs, mb->p, brs, bcs, alpha, beta, c, ldc, m, n, k);
+        if (r > 0) return ST_OK;
+        if (r < 0)
+            return st_error(ST_ERR_NOMEM, "out of memory packing a %lld x %lld x %lld bf16 matrix product", (long long)m,
+                            (long long)n, (long long)k);
+    }
+    return st_sgemm(ma, ta, mb, tb, alpha, beta, c, ldc, m, n, k);
+}
+
 /* ---- MatMul ---- */
 
 /* The GEMM's panels of a constant (initializer) B: the AVX-512 GEMM packs
@@ -265,7 +289,7 @@ static void mm_task(void *arg, int64_t t)
             s = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld MatMul", (long long)rows,
                          (long long)ncols, (long long)j->kk);
     } else if (s == ST_OK) {
-        s = st_sgemm(&ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
+        s = gemm_any(a->dtype, b->dtype, &ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
     }
     if (s == ST_OK) {
         if (!direct) {
@@ -474,14 +498,15 @@ static void gemm_task(void *arg, int64_t t)
     if (ldc < j->n) ldc = j->n;
     st_status r = ST_OK;
     if (j->bpre && rows > 1 && ncols > 1 && n0 % ST_GEMM_NR == 0) {
-        /* the plan-time panels of a constant B, where st_sgemm would run a
-         * GEMM (not a matrix-vector product) */
+        /* the plan-time panels of a constant B, where gemm_any would run
+         * the f32 GEMM (not a matrix-vector product) */
         int64_t ars = j->s->trans_a ? ma.cs : ma.rs, acs = j->s->trans_a ? ma.rs : ma.cs;
         if (!st_sgemm_fast_prepacked(ma.p, ars, acs, j->bpre, j->n, n0, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk))
             r = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld Gemm", (long long)rows,
                          (long long)ncols, (long long)j->kk);
     } else {
-        r = st_sgemm(&ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk);
+        r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows,
+                     ncols, j->kk);
     }
     if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
@@ -628,11 +653,18 @@ static st_status linalg_pack(const st_view *v, const void *d, bool trans, void *
     return ST_OK;
 }
 
+/* Both bf16 on a CPU with avx512_bf16: gemm_any takes the bf16 GEMM,
+ * which packs its own way. */
+static bool bf16_gemm_takes(const st_knode *n)
+{
+    return n->views[0].dtype == ST_BF16 && n->views[1].dtype == ST_BF16 && st_gemm_bf16_fast();
+}
+
 static st_status matmul_prepare(const st_knode *n, void **priv)
 {
     *priv = NULL;
     st_dtype t = n->views[0].dtype;
-    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16)) return ST_OK;
+    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16) || bf16_gemm_takes(n)) return ST_OK;
     return linalg_pack(&n->views[1], n->data[1], false, priv);
 }
 
@@ -641,7 +673,7 @@ static st_status gemm_prepare(const st_knode *n, void **priv)
     const st_matmul_state *s = n->state;
     *priv = NULL;
     st_dtype t = n->views[0].dtype;
-    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16)) return ST_OK;
+    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16) || bf16_gemm_takes(n)) return ST_OK;
     return linalg_pack(&n->views[1], n->data[1], s->trans_b, priv);
 }
 

@@ -204,6 +204,45 @@ static void block_case(test_rng *rng, int64_t m, int64_t n, int64_t k, bool a_un
         for (int64_t p = 0; p < k; p++) rs += val(at, a[(g * m + i) * k + p]);
         if (ap->sums[g * m + i] != (int32_t)rs && bad++ < 3) CHECKF(false, "row sum %lld", (long long)i);
     }
+    /* the same product requantized to u8 or s8 through a random lookup
+     * table (a conv's fused activation: the VBMI byte lookup or the
+     * gather), against the checked int32 result requantized as gemm_s8.h
+     * defines it; the output poisoned first */
+    if (!bad) {
+        bool u8 = rng_range(rng, 0, 1) == 1;
+        int32_t lut[256], lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+        for (int v = 0; v < 256; v++) lut[v] = (int32_t)rng_range(rng, lo, hi);
+        float scale = 1.0f / (float)rng_range(rng, 50, 5000);
+        st_s8_epi eq = {0};
+        eq.out = u8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
+        eq.col_scale = NULL;
+        eq.div = 0.0f;
+        eq.zero_point = (int32_t)rng_range(rng, lo, hi);
+        eq.lut = lut;
+        float *rs = malloc((size_t)m * sizeof *rs);
+        uint8_t *cq = malloc((size_t)(m * n + 1));
+        if (!rs || !cq) {
+            CHECK(!"out of memory");
+            free(rs), free(cq);
+        } else {
+            for (int64_t i = 0; i < m; i++) rs[i] = scale;
+            eq.row_scale = rs;
+            memset(cq, 0xa5, (size_t)(m * n + 1));
+            st_gemm_s8_block(ap->data + g * gblocks * kq * ST_S8_MR * 4, a_unsigned, &b, kq, m, n, cq, n, &eq);
+            for (int64_t i = 0; i < m && bad < 3; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    float f = rintf((float)c[i * n + j] * scale);
+                    if (f < (float)(lo - eq.zero_point)) f = (float)(lo - eq.zero_point);
+                    if (f > (float)(hi - eq.zero_point)) f = (float)(hi - eq.zero_point);
+                    uint8_t want = (uint8_t)lut[(uint8_t)((int32_t)f + eq.zero_point)];
+                    if (cq[i * n + j] != want && bad++ < 3)
+                        CHECKF(false, "lut out (%lld, %lld) m %lld n %lld k %lld u8 %d: %d, want %d", (long long)i, (long long)j,
+                               (long long)m, (long long)n, (long long)k, u8, cq[i * n + j], want);
+                }
+            CHECK(cq[m * n] == 0xa5);
+            free(rs), free(cq);
+        }
+    }
     if (!bad) CHECK(true);
     st_gemm_s8_packed_free(ap);
     free(a), free(plane), free(koff), free(off), free(c), free(sums);

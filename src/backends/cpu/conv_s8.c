@@ -13,7 +13,9 @@
  * staged buffer itself.  Positions with ox >= ow are computed only where a
  * whole band runs as one product (narrow outputs) and are dropped when the
  * tile is copied out; wide outputs run one output row per product and the
- * epilogue stores straight into y.
+ * epilogue stores straight into y; where the staged rows have no shift
+ * (1x1 windows) and y's rows are back to back, a whole band is one
+ * product stored straight into y.
  *
  * Padding is staged as X's zero point, so it contributes nothing after the
  * zero-point correction, exactly as the spec's zero-point padding; the
@@ -86,52 +88,67 @@ typedef struct cs8 {
     int64_t mchunk, mchunks;
     int64_t *off;              /* per quad, bytes from the staged row of position 0 */
     uint8_t flip, xz;          /* the flip, and X's zero point as staged */
-    bool a_unsigned, colsum, direct, stream;
+    bool a_unsigned, colsum, direct, flat, stream;
     int32_t *row_add, *row_mul;
     size_t es;
     st_status err;
 } cs8;
 
-/* The AVX-512 form of interleave's vector loop: 64 positions a step.
- * The byte and word unpacks work within 128-bit lanes, so result r_k's
- * lane L holds positions 16 L + 4 k .. + 3; a 4 x 4 transpose of lanes
- * (vshufi64x2) puts them in order.  Stride 2 takes the even bytes of 128
- * (vpackuswb, lane-wise, then vpermq to undo the lane order).  Returns
- * the positions done. */
-__attribute__((target("avx512f,avx512bw"))) static int64_t interleave512(const uint8_t *const *src, int nc, int64_t step,
-                                                                        int64_t count, uint8_t flip, uint8_t *dst)
+/* The AVX-512 form of interleave: 64 positions a step.  The byte and
+ * word unpacks work within 128-bit lanes, so result r_k's lane L holds
+ * positions 16 L + 4 k .. + 3; a 4 x 4 transpose of lanes (vshufi64x2)
+ * puts them in order.  Stride 2 takes the even bytes of 128 (vpackuswb,
+ * lane-wise, then vpermq to undo the lane order).  The last partial step
+ * loads masked (no read past the row) and stores through a bounce buffer:
+ * YOLOv8n's rows are 20 to 320 positions, and the 16-wide and scalar
+ * tails this replaced took a third of the staging time. */
+__attribute__((always_inline, target("avx512f,avx512bw"))) static inline void
+interleave64(const uint8_t *const *src, int nc, int64_t step, int64_t q, __mmask64 m0, __mmask64 m1, uint8_t flip,
+             uint8_t *d)
 {
     const __m512i fx = _mm512_set1_epi8((char)flip), lo8 = _mm512_set1_epi16(0xff);
     const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
-    int64_t q = 0, need = step == 1 ? 64 : 65;
-    for (; q + need <= count; q += 64) {
-        __m512i v[4];
-        for (int t = 0; t < 4; t++) {
-            if (t >= nc) {
-                v[t] = _mm512_setzero_si512();
-                continue;
-            }
-            const uint8_t *p = src[t] + q * step;
-            __m512i x = _mm512_loadu_si512(p);
-            if (step == 2) {
-                __m512i y = _mm512_loadu_si512(p + 64);
-                x = _mm512_permutexvar_epi64(order, _mm512_packus_epi16(_mm512_and_si512(x, lo8), _mm512_and_si512(y, lo8)));
-            }
-            v[t] = _mm512_xor_si512(x, fx);
+    __m512i v[4];
+    for (int t = 0; t < 4; t++) {
+        if (t >= nc) {
+            v[t] = _mm512_setzero_si512();
+            continue;
         }
-        __m512i ab0 = _mm512_unpacklo_epi8(v[0], v[1]), ab1 = _mm512_unpackhi_epi8(v[0], v[1]);
-        __m512i cd0 = _mm512_unpacklo_epi8(v[2], v[3]), cd1 = _mm512_unpackhi_epi8(v[2], v[3]);
-        __m512i r0 = _mm512_unpacklo_epi16(ab0, cd0), r1 = _mm512_unpackhi_epi16(ab0, cd0);
-        __m512i r2 = _mm512_unpacklo_epi16(ab1, cd1), r3 = _mm512_unpackhi_epi16(ab1, cd1);
-        __m512i t0 = _mm512_shuffle_i64x2(r0, r1, 0x44), t1 = _mm512_shuffle_i64x2(r0, r1, 0xee);
-        __m512i t2 = _mm512_shuffle_i64x2(r2, r3, 0x44), t3 = _mm512_shuffle_i64x2(r2, r3, 0xee);
-        uint8_t *d = dst + 4 * q;
-        _mm512_storeu_si512(d, _mm512_shuffle_i64x2(t0, t2, 0x88));
-        _mm512_storeu_si512(d + 64, _mm512_shuffle_i64x2(t0, t2, 0xdd));
-        _mm512_storeu_si512(d + 128, _mm512_shuffle_i64x2(t1, t3, 0x88));
-        _mm512_storeu_si512(d + 192, _mm512_shuffle_i64x2(t1, t3, 0xdd));
+        const uint8_t *p = src[t] + q * step;
+        __m512i x = m0 == (__mmask64)-1 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(m0, p);
+        if (step == 2) {
+            __m512i y = m1 == (__mmask64)-1 ? _mm512_loadu_si512(p + 64) : _mm512_maskz_loadu_epi8(m1, p + 64);
+            x = _mm512_permutexvar_epi64(order, _mm512_packus_epi16(_mm512_and_si512(x, lo8), _mm512_and_si512(y, lo8)));
+        }
+        v[t] = _mm512_xor_si512(x, fx);
     }
-    return q;
+    __m512i ab0 = _mm512_unpacklo_epi8(v[0], v[1]), ab1 = _mm512_unpackhi_epi8(v[0], v[1]);
+    __m512i cd0 = _mm512_unpacklo_epi8(v[2], v[3]), cd1 = _mm512_unpackhi_epi8(v[2], v[3]);
+    __m512i r0 = _mm512_unpacklo_epi16(ab0, cd0), r1 = _mm512_unpackhi_epi16(ab0, cd0);
+    __m512i r2 = _mm512_unpacklo_epi16(ab1, cd1), r3 = _mm512_unpackhi_epi16(ab1, cd1);
+    __m512i t0 = _mm512_shuffle_i64x2(r0, r1, 0x44), t1 = _mm512_shuffle_i64x2(r0, r1, 0xee);
+    __m512i t2 = _mm512_shuffle_i64x2(r2, r3, 0x44), t3 = _mm512_shuffle_i64x2(r2, r3, 0xee);
+    _mm512_storeu_si512(d, _mm512_shuffle_i64x2(t0, t2, 0x88));
+    _mm512_storeu_si512(d + 64, _mm512_shuffle_i64x2(t0, t2, 0xdd));
+    _mm512_storeu_si512(d + 128, _mm512_shuffle_i64x2(t1, t3, 0x88));
+    _mm512_storeu_si512(d + 192, _mm512_shuffle_i64x2(t1, t3, 0xdd));
+}
+
+/* All count positions, stride 1 or 2.  A masked lane loads as 0, so the
+ * tail's extra positions are garbage only in the bounce buffer. */
+__attribute__((target("avx512f,avx512bw"))) static void interleave512(const uint8_t *const *src, int nc, int64_t step,
+                                                                     int64_t count, uint8_t flip, uint8_t *dst)
+{
+    const __mmask64 all = (__mmask64)-1;
+    /* stride 2 reads 128 bytes for 64 positions: one past the last used */
+    int64_t q = 0, need = step == 1 ? 64 : 65;
+    for (; q + need <= count; q += 64) interleave64(src, nc, step, q, all, all, flip, dst + 4 * q);
+    if (q == count) return;
+    int64_t bytes = step == 1 ? count - q : 2 * (count - q) - 1; /* the last position's byte is the last read */
+    __mmask64 m0 = bytes >= 64 ? all : all >> (64 - bytes), m1 = bytes > 64 ? all >> (128 - bytes) : 0;
+    uint8_t out[256] __attribute__((aligned(64)));
+    interleave64(src, nc, step, q, m0, m1, flip, out);
+    memcpy(dst + 4 * q, out, (size_t)(4 * (count - q)));
 }
 
 /* Interleaves count positions of 4 channels (channel t's position q at
@@ -140,14 +157,9 @@ __attribute__((target("avx512f,avx512bw"))) static int64_t interleave512(const u
 static void interleave(const uint8_t *const *src, int nc, int64_t step, int64_t count, uint8_t flip, uint8_t *dst)
 {
     int64_t q = 0;
-    const uint8_t *rest[4];
     if ((step == 1 || step == 2) && st_gemm_s8_fast()) {
-        q = interleave512(src, nc, step, count, flip, dst);
-        for (int t = 0; t < 4; t++) rest[t] = src[t] + q * step;
-        src = rest;
-        dst += 4 * q;
-        count -= q;
-        q = 0;
+        interleave512(src, nc, step, count, flip, dst);
+        return;
     }
     if (step == 1 || step == 2) {
         const __m128i fx = _mm_set1_epi8((char)flip), lo8 = _mm_set1_epi16(0xff);
@@ -269,8 +281,8 @@ static void conv_task(void *arg, int64_t t)
     int64_t m0 = mc * f->mchunk, mrows = f->mg - m0 < f->mchunk ? f->mg - m0 : f->mchunk;
     int64_t b0 = band * f->R, rows = f->out[1] - b0 < f->R ? f->out[1] - b0 : f->R, ow = f->out[2];
     if (mrows <= 0 || rows <= 0) return;
-    int64_t cols = f->direct ? ow : TILE;
-    size_t cbytes = f->direct ? 0 : (size_t)(mrows * TILE) * f->es;
+    int64_t cols = f->flat ? rows * ow : f->direct ? ow : TILE;
+    size_t cbytes = f->direct || f->flat ? 0 : (size_t)(mrows * TILE) * f->es;
     uint8_t *S = alloc64((size_t)f->stage_bytes + cbytes + (size_t)cols * sizeof(int32_t));
     if (!S) {
         f->err = ST_ERR_NOMEM;
@@ -294,7 +306,12 @@ static void conv_task(void *arg, int64_t t)
     e.lut = a->lut;
     const uint8_t *A = a->w->data + (g * f->gblocks + m0 / ST_S8_MR) * f->kq * ST_S8_MR * 4;
     const st_operand *y = a->y;
-    if (f->direct) {
+    if (f->flat) {
+        st_s8_b b = {S, f->off, ST_S8_NR * 4};
+        if (f->colsum) st_gemm_s8_colsums(&b, !f->a_unsigned, f->kq, rows * ow, csum);
+        char *c = (char *)y->data + (n * y->strides[0] + mabs * y->strides[1] + oz * f->ys[0] + b0 * f->ys[1]) * (int64_t)f->es;
+        st_gemm_s8_block(A, f->a_unsigned, &b, f->kq, mrows, rows * ow, c, y->strides[1], &e);
+    } else if (f->direct) {
         for (int64_t r = 0; r < rows; r++) {
             st_s8_b b = {S + r * f->pws * 4, f->off, ST_S8_NR * 4};
             if (f->colsum) st_gemm_s8_colsums(&b, !f->a_unsigned, f->kq, ow, csum);
@@ -375,6 +392,12 @@ st_status st_conv_s8(st_pool *pool, const st_conv_s8_args *a)
     f.plane = f.rows_alloc * f.pws * 4;
     f.stage_bytes = f.cgq * f.k[0] * phases * f.plane;
     f.direct = f.out[2] >= DIRECT_MIN_OW && f.ys[2] == 1;
+    /* no shifts between staged rows (1x1, stride 1 across rows) and y's
+     * rows of a channel back to back: the band's staged positions are y's
+     * in order, so the band is one product stored straight into y, in full
+     * 48-column panels (an 80-wide row ran as 48 + 32, a 20-wide one went
+     * through the tile and copy_out) */
+    f.flat = qx == 0 && f.qy == 0 && f.ys[2] == 1 && f.ys[1] == f.out[2];
     f.stream = f.direct && (double)st_operand_numel(y) * (double)f.es > STREAM_BYTES;
     /* per quad: (channel quad, tap) -> plane of (cq, tz, phase) and shift */
     f.off = malloc((size_t)(f.kq > 0 ? f.kq : 1) * sizeof *f.off);

@@ -15,9 +15,17 @@
  * loaded masked (zero) and never stored.
  *
  * The epilogue runs on the registers before the one store (gemm_s8.h):
- * corrections in int32, then int32, u8/s8 or f32 out.
+ * corrections in int32, then int32, u8/s8 or f32 out.  A u8/s8 output
+ * through a lookup table (a conv with its fused activation, nearly every
+ * conv of a quantized YOLO) looks its 16 bytes up with two vpermi2b where
+ * the CPU has AVX-512 VBMI, instead of a 16-element gather: the gather
+ * cost about as much as the main loop of a conv with 16 or 32 input
+ * channels.  vpermi2b is written as inline asm, so these functions need
+ * no VBMI target attribute and still run on VNNI CPUs without VBMI
+ * (Cascade Lake), which keep the gather.
  */
 #include <immintrin.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "backends/cpu/gemm_s8_kern.h"
@@ -46,12 +54,24 @@ __attribute__((always_inline)) ST_VNNI static inline __m512 col_f32(const float 
     return mk == 0xffff ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mk, p);
 }
 
+/* The table lookup of bytes: vpermi2b takes an index's low 7 bits into
+ * the 128 bytes of two registers, so one lookup per half of the table and
+ * the index's top bit picks (the lanes past 16 are don't-cares). */
+__attribute__((always_inline)) ST_VNNI static inline __m128i lut_bytes(__m128i q, const __m512i *tab)
+{
+    __m512i lo = _mm512_castsi128_si512(q), hi = lo;
+    __asm__("vpermi2b %2, %1, %0" : "+v"(lo) : "v"(tab[0]), "v"(tab[1]));
+    __asm__("vpermi2b %2, %1, %0" : "+v"(hi) : "v"(tab[2]), "v"(tab[3]));
+    __mmask64 top = _mm512_movepi8_mask(_mm512_castsi128_si512(q));
+    return _mm512_castsi512_si128(_mm512_mask_blend_epi8(top, lo, hi));
+}
+
 /* One vector (16 columns) of row i through the epilogue, stored at c.
  * Full vectors store unmasked: masked stores, byte-masked ones above all,
  * take several times longer on some cores (AMD Zen: a byte-masked store
  * made a quantize loop 4x slower). */
 __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, const st_s8_epi *e, int64_t i, int64_t j,
-                                                                    __mmask16 mk, char *c)
+                                                                    __mmask16 mk, char *c, const __m512i *tab)
 {
     bool full = mk == 0xffff;
     if (e->row_add) t = _mm512_add_epi32(t, _mm512_set1_epi32(e->row_add[i]));
@@ -86,8 +106,9 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps((float)(lo - e->zero_point))), _mm512_set1_ps((float)(hi - e->zero_point)));
     __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(e->zero_point));
     /* every lane is in the type's range here, masked ones included */
-    if (e->lut) qi = _mm512_i32gather_epi32(_mm512_and_si512(qi, _mm512_set1_epi32(255)), e->lut, 4);
+    if (e->lut && !tab) qi = _mm512_i32gather_epi32(_mm512_and_si512(qi, _mm512_set1_epi32(255)), e->lut, 4);
     __m128i q = _mm512_cvtepi32_epi8(qi);
+    if (e->lut && tab) q = lut_bytes(q, tab);
     if (full) _mm_storeu_si128((__m128i *)c, q);
     else _mm_mask_storeu_epi8(c, mk, q);
 }
@@ -100,7 +121,7 @@ __attribute__((always_inline)) ST_VNNI static inline void epi_store(__m512i t, c
  */
 __attribute__((always_inline)) ST_VNNI static inline void
 ukernel(const int NV, const int MRR, const bool AU, int64_t kq, const uint8_t *a, const uint8_t *b, const int64_t *off,
-        int rows, int nv, char *c, int64_t ldc, size_t es, const st_s8_epi *e, int64_t i0, int64_t j0)
+        int rows, int nv, char *c, int64_t ldc, size_t es, const st_s8_epi *e, int64_t i0, int64_t j0, const uint8_t *lut8)
 {
     __mmask16 mk[3];
     ST_UNROLL
@@ -139,24 +160,27 @@ ukernel(const int NV, const int MRR, const bool AU, int64_t kq, const uint8_t *a
             }
         }
     }
+    __m512i tab[4];
+    if (lut8)
+        for (int h = 0; h < 4; h++) tab[h] = _mm512_load_si512(lut8 + 64 * h);
     ST_UNROLL
     for (int r = 0; r < MRR; r++) {
         if (r >= rows) break;
         ST_UNROLL
         for (int v = 0; v < NV; v++)
-            epi_store(acc[r][v], e, i0 + r, j0 + 16 * v, mk[v], c + (r * ldc + 16 * v) * (int64_t)es);
+            epi_store(acc[r][v], e, i0 + r, j0 + 16 * v, mk[v], c + (r * ldc + 16 * v) * (int64_t)es, lut8 ? tab : NULL);
     }
 }
 
 typedef void (*kern_fn)(int64_t kq, const uint8_t *a, const uint8_t *b, const int64_t *off, int rows, int nv, char *c,
-                        int64_t ldc, size_t es, const st_s8_epi *e, int64_t i0, int64_t j0);
+                        int64_t ldc, size_t es, const st_s8_epi *e, int64_t i0, int64_t j0, const uint8_t *lut8);
 
 #define KDEF(NV, MRR, AU)                                                                                              \
     ST_VNNI static void k_##NV##_##MRR##_##AU(int64_t kq, const uint8_t *a, const uint8_t *b, const int64_t *off,     \
                                               int rows, int nv, char *c, int64_t ldc, size_t es, const st_s8_epi *e,  \
-                                              int64_t i0, int64_t j0)                                                 \
+                                              int64_t i0, int64_t j0, const uint8_t *lut8)                            \
     {                                                                                                                  \
-        ukernel(NV, MRR, AU, kq, a, b, off, rows, nv, c, ldc, es, e, i0, j0);                                          \
+        ukernel(NV, MRR, AU, kq, a, b, off, rows, nv, c, ldc, es, e, i0, j0, lut8);                                    \
     }
 #define KDEF_NV(NV) KDEF(NV, 8, 0) KDEF(NV, 8, 1) KDEF(NV, 4, 0) KDEF(NV, 4, 1) KDEF(NV, 1, 0) KDEF(NV, 1, 1)
 KDEF_NV(1)
@@ -175,10 +199,32 @@ static const kern_fn KERNS[2][3][3] = {
  * 49 to 64 columns run as 32 + the rest rather than 48 + a 16-column
  * chunk: the 1-vector kernel issues a load per vpdpbusd and ran at half
  * the rate (11% of a 256-wide conv's time for 1/16 of its columns). */
+static pthread_once_t vbmi_once = PTHREAD_ONCE_INIT;
+static bool vbmi_ok;
+
+static void vbmi_probe(void) { vbmi_ok = __builtin_cpu_supports("avx512vbmi"); }
+
+ST_VNNI static void lut_to_bytes(const int32_t *lut, uint8_t *lut8)
+{
+    for (int h = 0; h < 16; h++)
+        _mm_store_si128((__m128i *)(lut8 + 16 * h), _mm512_cvtepi32_epi8(_mm512_loadu_si512(lut + 16 * h)));
+}
+
 void st_s8_block_vnni(const uint8_t *a, bool a_unsigned, const st_s8_b *b, int64_t kq, int64_t m, int64_t n, void *c,
                       int64_t ldc, const st_s8_epi *e)
 {
     size_t es = st_s8_out_size(e->out);
+    /* the lookup table as bytes (its entries are the output type's stored
+     * bytes, as the gather form's truncation takes them) */
+    uint8_t lut8[256] __attribute__((aligned(64)));
+    const uint8_t *l8 = NULL;
+    if (e->lut && (e->out == ST_S8_OUT_U8 || e->out == ST_S8_OUT_S8)) {
+        pthread_once(&vbmi_once, vbmi_probe);
+        if (vbmi_ok) {
+            lut_to_bytes(e->lut, lut8);
+            l8 = lut8;
+        }
+    }
     bool linear = b->panel == ST_S8_NR * 4;
     for (int64_t j = 0, w; j < n; j += w) {
         w = n - j < ST_S8_NR ? n - j : ST_S8_NR;
@@ -190,7 +236,7 @@ void st_s8_block_vnni(const uint8_t *a, bool a_unsigned, const st_s8_b *b, int64
             int rows = (int)(m - i < ST_S8_MR ? m - i : ST_S8_MR);
             int ri = rows > 4 ? 0 : rows > 1 ? 1 : 2;
             KERNS[a_unsigned][nvi][ri](kq, a + (i / ST_S8_MR) * kq * ST_S8_MR * 4, panel, b->off, rows, nv,
-                                       (char *)c + (i * ldc + j) * (int64_t)es, ldc, es, e, i, j);
+                                       (char *)c + (i * ldc + j) * (int64_t)es, ldc, es, e, i, j, l8);
         }
     }
     /* streaming stores are weakly ordered: drain them before the task

@@ -19,6 +19,7 @@
 #include "backends/cpu/clones.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
+#include "backends/cpu/lut_u8.h"
 #include "backends/cpu/pool.h"
 #include "ops/qlinear.h"
 
@@ -142,8 +143,7 @@ static void lut_rows(void *arg, int64_t task)
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
         const uint8_t *xp = (const uint8_t *)j->x->data + it.off[1];
         uint8_t *yp = (uint8_t *)j->y->data + it.off[0];
-        if (it.step[0] == 1 && it.step[1] == 1)
-            for (int64_t i = 0; i < it.inner; i++) yp[i] = j->table[xp[i]];
+        if (it.step[0] == 1 && it.step[1] == 1) st_lut_u8(j->table, xp, yp, it.inner);
         else
             for (int64_t i = 0; i < it.inner; i++) yp[i * it.step[0]] = j->table[xp[i * it.step[1]]];
     }

@@ -17,7 +17,15 @@
  *   Div(Mul(X, Clip(Add(X, 3), 0, 6)), 6)            (Paddle's export)
  * becomes one HardSwish node (the Div node, rewritten to read X): one pass
  * instead of four, and in f16 the product X * 6, which can exceed f16's
- * range where the result does not, is never stored.
+ * range where the result does not, is never stored.  Likewise the exact
+ * GELU as PyTorch exports nn.GELU() before opset 20,
+ *   Mul(Mul(X, Add(Erf(Div(X, sqrt 2)), 1)), 0.5)   (or X * (1 / sqrt 2))
+ * becomes one Gelu node (the last Mul, rewritten): one pass over a
+ * transformer's widest activation instead of five.  And a float Mul or
+ * Div by exactly 1 that does not broadcast (PyTorch's attention export
+ * multiplies its [heads, seq, seq] scores and mask by 1.0) becomes an
+ * Identity, which the layout pass makes a view: x * 1 and x / 1 are x
+ * in IEEE arithmetic (a signalling NaN would stay signalling).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -184,6 +192,115 @@ static bool rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int
     return true;
 }
 
+/* The other input of binary node n when one of its two inputs is v, or -1. */
+static int other_input(const st_node *n, int v)
+{
+    if (n->n_in != 2) return -1;
+    return n->in[0] == v ? n->in[1] : n->in[1] == v ? n->in[0] : -1;
+}
+
+/* The constant scalar operand of binary node n (either side), NAN if none;
+ * *var gets the other operand. */
+static float scalar_operand(const st_plan *p, const st_node *n, int *var)
+{
+    *var = -1;
+    if (n->n_in != 2) return NAN;
+    for (int side = 0; side < 2; side++) {
+        float c = const_scalar(p, n->in[side]);
+        if (!isnan(c)) {
+            *var = n->in[1 - side];
+            return c;
+        }
+    }
+    return NAN;
+}
+
+/* Mul(Mul(X, Add(Erf(Div(X, sqrt 2)), 1)), 0.5) -> Gelu(X), on the last
+ * Mul `mul` (Mul(X, 1 / sqrt 2) for the Div is taken too).  The constants
+ * must be those values as f32 (the exporter writes them so); every value
+ * in between has the one reader.  False only when out of memory. */
+static bool rewrite_gelu(st_plan *p, const st_graph *g, const users *u, int mul)
+{
+    const st_node *mn = &g->nodes[mul];
+    int m1v;
+    if (mn->out[0] < 0 || scalar_operand(p, mn, &m1v) != 0.5f) return true;
+    int m1 = producer_is(p, g, m1v, "Mul");
+    if (m1 < 0 || u->count[m1v] != 1) return true;
+    const st_node *n1 = &g->nodes[m1];
+    for (int side = 0; side < 2; side++) {
+        int x = n1->in[side], av = n1->in[1 - side], add = producer_is(p, g, av, "Add");
+        if (add < 0 || u->count[av] != 1) continue;
+        int ev;
+        if (scalar_operand(p, &g->nodes[add], &ev) != 1.0f) continue;
+        int erf = producer_is(p, g, ev, "Erf");
+        if (erf < 0 || u->count[ev] != 1) continue;
+        int dv = g->nodes[erf].in[0], div = producer_is(p, g, dv, "Div"), scale = producer_is(p, g, dv, "Mul");
+        if (u->count[dv] != 1 || (div < 0 && scale < 0)) continue;
+        int by = div >= 0 ? div : scale;
+        const st_node *dn = &g->nodes[by];
+        float c = div >= 0 ? (dn->in[0] == x ? const_scalar(p, dn->in[1]) : NAN) : const_scalar(p, other_input(dn, x));
+        if (c != (div >= 0 ? 1.41421356237309505f : 0.70710678118654752f)) continue;
+        if (!same_shape(p, x, mn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
+        const st_op_def *gelu = st_op_find("", "Gelu");
+        int *in = malloc(sizeof *in);
+        st_ew_state *st = calloc(1, sizeof *st);
+        if (!gelu || !in || !st) {
+            free(in);
+            free(st);
+            return gelu == NULL;
+        }
+        st->code = ST_U_GELU;
+        in[0] = x;
+        free(p->nodes[mul].state);
+        p->nodes[mul].state = st;
+        p->nodes[mul].op = gelu;
+        p->nodes[mul].in = in;
+        p->nodes[mul].n_in = 1;
+        int gone[4] = {by, erf, add, m1};
+        for (int k = 0; k < 4; k++) {
+            p->nodes[gone[k]].kind = ST_PN_FUSED;
+            p->values[g->nodes[gone[k]].out[0]].kind = ST_PV_DEAD;
+        }
+        if (p->values[x].last_use < mul) p->values[x].last_use = mul;
+        return true;
+    }
+    return true;
+}
+
+/* Mul(X, 1), Mul(1, X) or Div(X, 1) -> Identity(X), on node i, when X is
+ * float and has the output's shape.  False only when out of memory. */
+static bool rewrite_unit(st_plan *p, const st_graph *g, int i)
+{
+    const st_node *n = &g->nodes[i];
+    if (n->n_in != 2 || n->out[0] < 0 || g->values[n->out[0]].is_output) return true;
+    bool div = !strcmp(n->op_type, "Div");
+    int x = -1;
+    for (int side = div ? 1 : 0; side < 2 && x < 0; side++) {
+        int c = n->in[side];
+        if (c < 0 || p->values[c].kind != ST_PV_CONST || st_numel(p->values[c].t.rank, p->values[c].t.dims) != 1 ||
+            !st_dtype_is_float(p->values[c].t.dtype) || st_load_f64(p->values[c].t.dtype, p->values[c].t.data) != 1.0)
+            continue;
+        x = n->in[1 - side];
+    }
+    if (x < 0 || !same_shape(p, x, n->out[0]) || !st_dtype_is_float(p->values[x].t.dtype) ||
+        p->values[x].t.dtype != p->values[n->out[0]].t.dtype)
+        return true;
+    const st_op_def *id = st_op_find("", "Identity");
+    int *in = malloc(sizeof *in);
+    if (!id || !in) {
+        free(in);
+        return id == NULL;
+    }
+    in[0] = x;
+    free(p->nodes[i].state);
+    p->nodes[i].state = NULL;
+    p->nodes[i].op = id;
+    p->nodes[i].in = in;
+    p->nodes[i].n_in = 1;
+    if (p->values[x].last_use < i) p->values[x].last_use = i;
+    return true;
+}
+
 /* Fusion changes the bits of a result (an epilogue rounds once where
  * separate ops round twice), so a plan that could not fuse for want of
  * memory is an error, not a plan that gives other answers. */
@@ -198,6 +315,21 @@ st_status st_pass_fuse(st_plan *p)
     for (int i = 0; i < g->n_nodes; i++)
         if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
             if (!rewrite_hardswish(p, g, &u, i)) {
+                free(u.count);
+                return fuse_nomem();
+            }
+            if (p->nodes[i].op) st_plan_count_readers(p, u.count);
+        }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is_exec(p, i) && !p->nodes[i].op && !g->nodes[i].domain[0] &&
+            (!strcmp(g->nodes[i].op_type, "Mul") || !strcmp(g->nodes[i].op_type, "Div")) && !rewrite_unit(p, g, i)) {
+            free(u.count);
+            return fuse_nomem();
+        }
+    st_plan_count_readers(p, u.count);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (is_exec(p, i) && !p->nodes[i].op && !strcmp(g->nodes[i].op_type, "Mul") && !g->nodes[i].domain[0]) {
+            if (!rewrite_gelu(p, g, &u, i)) {
                 free(u.count);
                 return fuse_nomem();
             }

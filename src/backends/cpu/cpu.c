@@ -137,6 +137,7 @@ typedef struct cpu_exec {
     int *late;                 /* executed, successors not yet released */
     int n_late;
     int n_executed;
+    int n_wait_list;            /* exec_wait calls waiting on a list of commands (under the pool lock) */
     int *running;
     int n_running;
     int *current;               /* profiled: the command each worker runs (under the pool lock) */
@@ -322,7 +323,13 @@ static void exec_done(void *ctx, int c)
     else release(e, c);
     if (e->n_late && e->n_executed == e->dag->n_cmds)
         while (e->n_late) release_late(e, 0);
-    st_pool_broadcast(e->pool);
+    /* Wake other workers (there may be new work for them) and exec_wait
+     * when what it waits for may be done.  With one worker nobody else
+     * takes work, and a wake per command sent the thread in exec_wait
+     * through a futex wake, two context switches and back to sleep for
+     * each node: 10% of a transformer encoder's CPU time on one thread. */
+    if (st_pool_threads(e->pool) > 1 || e->n_wait_list > 0 || e->n_executed == e->dag->n_cmds)
+        st_pool_broadcast(e->pool);
 }
 
 static st_status exec_submit(st_exec *base, const st_dag *d)
@@ -370,6 +377,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         st_pool_unlock(e->pool);
         return ST_OK;
     }
+    if (n >= 0) e->n_wait_list++; /* exec_done wakes this wait after every command */
     for (;;) {
         bool pending = false;
         if (n < 0) pending = e->n_executed < e->dag->n_cmds;
@@ -378,6 +386,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         if (!pending) break;
         st_pool_wait(e->pool);
     }
+    if (n >= 0) e->n_wait_list--;
     st_status s = e->err;
     if (s != ST_OK) st_error(s, "%s", e->errmsg);
     st_pool_unlock(e->pool);

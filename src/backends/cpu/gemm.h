@@ -155,4 +155,17 @@ int st_sgemv_fast(const float *x, int64_t xs, const float *b, int64_t brs, int64
 bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,
                    float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k);
 
+
+/* A constant B[k, n] (element (p, j) at b[p * rs + j * cs]) packed whole,
+ * once (k_linalg.c's prepare for a MatMul or Gemm weight): for each k
+ * block of st_gemm_kc(k) rows from row k0, the panels of all n columns
+ * (as st_gemm_pack_b makes them) at k0 * ceil(n / NR) * NR.  NULL when k
+ * or n is 0 or out of memory; free() it.  AVX-512 only. */
+float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n);
+/* st_sgemm_fast with B's columns [n0, n0 + n) of a prepacked B of ntot
+ * columns; n0 a multiple of ST_GEMM_NR.  The products and their order are
+ * those of st_sgemm_fast on the same B, so results are bit-identical. */
+bool st_sgemm_fast_prepacked(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
+                             float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k);
+
 #endif

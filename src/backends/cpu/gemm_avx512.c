@@ -345,11 +345,23 @@ void st_gemm_pack_b(const float *b, int64_t rs, int64_t cs, int64_t kc, int64_t 
 #define ST_GEMM_NC 768
 #define ST_GEMM_DIRECT_B (256 * 1024)
 
-bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,
-                   float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+/* B as sgemm_core reads it: strided in memory (b, brs, bcs), or, with pre
+ * set, the panels of st_gemm_prepack_b (ntot columns in all) from column
+ * n0 on, n0 a multiple of ST_GEMM_NR. */
+typedef struct sgemm_bsrc {
+    const float *b;
+    int64_t brs, bcs;
+    const float *pre;
+    int64_t ntot, n0;
+} sgemm_bsrc;
+
+static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsrc *bs, float alpha, float beta,
+                       float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
 {
     if (m <= 0 || n <= 0) return true;
     if (m == 1) ars = 0;
+    const float *b = bs->b;
+    int64_t brs = bs->brs, bcs = bs->bcs;
     /* A packed (the micro-kernel's sequential layout) with alpha folded in */
     int64_t blocks = (m + ST_GEMM_MR - 1) / ST_GEMM_MR;
     float *ap = aligned_alloc(64, ((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float) + 63) / 64 * 64);
@@ -371,14 +383,14 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
     }
     /* B is read in place when it is small, its rows unit-stride and not a
      * multiple of 4 KB (give or take 256 bytes) apart; else packed per
-     * (k, n) block */
+     * (k, n) block, unless it was packed whole before (bs->pre) */
     int64_t rb = (brs * 4) % 4096;
     if (rb < 0) rb += 4096;
-    bool direct = bcs == 1 && (k <= 1 || (rb >= 256 && rb <= 3840)) && k * n <= ST_GEMM_DIRECT_B;
+    bool direct = !bs->pre && bcs == 1 && (k <= 1 || (rb >= 256 && rb <= 3840)) && k * n <= ST_GEMM_DIRECT_B;
     int64_t kc_max = k < ST_GEMM_KC ? k : ST_GEMM_KC, nc_max = n < ST_GEMM_NC ? n : ST_GEMM_NC;
-    float *bp = direct ? NULL
-                       : aligned_alloc(64, (st_gemm_packed_floats(kc_max > 0 ? kc_max : 1, nc_max) * sizeof(float) + 63) / 64 * 64);
-    if (!direct && !bp) {
+    float *bp = direct || bs->pre ? NULL
+                                  : aligned_alloc(64, (st_gemm_packed_floats(kc_max > 0 ? kc_max : 1, nc_max) * sizeof(float) + 63) / 64 * 64);
+    if (!direct && !bs->pre && !bp) {
         free(ap);
         return false;
     }
@@ -386,7 +398,7 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
     if (beta != 0.0f && beta != 1.0f)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] *= beta;
-    int64_t kcb = st_gemm_kc(k);
+    int64_t kcb = st_gemm_kc(k), pre_cols = (bs->ntot + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR;
     for (int64_t j0 = 0; j0 < n; j0 += ST_GEMM_NC) {
         int64_t nc = n - j0 < ST_GEMM_NC ? n - j0 : ST_GEMM_NC;
         if (k == 0) {
@@ -396,7 +408,11 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
         for (int64_t k0 = 0; k0 < k; k0 += kcb) {
             int64_t kc = k - k0 < kcb ? k - k0 : kcb;
             st_gemm_b pb;
-            if (direct) {
+            if (bs->pre) {
+                /* the same panels st_gemm_pack_b would make, made once */
+                for (int64_t i = 0; i < kc; i++) off[i] = i * ST_GEMM_NR;
+                pb = (st_gemm_b){bs->pre + k0 * pre_cols + (bs->n0 + j0) / ST_GEMM_NR * kc * ST_GEMM_NR, off, kc * ST_GEMM_NR};
+            } else if (direct) {
                 for (int64_t i = 0; i < kc; i++) off[i] = i * brs;
                 pb = (st_gemm_b){b + k0 * brs + j0, off, ST_GEMM_NR};
             } else {
@@ -410,6 +426,33 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
     free(bp);
     free(ap);
     return true;
+}
+
+bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs, int64_t bcs, float alpha,
+                   float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+    sgemm_bsrc bs = {b, brs, bcs, NULL, 0, 0};
+    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k);
+}
+
+float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n)
+{
+    if (k <= 0 || n <= 0) return NULL;
+    int64_t cols = (n + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR, kcb = st_gemm_kc(k);
+    float *dst = aligned_alloc(64, ((size_t)(k * cols) * sizeof(float) + 63) / 64 * 64);
+    if (!dst) return NULL;
+    for (int64_t k0 = 0; k0 < k; k0 += kcb) {
+        int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+        st_gemm_pack_b(b + k0 * rs, rs, cs, kc, n, dst + k0 * cols);
+    }
+    return dst;
+}
+
+bool st_sgemm_fast_prepacked(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
+                             float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+{
+    sgemm_bsrc bs = {bp, 0, 0, bp, ntot, n0};
+    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k);
 }
 
 /* ---- depthwise rows ---- */

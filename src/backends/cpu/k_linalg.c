@@ -197,6 +197,18 @@ static st_status gemm_any(st_dtype ta_t, st_dtype tb_t, const st_mat *ma, bool t
 
 /* ---- MatMul ---- */
 
+/* The GEMM's panels of a constant (initializer) B: the AVX-512 GEMM packs
+ * B on every run otherwise (8.5% of a transformer encoder's samples, for
+ * weights that never change).  Only the packed layout is new; st_sgemm's
+ * k blocking and FMA order are the same, so results are bit-identical to
+ * the unpacked path.  B is op(B) of the run: k x n, and the run checks
+ * its sizes again before it uses the panels. */
+typedef struct linalg_prep {
+    float *b;
+    int64_t k, n;
+} linalg_prep;
+
+
 typedef struct mm_job {
     const st_kctx *k;
     const st_operand *a, *b, *y;
@@ -206,6 +218,7 @@ typedef struct mm_job {
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     bool a_vec, b_vec;               /* 1-D operands */
     float alpha;
+    const float *bpre;               /* B packed at plan time (linalg_prep), or NULL */
     st_status err;
 } mm_job;
 
@@ -247,8 +260,11 @@ static void mm_task(void *arg, int64_t t)
     }
     st_mat ma, mb;
     float *pa = NULL, *pb = NULL, *pc = NULL;
+    /* the plan-time panels of a constant B serve every tile that st_sgemm
+     * would run as a GEMM (not a matrix-vector product) */
+    bool pre = j->bpre && rows > 1 && ncols > 1 && n0 % ST_GEMM_NR == 0;
     st_status s = st_mat_f32(&as, adim_r, adim_c, oa, &ma, &pa);
-    if (s == ST_OK) s = st_mat_f32(&bs, bdim_r, bdim_c, ob, &mb, &pb);
+    if (s == ST_OK && !pre) s = st_mat_f32(&bs, bdim_r, bdim_c, ob, &mb, &pb);
     /* output rows [m0, m1), columns [n0, n0 + ncols): direct when row-major f32 */
     int ydim_r = j->a_vec ? -1 : (j->b_vec ? y->rank - 1 : y->rank - 2);
     int ydim_c = j->b_vec ? -1 : y->rank - 1;
@@ -268,7 +284,13 @@ static void mm_task(void *arg, int64_t t)
             ldc = ncols;
         }
     }
-    if (s == ST_OK) s = gemm_any(a->dtype, b->dtype, &ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
+    if (s == ST_OK && pre) {
+        if (!st_sgemm_fast_prepacked(ma.p, ma.rs, ma.cs, j->bpre, j->n, n0, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk))
+            s = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld MatMul", (long long)rows,
+                         (long long)ncols, (long long)j->kk);
+    } else if (s == ST_OK) {
+        s = gemm_any(a->dtype, b->dtype, &ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
+    }
     if (s == ST_OK) {
         if (!direct) {
             size_t es = st_dtype_size(y->dtype);
@@ -410,6 +432,8 @@ st_status st_cpu_matmul(const st_kctx *k)
         j.sb[d] = kb < 0 || b->sizes[kb] == 1 ? 0 : b->strides[kb];
     }
     j.batches = st_numel(j.nb, y->sizes);
+    const linalg_prep *pp = k->priv;
+    if (flt && pp && pp->k == j.kk && pp->n == j.n && !j.b_vec) j.bpre = pp->b;
     if (j.batches == 0 || j.m == 0 || j.n == 0) {
         free(owned);
         return ST_OK;
@@ -446,6 +470,7 @@ typedef struct gemm_job {
     int64_t mrows, ncols, ntiles;    /* tasks: row tile x column tile */
     bool direct;
     float *tmp;
+    const float *bpre;               /* op(B) packed at plan time, or NULL */
     st_status err;
 } gemm_job;
 
@@ -471,8 +496,18 @@ static void gemm_task(void *arg, int64_t t)
         ldc = j->n;
     }
     if (ldc < j->n) ldc = j->n;
-    st_status r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows, ncols,
-                           j->kk);
+    st_status r = ST_OK;
+    if (j->bpre && rows > 1 && ncols > 1 && n0 % ST_GEMM_NR == 0) {
+        /* the plan-time panels of a constant B, where gemm_any would run
+         * the f32 GEMM (not a matrix-vector product) */
+        int64_t ars = j->s->trans_a ? ma.cs : ma.rs, acs = j->s->trans_a ? ma.rs : ma.cs;
+        if (!st_sgemm_fast_prepacked(ma.p, ars, acs, j->bpre, j->n, n0, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk))
+            r = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld Gemm", (long long)rows,
+                         (long long)ncols, (long long)j->kk);
+    } else {
+        r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows,
+                     ncols, j->kk);
+    }
     if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
 
@@ -516,7 +551,10 @@ st_status st_cpu_gemm(const st_kctx *k)
     j.n = n;
     j.kk = kk;
     float *pa = NULL, *pb = NULL;
+    const linalg_prep *pp = k->priv;
+    if (pp && pp->k == kk && pp->n == n) j.bpre = pp->b;
     st_status r = st_mat_f32(a, 0, 1, 0, &j.ma, &pa);
+    /* a prepacked B is still read where a tile takes the matrix-vector path */
     if (r == ST_OK) r = st_mat_f32(b, 0, 1, 0, &j.mb, &pb);
     j.direct = y->dtype == ST_F32 && (y->strides[1] == 1 || n == 1) && (m == 1 || y->strides[0] >= n);
     if (r == ST_OK && !j.direct) {
@@ -571,10 +609,86 @@ st_status st_cpu_gemm(const st_kctx *k)
     return r;
 }
 
+/* ---- prepare: a constant B packed once per command ---- */
+
+/* Packs constant B (view v, data d; row p, column j of op(B) at element
+ * p * rs + j * cs of d) into *priv.  Nothing when the CPU has no AVX-512
+ * (the portable path reads B itself), B is not float, not contiguous, or
+ * empty. */
+static st_status linalg_pack(const st_view *v, const void *d, bool trans, void **priv)
+{
+    *priv = NULL;
+    if (!st_gemm_fast() || !d || v->rank < 2 || v->offset != 0 ||
+        !(v->dtype == ST_F32 || v->dtype == ST_F16 || v->dtype == ST_BF16))
+        return ST_OK;
+    st_view c;
+    st_view_init(&c, v->dtype, v->rank, v->sizes);
+    for (int i = 0; i < v->rank; i++) {
+        if (i < v->rank - 2 && v->sizes[i] != 1) return ST_OK; /* a batched B: one GEMM per batch */
+        if (v->sizes[i] > 1 && v->strides[i] != c.strides[i]) return ST_OK;
+    }
+    int64_t rows = v->sizes[v->rank - 2], cols = v->sizes[v->rank - 1];
+    int64_t k = trans ? cols : rows, n = trans ? rows : cols;
+    if (k == 0 || n == 0) return ST_OK;
+    const float *src = d;
+    float *cvt = NULL;
+    if (v->dtype != ST_F32) {
+        cvt = malloc((size_t)(rows * cols) * sizeof *cvt);
+        if (!cvt) return st_error(ST_ERR_NOMEM, "out of memory converting a constant %lld x %lld B to f32",
+                                  (long long)rows, (long long)cols);
+        st_cvt_row_to_f32(cvt, v->dtype, d, 1, rows * cols);
+        src = cvt;
+    }
+    linalg_prep *p = malloc(sizeof *p);
+    float *packed = p ? st_gemm_prepack_b(src, trans ? 1 : cols, trans ? cols : 1, k, n) : NULL;
+    free(cvt);
+    if (!packed) {
+        free(p);
+        return st_error(ST_ERR_NOMEM, "out of memory packing a constant %lld x %lld B", (long long)k, (long long)n);
+    }
+    p->b = packed;
+    p->k = k;
+    p->n = n;
+    *priv = p;
+    return ST_OK;
+}
+
+/* Both bf16 on a CPU with avx512_bf16: gemm_any takes the bf16 GEMM,
+ * which packs its own way. */
+static bool bf16_gemm_takes(const st_knode *n)
+{
+    return n->views[0].dtype == ST_BF16 && n->views[1].dtype == ST_BF16 && st_gemm_bf16_fast();
+}
+
+static st_status matmul_prepare(const st_knode *n, void **priv)
+{
+    *priv = NULL;
+    st_dtype t = n->views[0].dtype;
+    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16) || bf16_gemm_takes(n)) return ST_OK;
+    return linalg_pack(&n->views[1], n->data[1], false, priv);
+}
+
+static st_status gemm_prepare(const st_knode *n, void **priv)
+{
+    const st_matmul_state *s = n->state;
+    *priv = NULL;
+    st_dtype t = n->views[0].dtype;
+    if (n->n_in < 2 || !(t == ST_F32 || t == ST_F16 || t == ST_BF16) || bf16_gemm_takes(n)) return ST_OK;
+    return linalg_pack(&n->views[1], n->data[1], s->trans_b, priv);
+}
+
+static void linalg_release(void *priv)
+{
+    linalg_prep *p = priv;
+    if (!p) return;
+    free(p->b);
+    free(p);
+}
+
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
 const st_kernel st_cpu_k_linalg[] = {
-    {"MatMul", "", ST_DT_ALL, st_cpu_matmul, NULL, NULL, NULL},
-    {"Gemm", "", ST_DT_ALL, st_cpu_gemm, NULL, NULL, NULL},
+    {"MatMul", "", ST_DT_ALL, st_cpu_matmul, NULL, matmul_prepare, linalg_release},
+    {"Gemm", "", ST_DT_ALL, st_cpu_gemm, NULL, gemm_prepare, linalg_release},
     {NULL}
 };

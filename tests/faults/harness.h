@@ -26,6 +26,23 @@
 
 #define TH_MAX_IO 16
 
+/* The library's count of a session's commands not yet complete (not in
+ * strata.h: the tests check that a stopped run leaves none). */
+int st_session_pending(st_session *s);
+
+/* A check that counts a failure and goes on, printing where, what and
+ * strata's last error, in the counter the test passes (it reports the
+ * count at the end). */
+#define TH_CHECK(failures, cond, ...)                                           \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fprintf(stderr, " (%s)\n", st_last_error());                       \
+            (failures)++;                                                       \
+        }                                                                       \
+    } while (0)
+
 typedef struct th_tensor {
     char name[256];
     st_dtype dtype;

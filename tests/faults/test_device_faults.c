@@ -38,18 +38,8 @@
 #include "core/fault.h"
 #include "harness.h"
 
-int st_session_pending(st_session *s);
-
 static int failures;
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, " (%s)\n", st_last_error());                        \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
+#define CHECK(cond, ...) TH_CHECK(failures, cond, __VA_ARGS__)
 
 static th_case cs;
 static th_outputs out;

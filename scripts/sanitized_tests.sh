@@ -9,8 +9,9 @@
 #         runs) a representative subset of about 9 minutes: everything but
 #         the OpenCL conformance families, the big models' 50 random
 #         schedules (the seed cases' stay), the soak, the big models'
-#         allocation sweeps and the program-cache test, which the plain
-#         build runs;
+#         allocation sweeps, the program-cache test, the zoo's real models
+#         and the bf16 models on the f32 kernels, which the plain build
+#         runs;
 #   tsan: ThreadSanitizer on what exercises the concurrent executor: the
 #         seed cases' random schedules on two threads (450 runs) and the
 #         API's two sessions on two threads.
@@ -36,7 +37,7 @@ cmake --build "$B" -j"$(nproc)"
 cd "$B"
 if [ "${1:-}" = --ci ]; then
   shift
-  set -- -E "fixtures|sanitized|fuzz|valgrind|opencl_conformance_|(yolov8n|yolo11n|yolov5n|ppocr_det|ppocr_rec|ppocr_cls)_schedules|faults_soak|faults_alloc_(yolov8n|ppocr)|opencl_program_cache" "$@"
+  set -- -E "fixtures|sanitized|fuzz|valgrind|opencl_conformance_|(yolov8n|yolo11n|yolov5n|ppocr_det|ppocr_rec|ppocr_cls)_schedules|faults_soak|faults_alloc_(yolov8n|ppocr)|opencl_program_cache|zoo_|_f32kernels" "$@"
 elif [ $# -eq 0 ]; then
   if [ "$kind" = tsan ]; then set -- -L "seed|api" -E "fixtures"
   else set -- -E "fixtures|sanitized|fuzz|valgrind"; fi

@@ -561,6 +561,29 @@ def field(num, payload):
     return varint((num << 3) | 2) + varint(len(payload)) + payload
 
 
+def nest_ifs(leaf, out_vi, depth):
+    """Graph bytes of an If whose then_branch is an If ... depth deep, leaf
+    innermost.  Each level is a prefix and a suffix around the level
+    inside; only the lengths are carried up, so the bytes are joined once
+    (wrapping the whole inner graph at every level copied gigabytes)."""
+    a2 = varint(20 << 3) + varint(5)                      # AttributeProto.type = GRAPH
+    else_a = field(1, b"else_branch") + field(6, leaf) + a2
+    pre, suf, glen = [], [], len(leaf)
+    for level in range(depth):
+        then_pre = field(1, b"then_branch") + varint((6 << 3) | 2) + varint(glen)
+        then_len = len(then_pre) + glen + len(a2)
+        node_pre = (field(1, b"c") + field(2, b"y") + field(3, b"if%d" % level) + field(4, b"If") +
+                    varint((5 << 3) | 2) + varint(then_len) + then_pre)
+        node_suf = a2 + field(5, else_a)
+        node_len = len(node_pre) + glen + len(node_suf)
+        g_pre = varint((1 << 3) | 2) + varint(node_len) + node_pre
+        g_suf = node_suf + field(2, b"g%d" % level) + field(12, out_vi)
+        pre.append(g_pre)
+        suf.append(g_suf)
+        glen += len(g_pre) + len(g_suf)
+    return b"".join(reversed(pre)) + leaf + b"".join(suf)
+
+
 def c_subgraphs_nested_10000_deep(d):
     # If inside If ... 10,000 deep, written as bytes level by level (the onnx
     # package itself recurses too deep to build it): refused before the
@@ -569,12 +592,7 @@ def c_subgraphs_nested_10000_deep(d):
     leaf = body_graph([helper.make_node("Identity", ["x"], ["e"])], [],
                       [helper.make_tensor_value_info("e", TP.FLOAT, [2, 3])], "leaf").SerializeToString()
     out_vi = helper.make_tensor_value_info("y", TP.FLOAT, [2, 3]).SerializeToString()
-    g = leaf
-    for level in range(10000):
-        then_a = field(1, b"then_branch") + field(6, g) + varint(20 << 3) + varint(5)
-        else_a = field(1, b"else_branch") + field(6, leaf) + varint(20 << 3) + varint(5)
-        node = field(1, b"c") + field(2, b"y") + field(3, b"if%d" % level) + field(4, b"If") + field(5, then_a) + field(5, else_a)
-        g = field(1, node) + field(2, b"g%d" % level) + field(12, out_vi)
+    g = nest_ifs(leaf, out_vi, 10000)
     top = g + field(11, helper.make_tensor_value_info("x", TP.FLOAT, [2, 3]).SerializeToString()) + \
         field(5, nh.from_array(np.array(True), "c").SerializeToString())
     model = varint(1 << 3) + varint(8) + field(8, helper.make_opsetid("", 16).SerializeToString()) + field(7, top)

@@ -3,7 +3,7 @@
 # Builds the libFuzzer targets with clang in their own directory
 # (build-fuzz, or $STRATA_FUZZ_BUILD) and fuzzes, sharing the main build's
 # generated models for the seed corpus (tests/fuzz/collect_corpus.sh).
-#   smoke  the CTest smoke run: each target about 40 s from the seeds, then
+#   smoke  the CTest smoke run: each target about 30 s from the seeds, then
 #          the regression inputs (ctest -L fuzz in the fuzz build)
 #   long   each named target (default: all three) for SECONDS, one after
 #          the other, on a corpus kept in build-fuzz/fuzz/corpus/<target>

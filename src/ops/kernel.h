@@ -67,6 +67,9 @@ enum {
     /* The int8 kernels a QDQ model's groups fuse into (QLinearConv, ...,
      * QLinearLookup): passes/fuse_qdq.c */
     ST_CAP_QDQ = 1 << 1,
+    /* FusedAttention, which a transformer's MatMul -> scale -> mask ->
+     * Softmax -> MatMul becomes: passes/fuse_attention.c */
+    ST_CAP_ATTENTION = 1 << 2,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

@@ -1,7 +1,7 @@
 /*
  * linalg.c — shape rules of MatMul (numpy matmul: batch broadcasting, 1-D
- * operands promoted and the unit dim dropped again) and Gemm.
- * Kernels: backends/cpu/k_linalg.c.
+ * operands promoted and the unit dim dropped again), Gemm, and strata's
+ * FusedAttention.  Kernels: backends/cpu/k_linalg.c, k_attention.c.
  */
 #include "ops/linalg.h"
 #include "ops/ops.h"
@@ -76,10 +76,73 @@ st_status st_infer_gemm(st_infer *c)
     return ST_OK;
 }
 
+/* FusedAttention (ai.strata; linalg.h says what it computes).  The
+ * fusion pass builds the state itself; these attributes are for a model
+ * that names the op: scale_kind, scale, mask_kind, fill, fill_when. */
+static st_status infer_attention(st_infer *c)
+{
+    if (c->n_in < 3 || c->n_in > 4 || !c->in[0].present || !c->in[1].present || !c->in[2].present)
+        return st_infer_error(c, ST_ERR_MODEL, "expects Q, KT, V and an optional mask");
+    const st_tinfo *q = &c->in[0], *kt = &c->in[1], *v = &c->in[2];
+    for (int i = 0; i < 3; i++) {
+        if (c->in[i].dtype != ST_F32)
+            return st_infer_error(c, ST_ERR_DTYPE, "input %d is %s; the kernel takes float32", i, st_dtype_name(c->in[i].dtype));
+        if (c->in[i].rank < 2 || c->in[i].rank != q->rank)
+            return st_infer_error(c, ST_ERR_SHAPE, "Q, KT and V must have one rank >= 2 (got %d, %d, %d)", q->rank, kt->rank,
+                                  v->rank);
+    }
+    int r = q->rank;
+    for (int d = 0; d < r - 2; d++)
+        if (kt->dims[d] != q->dims[d] || v->dims[d] != q->dims[d])
+            return st_infer_error(c, ST_ERR_SHAPE, "Q, KT and V differ in leading dim %d", d);
+    if (kt->dims[r - 2] != q->dims[r - 1] || v->dims[r - 2] != kt->dims[r - 1])
+        return st_infer_error(c, ST_ERR_SHAPE, "inner dims differ: Q [.., %lld, %lld], KT [.., %lld, %lld], V [.., %lld, %lld]",
+                              (long long)q->dims[r - 2], (long long)q->dims[r - 1], (long long)kt->dims[r - 2],
+                              (long long)kt->dims[r - 1], (long long)v->dims[r - 2], (long long)v->dims[r - 1]);
+    st_attention_state *s = st_infer_state(c, sizeof *s);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->scale_kind = (int)st_attr_int(c->node, "scale_kind", ST_ATT_SCALE_NONE);
+    s->scale = st_attr_float(c->node, "scale", 1.0f);
+    s->mask_kind = (int)st_attr_int(c->node, "mask_kind", ST_ATT_MASK_NONE);
+    s->fill = st_attr_float(c->node, "fill", 0.0f);
+    s->fill_when = st_attr_int(c->node, "fill_when", 1) != 0;
+    if (s->scale_kind < ST_ATT_SCALE_NONE || s->scale_kind > ST_ATT_SCALE_DIV)
+        return st_infer_error(c, ST_ERR_MODEL, "scale_kind %d is not 0 (none), 1 (multiply) or 2 (divide)", s->scale_kind);
+    bool has_mask = c->n_in > 3 && c->in[3].present;
+    if (s->mask_kind < ST_ATT_MASK_NONE || s->mask_kind > ST_ATT_MASK_WHERE || has_mask != (s->mask_kind != ST_ATT_MASK_NONE))
+        return st_infer_error(c, ST_ERR_MODEL, "mask_kind %d does not match the %s mask input", s->mask_kind,
+                              has_mask ? "present" : "absent");
+    if (has_mask) {
+        const st_tinfo *m = &c->in[3];
+        st_dtype want = s->mask_kind == ST_ATT_MASK_ADD ? ST_F32 : ST_BOOL;
+        if (m->dtype != want)
+            return st_infer_error(c, ST_ERR_DTYPE, "the mask is %s; mask_kind %d takes %s", st_dtype_name(m->dtype),
+                                  s->mask_kind, st_dtype_name(want));
+        int64_t sd[ST_MAX_RANK];
+        for (int d = 0; d < r - 2; d++) sd[d] = q->dims[d];
+        sd[r - 2] = q->dims[r - 2];
+        sd[r - 1] = kt->dims[r - 1];
+        if (m->rank > r) return st_infer_error(c, ST_ERR_SHAPE, "the mask has rank %d, above the scores' %d", m->rank, r);
+        for (int d = 0; d < m->rank; d++) {
+            int64_t want_d = sd[r - m->rank + d];
+            if (m->dims[d] != 1 && m->dims[d] != want_d)
+                return st_infer_error(c, ST_ERR_SHAPE, "the mask's dim %d (%lld) does not broadcast to the scores' %lld", d,
+                                      (long long)m->dims[d], (long long)want_d);
+        }
+    }
+    st_tinfo *o = &c->out[0];
+    o->dtype = ST_F32;
+    o->rank = r;
+    for (int d = 0; d < r - 1; d++) o->dims[d] = q->dims[d];
+    o->dims[r - 1] = v->dims[r - 1];
+    return ST_OK;
+}
+
 /* ---- the op table rows of this family (see op_table.c) ---- */
 
 const st_op_def st_ops_linalg[] = {
     {"MatMul", "", 1, 0, st_infer_matmul, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
     {"Gemm", "", 1, 0, st_infer_gemm, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
+    {"FusedAttention", "ai.strata", 1, 0, infer_attention, NULL, NULL, .types = ST_DT(ST_F32)},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -9,6 +9,8 @@
  *                       around them too
  *   passes/fuse_qdq.c   for backends with ST_CAP_QDQ: a QDQ model's
  *                       DQ -> op -> Q groups as integer kernels
+ *   passes/fuse_attention.c  for backends with ST_CAP_ATTENTION: MatMul ->
+ *                       scale -> mask -> Softmax -> MatMul as one command
  *   plan/place.c        which device runs each node, and its kernel
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
@@ -267,6 +269,7 @@ st_status st_specialize(st_plan *p);
 st_status st_pass_fuse(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
+st_status st_pass_fuse_attention(st_plan *p);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);

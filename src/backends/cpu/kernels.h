@@ -23,7 +23,7 @@ extern const st_kernel st_cpu_k_elementwise[], st_cpu_k_shape[], st_cpu_k_linalg
     st_cpu_k_reduce[], st_cpu_k_norm[], st_cpu_k_index_copy[],
     st_cpu_k_index_gather[], st_cpu_k_nms[], st_cpu_k_einsum[], st_cpu_k_misc[], st_cpu_k_misc_rnn[],
     st_cpu_k_misc_quant[], st_cpu_k_misc_sample[], st_cpu_k_misc_signal[], st_cpu_k_string[],
-    st_cpu_k_text[], st_cpu_k_qlinear[];
+    st_cpu_k_text[], st_cpu_k_qlinear[], st_cpu_k_attention[];
 
 /* Strides of x broadcast to y's shape (right-aligned, 0 on size-1 dims). */
 void st_broadcast_strides(const st_operand *x, const st_operand *y, int64_t *strides);

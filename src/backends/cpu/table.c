@@ -14,12 +14,12 @@ static const st_kernel *const FAMILIES[] = {
     st_cpu_k_conv_transpose, st_cpu_k_col2im, st_cpu_k_deform_conv,
     st_cpu_k_reduce,      st_cpu_k_norm,        st_cpu_k_index_copy, st_cpu_k_index_gather, st_cpu_k_nms,
     st_cpu_k_einsum,      st_cpu_k_resize,      st_cpu_k_misc,       st_cpu_k_misc_rnn,    st_cpu_k_misc_quant,
-    st_cpu_k_misc_sample, st_cpu_k_misc_signal, st_cpu_k_text, st_cpu_k_qlinear,
+    st_cpu_k_misc_sample, st_cpu_k_misc_signal, st_cpu_k_text, st_cpu_k_qlinear, st_cpu_k_attention,
 };
 
 const st_kernel_table st_cpu_kernel_table = {
     "cpu",
-    ST_CAP_CONV_AFFINE | ST_CAP_QDQ,
+    ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

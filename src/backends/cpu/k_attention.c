@@ -1,0 +1,209 @@
+/*
+ * k_attention.c — the CPU kernel of strata's FusedAttention (ops/linalg.h):
+ * softmax(mask(scale(Q K^T))) V without the [..., Tq, Tk] scores in memory.
+ *
+ * One task per leading index (one head of one sequence).  On the AVX-512
+ * path K^T and V are packed into the GEMM's panels once per task; then Q
+ * is taken a block of rows at a time: the block's scores (at most
+ * ATT_BLOCK_FLOATS, so they stay in L2) come from the GEMM micro-kernel,
+ * are scaled, masked and softmaxed in place, and multiplied by V straight
+ * into the output rows.  The unfused graph writes the scores to memory and
+ * reads them back four times (MatMul, mask Add, Softmax, MatMul) and packs
+ * K^T and V once per 64-row tile; here they pass through the cache once.
+ * Without AVX-512 both products go through st_sgemm (OpenBLAS), as
+ * MatMul's do.
+ *
+ * Rounding: a score is the MatMul kernel's product (one FMA chain over dh,
+ * in order), then rounded by the scale and by the mask as the separate
+ * Mul/Div and Add/Where round it, and softmaxed with k_norm_math.h's
+ * operations in its order (max, exp of x - max, a sum in 8 lanes, one
+ * reciprocal); the second product sums over Tk in MatMul's k blocks.
+ * Results do not depend on the thread count: a task owns its output rows.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/clones.h"
+#include "backends/cpu/fastmath.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/linalg.h"
+#include "backends/cpu/pool.h"
+#include "ops/linalg.h"
+
+/* scores per row block: 128 KB, well inside a core's L2 with the packed
+ * K^T and V beside it */
+#define ATT_BLOCK_FLOATS 32768
+#define ATT_LANES 8
+
+typedef struct att_job {
+    const st_attention_state *s;
+    const st_operand *q, *kt, *v, *m, *o;
+    int lead;                      /* leading dims (rank - 2) */
+    int64_t tq, tk, dh, dv;
+    int64_t mstr[ST_MAX_RANK];     /* the mask's strides over the scores' shape (0: broadcast) */
+    int64_t rows;                  /* Q rows per block */
+    bool fast;
+    int failed;                    /* a task ran out of memory (set atomically) */
+} att_job;
+
+/* One row of scores, in place: scale, mask, softmax.  mrow is the mask's
+ * row (NULL: none), ms its stride along the keys. */
+ST_CLONES static void att_row(float *s, int64_t n, const st_attention_state *st, const void *mrow, int64_t ms)
+{
+    if (st->scale_kind == ST_ATT_SCALE_MUL)
+        for (int64_t i = 0; i < n; i++) s[i] = s[i] * st->scale;
+    else if (st->scale_kind == ST_ATT_SCALE_DIV)
+        for (int64_t i = 0; i < n; i++) s[i] = s[i] / st->scale;
+    if (mrow && st->mask_kind == ST_ATT_MASK_ADD) {
+        const float *m = mrow;
+        for (int64_t i = 0; i < n; i++) s[i] = s[i] + m[i * ms];
+    } else if (mrow && st->mask_kind == ST_ATT_MASK_WHERE) {
+        const uint8_t *c = mrow;
+        uint8_t when = st->fill_when;
+        for (int64_t i = 0; i < n; i++)
+            if ((c[i * ms] != 0) == when) s[i] = st->fill;
+    }
+    if (n == 0) return;
+    /* k_norm_math.h's softmax, step for step */
+    float mx = st_max_f32(s, n);
+    for (int64_t i = 0; i < n; i++) s[i] = st_exp_neg_f32(s[i] - mx);
+    float l[ATT_LANES] = {0};
+    int64_t i = 0, full = n - n % ATT_LANES;
+    for (; i < full; i += ATT_LANES)
+        for (int q = 0; q < ATT_LANES; q++) l[q] += s[i + q];
+    float sum = 0;
+    for (; i < n; i++) sum += s[i];
+    for (int q = 0; q < ATT_LANES; q++) sum += l[q];
+    float inv = 1.0f / sum;
+    for (i = 0; i < n; i++) s[i] *= inv;
+}
+
+/* Element offsets of leading index t in each operand (the mask's with
+ * its broadcast strides). */
+static void lead_offsets(const att_job *j, int64_t t, int64_t *qo, int64_t *ko, int64_t *vo, int64_t *oo, int64_t *mo)
+{
+    *qo = *ko = *vo = *oo = *mo = 0;
+    for (int d = j->lead - 1; d >= 0; d--) {
+        int64_t n = j->o->sizes[d], x = t % n;
+        t /= n;
+        *qo += x * j->q->strides[d];
+        *ko += x * j->kt->strides[d];
+        *vo += x * j->v->strides[d];
+        *oo += x * j->o->strides[d];
+        *mo += x * j->mstr[d];
+    }
+}
+
+static void att_fail(att_job *j) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); }
+
+static void att_task(void *arg, int64_t t)
+{
+    att_job *j = arg;
+    const st_attention_state *st = j->s;
+    int r = j->lead + 2;
+    int64_t qo, ko, vo, oo, mo;
+    lead_offsets(j, t, &qo, &ko, &vo, &oo, &mo);
+    const float *q = (const float *)j->q->data + qo, *kt = (const float *)j->kt->data + ko;
+    const float *v = (const float *)j->v->data + vo;
+    float *o = (float *)j->o->data + oo;
+    int64_t qrs = j->q->strides[r - 2], qcs = j->q->strides[r - 1];
+    int64_t ors = j->o->strides[r - 2], ocs = j->o->strides[r - 1];
+    int64_t tq = j->tq, tk = j->tk, dh = j->dh, dv = j->dv, rows = j->rows;
+    size_t msz = j->m ? st_dtype_size(j->m->dtype) : 0;
+    /* the output block goes straight into o when its rows are unit-stride */
+    bool direct = ocs == 1 || dv == 1;
+    float *sc = malloc((size_t)(rows * (tk > 0 ? tk : 1) + (direct ? 0 : rows * dv)) * sizeof *sc);
+    float *kp = NULL, *vp = NULL;            /* AVX-512: the packed panels */
+    float *own_q = NULL, *own_k = NULL, *own_v = NULL;   /* portable: copies st_mat_f32 made */
+    st_mat km = {0}, vm = {0}, qm = {0};
+    if (!sc) goto nomem;
+    float *ob = direct ? NULL : sc + rows * (tk > 0 ? tk : 1);
+    if (j->fast) {
+        if (dh > 0 && tk > 0 && !(kp = st_gemm_prepack_b(kt, j->kt->strides[r - 2], j->kt->strides[r - 1], dh, tk))) goto nomem;
+        if (tk > 0 && dv > 0 && !(vp = st_gemm_prepack_b(v, j->v->strides[r - 2], j->v->strides[r - 1], tk, dv))) goto nomem;
+    } else {
+        if (st_mat_f32(j->q, r - 2, r - 1, qo, &qm, &own_q) != ST_OK) goto nomem;
+        if (st_mat_f32(j->kt, r - 2, r - 1, ko, &km, &own_k) != ST_OK) goto nomem;
+        if (st_mat_f32(j->v, r - 2, r - 1, vo, &vm, &own_v) != ST_OK) goto nomem;
+    }
+    for (int64_t i0 = 0; i0 < tq; i0 += rows) {
+        int64_t m = tq - i0 < rows ? tq - i0 : rows;
+        /* scores = Q[i0 .. i0 + m) K^T */
+        if (dh == 0 || tk == 0) {
+            memset(sc, 0, (size_t)(m * tk) * sizeof *sc);
+        } else if (j->fast) {
+            if (!st_sgemm_fast_prepacked(q + i0 * qrs, qrs, qcs, kp, tk, 0, 1.0f, 0.0f, sc, tk, m, tk, dh)) goto nomem;
+        } else {
+            st_mat qb = qm;
+            qb.p += i0 * qm.rs;
+            qb.rows = m;
+            if (st_sgemm(&qb, false, &km, false, 1.0f, 0.0f, sc, tk, m, tk, dh) != ST_OK) goto nomem;
+        }
+        for (int64_t i = 0; i < m; i++) {
+            const void *mrow = NULL;
+            if (j->m) mrow = (const char *)j->m->data + (mo + (i0 + i) * j->mstr[r - 2]) * (int64_t)msz;
+            att_row(sc + i * tk, tk, st, mrow, j->mstr[r - 1]);
+        }
+        /* out = P V */
+        float *dst = direct ? o + i0 * ors : ob;
+        int64_t ldd = direct ? ors : dv;
+        if (dv == 0) continue;
+        if (tk == 0) {
+            for (int64_t i = 0; i < m; i++) memset(dst + i * ldd, 0, (size_t)dv * sizeof *dst);
+        } else if (j->fast) {
+            if (!st_sgemm_fast_prepacked(sc, tk, 1, vp, dv, 0, 1.0f, 0.0f, dst, ldd, m, dv, tk)) goto nomem;
+        } else {
+            st_mat pm = {sc, m, tk, tk, 1};
+            if (st_sgemm(&pm, false, &vm, false, 1.0f, 0.0f, dst, ldd, m, dv, tk) != ST_OK) goto nomem;
+        }
+        if (!direct)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t c = 0; c < dv; c++) o[(i0 + i) * ors + c * ocs] = ob[i * dv + c];
+    }
+    goto done;
+nomem:
+    att_fail(j);
+done:
+    free(sc);
+    free(kp);
+    free(vp);
+    free(own_q);
+    free(own_k);
+    free(own_v);
+}
+
+static st_status cpu_attention(const st_kctx *k)
+{
+    const st_attention_state *s = k->state;
+    att_job j = {.s = s, .q = &k->in[0], .kt = &k->in[1], .v = &k->in[2], .o = &k->out[0]};
+    j.m = k->n_in > 3 && k->in[3].data ? &k->in[3] : NULL;
+    if (s->mask_kind == ST_ATT_MASK_NONE) j.m = NULL;
+    int r = j.o->rank;
+    j.lead = r - 2;
+    j.tq = j.q->sizes[r - 2];
+    j.dh = j.q->sizes[r - 1];
+    j.tk = j.kt->sizes[r - 1];
+    j.dv = j.v->sizes[r - 1];
+    int64_t nb = 1;
+    for (int d = 0; d < j.lead; d++) nb *= j.o->sizes[d];
+    if (nb == 0 || j.tq == 0) return ST_OK;
+    if (j.m) {
+        /* the scores' shape: the output's with Tk last */
+        st_operand scores = *j.o;
+        scores.sizes[r - 1] = j.tk;
+        st_broadcast_strides(j.m, &scores, j.mstr);
+    }
+    j.rows = ATT_BLOCK_FLOATS / (j.tk > 0 ? j.tk : 1);
+    j.rows = j.rows < ST_GEMM_MR ? ST_GEMM_MR : j.rows / ST_GEMM_MR * ST_GEMM_MR;
+    if (j.rows > j.tq) j.rows = j.tq;
+    j.fast = st_gemm_fast();
+    st_parallel_for(k->pool, nb, att_task, &j);
+    if (j.failed) return st_error(ST_ERR_NOMEM, "node '%s': out of memory for attention's packed blocks", k->node->name);
+    return ST_OK;
+}
+
+const st_kernel st_cpu_k_attention[] = {
+    {"FusedAttention", "ai.strata", ST_DT(ST_F32), cpu_attention, NULL, NULL, NULL},
+    {NULL},
+};

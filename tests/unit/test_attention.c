@@ -1,0 +1,247 @@
+/*
+ * test_attention.c — the CPU's FusedAttention kernel (k_attention.c)
+ * against a float64 reference of softmax(mask(scale(Q K^T))) V.
+ *
+ * Random inputs (uniform in [-1, 1], so scores stay near what a trained
+ * model's do), every output element compared within 1e-5 + 1e-5 |ref|;
+ * outputs are poisoned first, and the gaps of a strided output must keep
+ * the poison.  Cases: an additive mask broadcast over heads with -inf
+ * entries and one fully masked row (NaN, as the unfused Softmax gives),
+ * K^T as a transposed view (packed by the kernel), a padded and a
+ * transposed output; a causal mask through Where with fill -inf, both
+ * polarities; sequence lengths that are not multiples of 16, one long
+ * enough for several row blocks, and a single query row.  The same
+ * binary runs as unit_attention_portable with STRATA_CPU_NO_AVX512=1
+ * (the st_sgemm path).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "check.h"
+#include "ops/kernel.h"
+#include "ops/linalg.h"
+
+#define POISON 12345.0f
+
+static float frand(test_rng *r) { return (float)((double)rng_u32(r) / 4294967296.0 * 2.0 - 1.0); }
+
+typedef struct acase {
+    const char *name;
+    int lead;                     /* number of leading dims */
+    int64_t ld[2];                /* their sizes */
+    int64_t tq, tk, dh, dv;
+    int scale_kind;
+    float scale;
+    int mask_kind;                /* ST_ATT_MASK_* */
+    int mrank;                    /* mask rank (its dims: 1 where mbcast says so) */
+    unsigned mbcast;              /* bit d: the mask's dim d (of the scores' rank) is 1 */
+    float fill;
+    bool fill_when;
+    bool out_transposed;          /* else rows padded by 3 */
+    bool full_row_masked;         /* ADD: row 1 of the first head all -inf */
+} acase;
+
+static const st_kernel *find_kernel(void)
+{
+    const st_kernel_table *t = st_backend_kernels(ST_BACKEND_CPU);
+    for (int i = 0; t && i < st_kernel_count(t); i++) {
+        const st_kernel *k = st_kernel_at(t, i);
+        if (!strcmp(k->op, "FusedAttention")) return k;
+    }
+    return NULL;
+}
+
+static void set_op(st_operand *o, void *data, st_dtype dt, int rank, const int64_t *sizes, const int64_t *strides)
+{
+    memset(o, 0, sizeof *o);
+    o->data = data;
+    o->dtype = dt;
+    o->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        o->sizes[d] = sizes[d];
+        o->strides[d] = strides[d];
+    }
+}
+
+static void run_case(const st_kernel *kern, test_rng *rng, const acase *c)
+{
+    int r = c->lead + 2;
+    int64_t nb = 1;
+    for (int d = 0; d < c->lead; d++) nb *= c->ld[d];
+    int64_t tq = c->tq, tk = c->tk, dh = c->dh, dv = c->dv;
+    float *q = malloc((size_t)(nb * tq * dh) * sizeof *q), *k = malloc((size_t)(nb * tk * dh) * sizeof *k);
+    float *v = malloc((size_t)(nb * tk * dv) * sizeof *v);
+    for (int64_t i = 0; i < nb * tq * dh; i++) q[i] = frand(rng) * 2.0f;
+    for (int64_t i = 0; i < nb * tk * dh; i++) k[i] = frand(rng) * 2.0f;
+    for (int64_t i = 0; i < nb * tk * dv; i++) v[i] = frand(rng);
+    /* operands: Q and V contiguous, KT a transposed view of K [.., tk, dh] */
+    int64_t qs[4], ks[4], vs[4], sz[4];
+    st_operand in[4], out;
+    for (int d = 0; d < c->lead; d++) sz[d] = c->ld[d];
+    int64_t st_q = tq * dh, st_k = tk * dh, st_v = tk * dv;
+    for (int d = c->lead - 1, m = 1; d >= 0; m *= (int)c->ld[d], d--) {
+        qs[d] = st_q * m;
+        ks[d] = st_k * m;
+        vs[d] = st_v * m;
+    }
+    sz[r - 2] = tq;
+    sz[r - 1] = dh;
+    qs[r - 2] = dh;
+    qs[r - 1] = 1;
+    set_op(&in[0], q, ST_F32, r, sz, qs);
+    sz[r - 2] = dh;
+    sz[r - 1] = tk;
+    ks[r - 2] = 1;
+    ks[r - 1] = dh;
+    set_op(&in[1], k, ST_F32, r, sz, ks);
+    sz[r - 2] = tk;
+    sz[r - 1] = dv;
+    vs[r - 2] = dv;
+    vs[r - 1] = 1;
+    set_op(&in[2], v, ST_F32, r, sz, vs);
+    /* the mask: the scores' shape with the broadcast dims 1, right-aligned */
+    int64_t ssz[4], msz[4], mst[4], mn = 1;
+    for (int d = 0; d < c->lead; d++) ssz[d] = c->ld[d];
+    ssz[r - 2] = tq;
+    ssz[r - 1] = tk;
+    int mr = c->mask_kind ? c->mrank : 0;
+    for (int d = 0; d < mr; d++) msz[d] = (c->mbcast >> (r - mr + d)) & 1 ? 1 : ssz[r - mr + d];
+    for (int d = mr - 1; d >= 0; d--) {
+        mst[d] = mn;
+        mn *= msz[d];
+    }
+    float *mf = NULL;
+    uint8_t *mb = NULL;
+    if (c->mask_kind == ST_ATT_MASK_ADD) {
+        mf = malloc((size_t)mn * sizeof *mf);
+        for (int64_t i = 0; i < mn; i++) mf[i] = rng_u32(rng) % 4 == 0 ? -INFINITY : frand(rng);
+        if (c->full_row_masked)
+            for (int64_t j = 0; j < tk; j++) mf[1 * mst[mr - 2] + j * mst[mr - 1]] = -INFINITY;
+        set_op(&in[3], mf, ST_F32, mr, msz, mst);
+    } else if (c->mask_kind == ST_ATT_MASK_WHERE) {
+        /* causal: key j after query i (offset so the last query sees all keys) */
+        mb = malloc((size_t)mn);
+        for (int64_t i = 0; i < mn; i++) {
+            int64_t row = (i / mst[mr - 2]) % msz[mr - 2], col = i % msz[mr - 1];
+            bool later = col > row + (tk - tq);
+            mb[i] = (uint8_t)(c->fill_when ? later : !later);
+        }
+        set_op(&in[3], mb, ST_BOOL, mr, msz, mst);
+    }
+    /* the output, poisoned: rows padded by 3, or stored transposed */
+    int64_t osz[4], ost[4], orow = c->out_transposed ? tq : dv + 3, oslab = c->out_transposed ? dv * tq : tq * (dv + 3);
+    for (int d = 0; d < c->lead; d++) osz[d] = c->ld[d];
+    for (int d = c->lead - 1, m = 1; d >= 0; m *= (int)c->ld[d], d--) ost[d] = oslab * m;
+    osz[r - 2] = tq;
+    osz[r - 1] = dv;
+    ost[r - 2] = c->out_transposed ? 1 : orow;
+    ost[r - 1] = c->out_transposed ? orow : 1;
+    float *o = malloc((size_t)(nb * oslab) * sizeof *o);
+    for (int64_t i = 0; i < nb * oslab; i++) o[i] = POISON;
+    set_op(&out, o, ST_F32, r, osz, ost);
+
+    st_attention_state s = {c->scale_kind, c->scale, c->mask_kind, c->fill, c->fill_when};
+    st_node node = {0};
+    node.name = (char *)c->name;
+    node.op_type = (char *)"FusedAttention";
+    node.domain = (char *)"ai.strata";
+    st_kctx kc = {0};
+    kc.node = &node;
+    kc.state = &s;
+    kc.n_in = c->mask_kind ? 4 : 3;
+    kc.n_out = 1;
+    kc.in = in;
+    kc.out = &out;
+    st_status st = kern->run(&kc);
+    CHECKF(st == ST_OK, "%s: %s", c->name, st_last_error());
+
+    /* the float64 reference, every element */
+    double *sc = malloc((size_t)(tk > 0 ? tk : 1) * sizeof *sc);
+    long bad = 0, nan_rows = 0;
+    double worst = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t idx[2] = {c->lead > 1 ? b / c->ld[1] : b, c->lead > 1 ? b % c->ld[1] : 0};
+        for (int64_t i = 0; i < tq; i++) {
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < tk; j++) {
+                double acc = 0;
+                for (int64_t p = 0; p < dh; p++) acc += (double)q[b * st_q + i * dh + p] * k[b * st_k + j * dh + p];
+                if (c->scale_kind == ST_ATT_SCALE_MUL) acc *= c->scale;
+                if (c->scale_kind == ST_ATT_SCALE_DIV) acc /= c->scale;
+                if (c->mask_kind) {
+                    int64_t full[4], mo = 0;
+                    for (int d = 0; d < c->lead; d++) full[d] = idx[d];
+                    full[r - 2] = i;
+                    full[r - 1] = j;
+                    for (int d = 0; d < mr; d++) mo += (msz[d] == 1 ? 0 : full[r - mr + d]) * mst[d];
+                    if (c->mask_kind == ST_ATT_MASK_ADD) acc += mf[mo];
+                    else if ((mb[mo] != 0) == c->fill_when) acc = c->fill;
+                }
+                sc[j] = acc;
+                if (acc > mx || isnan(acc)) mx = acc;
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < tk; j++) sum += sc[j] = exp(sc[j] - mx);
+            bool nan_row = isnan(sum);
+            nan_rows += nan_row;
+            for (int64_t cc = 0; cc < dv; cc++) {
+                double ref = 0;
+                for (int64_t j = 0; j < tk; j++) ref += sc[j] / sum * v[b * st_v + j * dv + cc];
+                float got = o[b * oslab + i * ost[r - 2] + cc * ost[r - 1]];
+                bool ok = nan_row ? isnan(got) : fabs(got - ref) <= 1e-5 + 1e-5 * fabs(ref);
+                if (!nan_row && fabs(got - ref) > worst) worst = fabs(got - ref);
+                if (!ok && bad++ < 5)
+                    fprintf(stderr, "%s: [%lld, %lld, %lld] = %.9g, reference %.9g\n", c->name, (long long)b, (long long)i,
+                            (long long)cc, got, ref);
+            }
+        }
+    }
+    /* the gaps of the padded output are untouched */
+    if (!c->out_transposed)
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t i = 0; i < tq; i++)
+                for (int64_t g = dv; g < dv + 3; g++)
+                    if (o[b * oslab + i * orow + g] != POISON && bad++ < 5) fprintf(stderr, "%s: gap written\n", c->name);
+    CHECKF(bad == 0, "%s: %ld elements wrong", c->name, bad);
+    if (c->full_row_masked) CHECKF(nan_rows > 0, "%s: the fully masked row was not tested", c->name);
+    printf("%-28s max |d| %.2e, %ld NaN rows\n", c->name, worst, nan_rows);
+    free(sc);
+    free(q);
+    free(k);
+    free(v);
+    free(mf);
+    free(mb);
+    free(o);
+}
+
+int main(void)
+{
+    const st_kernel *kern = find_kernel();
+    CHECK(kern != NULL);
+    if (!kern) return check_exit("attention");
+    test_rng rng = {0x5eed0a77u};
+    const acase cases[] = {
+        /* nn.MultiheadAttention's shape: [B*H, T, T] scores, the padding
+         * mask [B*H, 1, T] here as [2, 3, 1, 37] broadcast over queries */
+        {"add_bcast_19x37", 2, {2, 3}, 19, 37, 24, 20, ST_ATT_SCALE_NONE, 1.0f, ST_ATT_MASK_ADD, 4, 1u << 2, 0, 0, false,
+         false},
+        /* per-row mask broadcast over the first dim, one row fully masked */
+        {"add_rows_masked_row", 2, {2, 3}, 19, 37, 24, 20, ST_ATT_SCALE_DIV, 4.8989795f, ST_ATT_MASK_ADD, 3, 1u << 1, 0,
+         0, true, true},
+        /* GPT's causal mask: Where(C, -inf, S * 1/sqrt(dh)), 33 tokens */
+        {"where_causal_33", 2, {2, 2}, 33, 33, 16, 16, ST_ATT_SCALE_MUL, 0.25f, ST_ATT_MASK_WHERE, 2, 0, -INFINITY, true,
+         false, false},
+        /* Where(C, S, f): f where C is false, a finite fill */
+        {"where_keep_23", 1, {3, 1}, 23, 29, 8, 12, ST_ATT_SCALE_NONE, 1.0f, ST_ATT_MASK_WHERE, 2, 0, -1e4f, false, true,
+         false},
+        /* several row blocks (32768 / 300 rows each) */
+        {"long_300x301", 1, {2, 1}, 300, 301, 64, 64, ST_ATT_SCALE_DIV, 8.0f, ST_ATT_MASK_NONE, 0, 0, 0, 0, false, false},
+        /* one query row (a decoder's next token) */
+        {"one_row", 1, {4, 1}, 1, 45, 32, 32, ST_ATT_SCALE_MUL, 0.17677669f, ST_ATT_MASK_WHERE, 2, 0, -INFINITY, true,
+         false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(kern, &rng, &cases[i]);
+    return check_exit("attention");
+}

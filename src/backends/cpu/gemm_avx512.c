@@ -362,20 +362,20 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
     if (m == 1) ars = 0;
     const float *b = bs->b;
     int64_t brs = bs->brs, bcs = bs->bcs;
-    /* A packed (the micro-kernel's sequential layout) with alpha folded in */
+    /* A packed (the micro-kernel's sequential layout) with alpha folded in,
+     * unless it can be read in place */
     int64_t blocks = (m + ST_GEMM_MR - 1) / ST_GEMM_MR;
-    float *ap = aligned_alloc(64, ((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float) + 63) / 64 * 64);
-    if (!ap) return false;
-    for (int64_t i0 = 0; i0 < m; i0 += ST_GEMM_MR) {
+    /* Rows that are unit-stride along k (and no alpha to fold in) are
+     * read in place: the micro-kernel broadcasts from eight row streams
+     * as fast as from the packed one (bench/cpu/sgemm_shapes.c, row
+     * strides of 4 KB included), and the 8 x 16 transposes that packed
+     * them were 8-10% of a transformer encoder's time.  The products and
+     * their order are the same either way. */
+    bool unpacked = acs == 1 && alpha == 1.0f && m > 1;
+    float *ap = unpacked ? NULL : aligned_alloc(64, ((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float) + 63) / 64 * 64);
+    if (!ap && !unpacked) return false;
+    for (int64_t i0 = 0; i0 < m && !unpacked; i0 += ST_GEMM_MR) {
         float *blk = ap + (i0 / ST_GEMM_MR) * k * ST_GEMM_MR;
-        if (acs == 1 && alpha == 1.0f && i0 + ST_GEMM_MR <= m && m > 1) {
-            /* whole blocks of unit-stride rows: 8 x 16 transposes, not a
-             * strided store per element (7% of a transformer encoder) */
-            for (int64_t p0 = 0; p0 < k; p0 += 16)
-                transpose16_512(a + i0 * ars + p0, ars, ST_GEMM_MR, (int)(k - p0 < 16 ? k - p0 : 16), blk + p0 * ST_GEMM_MR,
-                                ST_GEMM_MR);
-            continue;
-        }
         for (int64_t r = 0; r < ST_GEMM_MR; r++) {
             const float *src = a + (i0 + r < m ? i0 + r : m - 1) * ars;
             for (int64_t p = 0; p < k; p++) blk[p * ST_GEMM_MR + r] = alpha * src[p * acs];
@@ -420,7 +420,8 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
                 st_gemm_pack_b(b + k0 * brs + j0 * bcs, brs, bcs, kc, nc, bp);
                 pb = (st_gemm_b){bp, off, kc * ST_GEMM_NR};
             }
-            gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
+            if (unpacked) gemm_block512(a + k0, ars, &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
+            else gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
         }
     }
     free(bp);

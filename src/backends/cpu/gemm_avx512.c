@@ -59,6 +59,7 @@ bool st_gemm_epi_native(const st_epilogue *e)
     case ST_U_LEAKY_RELU:
     case ST_U_HARD_SIGMOID:
     case ST_U_HARD_SWISH:
+    case ST_U_GELU:
     case ST_U_CLIP: return true;
     default: return false;
     }

@@ -405,7 +405,7 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, do
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
     unary_job j = {k, s, false, {0}, {0}, 0, 0, 0, lo, hi};
-    j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU;
+    j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU || s->code == ST_U_GELU;
     j.vact.act = s->code + 1;
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
     if (unary_transposed(k, &j)) return ST_OK;

@@ -2,7 +2,8 @@
 """cond_loop.py OUTDIR — while loops that CUDA can run as one graph with a
 conditional WHILE node (src/exec/loop.c, src/backends/cuda/cuda_exec.c),
 with float64 references computed here from the recurrences (independent
-of any ONNX runtime).
+of any ONNX runtime), and <case>_iters_<c>.txt, how many iterations input
+set c runs (tests/models/cond_test.py checks the count the Loop reports).
 
 Both Loops compute their condition in the body, so strata cannot unroll
 them; their carried values keep their shapes and they have no scan
@@ -13,7 +14,9 @@ outputs, so every iteration after the first can run on the device.
               y' = 0.9 y + 0.1 tanh(y W + x) (a contraction: float32
               rounding does not grow with the count), and k int64, k' = k + 2.
               Inputs: cond_count_input_<c>_{x,n}.npy for n in 0, 1, 2, 7, 1000
-              (c = 0..4); references cond_count_ref_<c>/{y,k}.npy.
+              (c = 0..4); references cond_count_ref_<c>/{y,k}.npy; and
+              cond_count_input_long_* for n = 20000, long enough to cancel
+              on a GPU (cond_count_ref_long).
   cond_swap   trip count M (an input) and the body's condition i + 1 < n:
               the smaller one stops it.  Carried a, b, d [8, 32] float and
               c int64 with a' = b and b' = a (Identities: views of each
@@ -33,6 +36,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+LONG = 20000  # cond_count's iterations for the cancel test (scripts/device/cond_tests.sh)
 
 
 def const(name, arr):
@@ -79,12 +83,12 @@ def cond_count(rng):
               [numpy_helper.from_array(w, "W")])
     x = rng.uniform(-1, 1, (H, W)).astype(np.float32)
     cases = []
-    for n in (0, 1, 2, 7, 1000):
+    for n in (0, 1, 2, 7, 1000, LONG):
         y, k = -x.astype(np.float64), 0
         for i in range(n):  # iteration i runs when i < n (the condition before it)
             y = 0.9 * y + 0.1 * np.tanh(y @ w.astype(np.float64) + x.astype(np.float64))
             k += 2
-        cases.append(({"x": x, "n": np.array(n, np.int64)}, {"y": y.astype(np.float32), "k": np.array(k, np.int64)}))
+        cases.append(({"x": x, "n": np.array(n, np.int64)}, {"y": y.astype(np.float32), "k": np.array(k, np.int64)}, n))
     return m, cases
 
 
@@ -126,6 +130,7 @@ def cond_swap(rng):
     b0 = rng.uniform(-1, 1, S).astype(np.float32)
     cases = []
     for trips, n in ((201, 300), (300, 50)):
+        runs = min(trips, n)
         a, b, d, c = a0.astype(np.float64), b0.astype(np.float64), -a0.astype(np.float64), 0
         cond = True
         for i in range(trips):
@@ -135,7 +140,7 @@ def cond_swap(rng):
             cond = i + 1 < n
         cases.append(({"a0": a0, "b0": b0, "m": np.array(trips, np.int64), "n": np.array(n, np.int64)},
                       {"a": a.astype(np.float32), "b": b.astype(np.float32), "d": d.astype(np.float32),
-                       "c": np.array(c, np.int64)}))
+                       "c": np.array(c, np.int64)}, runs))
     return m, cases
 
 
@@ -148,13 +153,18 @@ def main():
     for name, make in (("cond_count", cond_count), ("cond_swap", cond_swap)):
         m, cases = make(rng)
         onnx.save(m, os.path.join(out, name + ".onnx"))
-        for c, (ins, refs) in enumerate(cases):
+        for c, (ins, refs, iters) in enumerate(cases):
+            # the long one is for cancelling (not one of the checked sets)
+            tag = "long" if iters == LONG else str(c)
             for k, v in ins.items():
-                np.save(os.path.join(out, "%s_input_%d_%s.npy" % (name, c, k)), v)
-            d = os.path.join(out, "%s_ref_%d" % (name, c))
+                np.save(os.path.join(out, "%s_input_%s_%s.npy" % (name, tag, k)), v)
+            d = os.path.join(out, "%s_ref_%s" % (name, tag))
             os.makedirs(d, exist_ok=True)
             for k, v in refs.items():
                 np.save(os.path.join(d, k + ".npy"), v)
+            if tag != "long":
+                with open(os.path.join(out, "%s_iters_%s.txt" % (name, tag)), "w") as f:
+                    f.write("%d\n" % iters)
 
 
 if __name__ == "__main__":

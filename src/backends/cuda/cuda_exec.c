@@ -93,6 +93,7 @@ typedef struct dag_state {
     cudaGraphExec_t loop_graph;
     uintptr_t *loop_sig;
     int loop_nsig;
+    char *loop_refused;          /* why the graph for loop_sig could not be built */
     /* profiled sessions: events around each command, and one before the
      * run's first command that the others are measured from */
     cudaEvent_t *t_start, *t_end, t_base;
@@ -159,6 +160,7 @@ static void state_free(dag_state *st)
     if (st->graph) cudaGraphExecDestroy(st->graph);
     if (st->loop_graph) cudaGraphExecDestroy(st->loop_graph);
     free(st->loop_sig);
+    free(st->loop_refused);
     free(st->stream_of);
     free(st->calls);
     free(st->fn);
@@ -739,20 +741,25 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
         sig[6 + 3 * k] = (uintptr_t)view_addr(&l->to[k]);
         sig[7 + 3 * k] = view_bytes(&l->from[k]);
     }
-    if (st->loop_graph && (st->loop_nsig != nsig || memcmp(st->loop_sig, sig, (size_t)nsig * sizeof *sig) != 0)) {
-        cudaGraphExecDestroy(st->loop_graph);
-        st->loop_graph = NULL;
+    bool same = st->loop_sig && st->loop_nsig == nsig && memcmp(st->loop_sig, sig, (size_t)nsig * sizeof *sig) == 0;
+    if (same && st->loop_refused) { /* refused before: not captured again on every run */
+        free(sig);
+        return st_error(ST_ERR_UNSUPPORTED, "%s", st->loop_refused);
     }
-    if (!st->loop_graph) {
-        st_status r = loop_build(e, st, l, scratch, &st->loop_graph);
-        if (r != ST_OK) {
-            st->loop_graph = NULL;
-            free(sig);
-            return r;
-        }
+    if (!same) {
+        if (st->loop_graph) cudaGraphExecDestroy(st->loop_graph);
+        st->loop_graph = NULL;
+        free(st->loop_refused);
+        st->loop_refused = NULL;
         free(st->loop_sig);
         st->loop_sig = sig;
         st->loop_nsig = nsig;
+        st_status r = loop_build(e, st, l, scratch, &st->loop_graph);
+        if (r != ST_OK) {
+            st->loop_graph = NULL;
+            st->loop_refused = strdup(st_last_error());
+            return r;
+        }
     } else {
         free(sig);
     }

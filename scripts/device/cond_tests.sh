@@ -34,6 +34,7 @@ if [ ! -x "$S" ] || [ ! -f "$M/cond_count.onnx" ]; then
   echo "cond preflight: FAIL (no $S or $M/cond_count.onnx: run scripts/device/pack.sh here first)"
   exit 1
 fi
+echo "cond device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 N1000_IN="-i x=$M/cond_count_input_4_x.npy -i n=$M/cond_count_input_4_n.npy"
 
 # 1-3: the checks of tests/models/cond_test.py (one line per input set)

@@ -775,7 +775,19 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
     ST_TRY(st_cuda_check(cudaStreamWaitEvent(s0, e->uploads, 0), "cudaStreamWaitEvent"));
     ST_TRY(st_cuda_check(cudaMemcpyAsync(e->loop_ctl, e->loop_host, sizeof *e->loop_host, cudaMemcpyHostToDevice, s0),
                          "cudaMemcpyAsync (loop state)"));
-    ST_TRY(st_cuda_check(cudaGraphLaunch(st->loop_graph, s0), "cudaGraphLaunch (loop)"));
+    cudaError_t le = cudaGraphLaunch(st->loop_graph, s0);
+    if (le != cudaSuccess) { /* refused at launch: nothing of the loop ran, the host takes it */
+        cudaGetLastError();
+        cudaStreamSynchronize(s0);
+        char why[300];
+        snprintf(why, sizeof why, "cudaGraphLaunch refused its conditional graph (%s)", cudaGetErrorString(le));
+        st_status r = no_loop(l, why);
+        cudaGraphExecDestroy(st->loop_graph);
+        st->loop_graph = NULL;
+        free(st->loop_refused);
+        st->loop_refused = strdup(st_last_error());
+        return r;
+    }
     ST_TRY(st_cuda_check(cudaMemcpyAsync(e->loop_host, e->loop_ctl, sizeof *e->loop_host, cudaMemcpyDeviceToHost, s0),
                          "cudaMemcpyAsync (loop state)"));
     ST_TRY(st_cuda_check(cudaEventRecord(e->run_done, s0), "cudaEventRecord"));

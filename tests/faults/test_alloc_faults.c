@@ -292,7 +292,7 @@ static bool sweep(const th_case *c, const config *cfg, long stride, long offset,
 }
 
 /* --count-warm N: no failures; how many allocations a warm session makes
- * per run (bind the inputs, run, read the outputs), after five runs that
+ * per run (bind the inputs, run, read the outputs), after ten runs that
  * warm it up, by call site.  A warm session reuses its plan's memory and
  * its workers' scratch (backends/cpu/scratch.h), so it should make none
  * beyond what the caller's calls themselves need; more than --max-warm
@@ -305,7 +305,7 @@ static bool count_warm(const th_case *c, const config *cfg, int runs, double max
     bool ok = false, counted = false;
     if (!th_outputs_alloc(c, &out)) return false;
     if (st_model_load(c->model, &m) != ST_OK || st_session_create(m, &cfg->opt, &s) != ST_OK) goto end;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 10; k++)
         if (th_bind(s, c) != ST_OK || st_session_run(s) != ST_OK || th_read(s, c, &out) != ST_OK) goto end;
     aw_sites(true);
     aw_arm(0, 0);

@@ -10,7 +10,9 @@ Each case is a one-node model run with `--backend BACKEND --no-fallback
 refusal here).  Inputs are random, with odd shapes (no multiple of 4 or
 8), zero points per tensor and per row / column / output channel, u8 and
 i8, batched and broadcast matmuls, grouped, dilated, strided and
-asymmetrically padded convs in 1, 2 and 3 spatial dims, and for
+asymmetrically padded convs in 1, 2 and 3 spatial dims, a QLinearMatMul
+whose multiplier is exactly 0.5 (ties: half to even decides) with
+saturation at 255, and for
 DynamicQuantizeLinear a strided (transposed) input, an all-positive one
 (the range's min is 0) and one with a NaN (ignored by the range,
 quantized to the zero point).
@@ -175,6 +177,13 @@ def cases(rng):
     out.append(("mmi_long_k", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
                 {"a": a, "b": b}, {"az": az}, [("y", np.int32)], {"y": ref_matmul_acc(a, b, az, None).astype(np.int32)}))
 
+    # zero points in the matrices' own shape with a unit column / row, per batch
+    a, b = u8(2, 5, 17), u8(2, 17, 9)
+    az, bz = u8(2, 5, 1), u8(2, 1, 9)
+    acc = np.matmul(a.astype(np.int64) - az.astype(np.int64), b.astype(np.int64) - bz.astype(np.int64))
+    out.append(("mmi_batched_zp", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                {"a": a, "b": b, "az": az, "bz": bz}, {}, [("y", np.int32)], {"y": acc.astype(np.int32)}))
+
     # QLinearMatMul: per tensor u8; per row / column i8
     for name, sa, sb, dt, per in (("qlmm_u8_tensor", (2, 4, 19), (19, 7), np.uint8, False),
                                   ("qlmm_i8_row_col", (9, 21), (21, 5), np.int8, True)):
@@ -193,6 +202,18 @@ def cases(rng):
         out.append((name, [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
                     {"a": a}, {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", dt)],
                     {"y": requant(acc, np.broadcast_to(mult, acc.shape), y_z, dt)}))
+
+    # exact ties: multiplier 0.25 * 2 / 1 = 0.5 and small sums, so half of
+    # the products land on k + 0.5 (half to even decides), and y_zp 250
+    # saturates the large ones at 255
+    a = (100 + rng.integers(-3, 4, size=(7, 2))).astype(np.uint8)
+    b = (60 + rng.integers(-3, 4, size=(2, 13))).astype(np.uint8)
+    a_s, b_s, y_s = np.array(0.25, np.float32), np.array(2.0, np.float32), np.array(1.0, np.float32)
+    a_z, b_z, y_z = np.array(100, np.uint8), np.array(60, np.uint8), np.array(250, np.uint8)
+    acc = ref_matmul_acc(a, b, a_z, b_z)
+    out.append(("qlmm_ties_saturation", [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
+                {"a": a, "b": b}, {"as": a_s, "az": a_z, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", np.uint8)],
+                {"y": requant(acc, np.broadcast_to(np.float32(0.5), acc.shape), y_z, np.uint8)}))
 
     # ConvInteger: 2-D grouped, dilated, strided, asymmetric pads, per-channel w_zp;
     # 1-D depthwise i8 without zero points; 3-D u8 x / i8 w

@@ -216,9 +216,11 @@ def cases(rng):
                 {"y": requant(acc, np.broadcast_to(np.float32(0.5), acc.shape), y_z, np.uint8)}))
 
     # ConvInteger: 2-D grouped, dilated, strided, asymmetric pads, per-channel w_zp;
-    # 1-D depthwise i8 without zero points; 3-D u8 x / i8 w
+    # 1-D depthwise i8 without zero points; 19 channels (blocks of 8 and a
+    # remainder); 3-D u8 x / i8 w
     conv_cases = (("convint_2d_group", u8(2, 6, 9, 11), u8(8, 3, 3, 3), 2, [1, 0, 2, 1], [2, 1], [1, 2], True, "chan"),
                   ("convint_1d_depthwise", i8(1, 4, 13), i8(4, 1, 5), 4, [2, 1], [1], [1], False, None),
+                  ("convint_19_channels", u8(2, 5, 7, 9), u8(19, 5, 3, 2), 1, [1, 0, 1, 1], [1, 1], [1, 1], True, "chan"),
                   ("convint_3d", u8(1, 2, 4, 5, 6), i8(3, 2, 2, 2, 3), 1, [0, 1, 1, 1, 0, 0], [1, 2, 1], [1, 1, 2], True, "scalar"))
     for name, x, w, group, pads, strides, dils, has_xz, wz_kind in conv_cases:
         xz = np.array(rng.integers(0, 256), np.uint8) if has_xz and x.dtype == np.uint8 else None

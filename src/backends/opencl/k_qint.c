@@ -6,8 +6,9 @@
  * Why on the device: a dynamically quantized model (ORT's
  * quantize_dynamic: DynamicQuantizeLinear -> ConvInteger / MatMulInteger
  * -> Cast -> Mul) otherwise runs its every conv on the CPU, with two
- * transfers around each.  The kernels are direct ones (one output per
- * work-item, int32 sums); what they do not take (a float64 scale, more
+ * transfers around each.  The kernels are direct ones with int32 sums
+ * (the matmul one output per work-item, the conv QCB output channels of
+ * one pixel); what they do not take (a float64 scale, more
  * than 4 batch dims, a QDQ fusion's requantization table, which only CPU
  * plans make) stays on the CPU: accepts refuses it.
  */
@@ -18,6 +19,8 @@
 #include "ops/misc.h"
 
 #define QMM_BATCH 4
+/* output channels per work-item of st_qconv (qint.cl's QCB) */
+#define QCB 8
 /* DynamicQuantizeLinear's partial ranges: enough parts to fill a device */
 #define DYNQ_PARTS 256
 
@@ -59,10 +62,21 @@ static bool accepts_qmm(const st_knode *n, char *why, size_t len)
     return s->qlinear ? q_accepts(n, why, len, QL_SCALES, 3, -1) : q_accepts(n, why, len, NULL, 0, -1);
 }
 
+/* The largest element offset in v from its element [0, ..., 0]. */
+static int64_t span(const st_view *v)
+{
+    int64_t e = 0;
+    for (int d = 0; d < v->rank; d++) e += (v->sizes[d] - 1) * (v->strides[d] < 0 ? -v->strides[d] : v->strides[d]);
+    return e;
+}
+
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
     const st_qconv_state *s = n->state;
     if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    /* st_qconv indexes within x and w in 32 bits */
+    if (span(&n->views[0]) >= INT32_MAX || span(&n->views[s->qlinear ? 3 : 1]) >= INT32_MAX)
+        return st_kernel_refuse(why, len, "an x or w of 2^31 elements or more");
     static const int QL_SCALES[] = {1, 4, 6};
     return s->qlinear ? q_accepts(n, why, len, QL_SCALES, 3, 8) : q_accepts(n, why, len, NULL, 0, -1);
 }
@@ -338,8 +352,9 @@ static st_status st_cl_qconv(const st_kctx *k)
     for (int i = 0; i < 10; i++) args[i] = ST_CLA(mem[i]);
     args[10] = ST_CLA(p);
     ST_TRY(st_cl_set_args(kern, ST_CLK_qconv, 11, args));
-    size_t global = (size_t)numel;
-    return st_cl_run(c, kern, ST_CLK_qconv, 1, &global, NULL, true);
+    /* QCB channels of one pixel per work-item (qint.cl) */
+    size_t global[3] = {(size_t)(p.os[0] * p.os[1] * p.os[2]), (size_t)(p.groups * ((p.mg + QCB - 1) / QCB)), (size_t)p.nimg};
+    return st_cl_run(c, kern, ST_CLK_qconv, 3, global, NULL, true);
 }
 
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */

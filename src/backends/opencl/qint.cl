@@ -128,14 +128,14 @@ kernel void st_qmatmul(gp y, gcp a, gcp b, gcp az, gcp bz, gcp as, gcp bs, gcp y
         acc += (uint)((ld8(a, pa + q * oa->cs, sa) - za) * (ld8(b, pb + q * ob->rs, sb) - zb));
     long off = qmm_at(oy, bi, i, j);
     if (oy->dt == DT_I32) {
-        ((global int *)y)[off] = (int)acc;
+        ((global int *)y)[off] = as_int(acc);
         return;
     }
     float s = ld_f(as, qmm_at(&p.o[5], bi, i, j), (int)p.o[5].dt) * ld_f(bs, qmm_at(&p.o[6], bi, i, j), (int)p.o[6].dt);
     s = s / ld_f(ys, p.o[7].off, (int)p.o[7].dt);
     int zy = p.o[8].dt ? (int)ld_l(yz, p.o[8].off, (int)p.o[8].dt) : 0;
     bool s8 = oy->dt == DT_I8;
-    int q = requant((float)(int)acc * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    int q = requant((float)as_int(acc) * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
     y[off] = (uchar)q;
 }
 
@@ -153,51 +153,82 @@ typedef struct st_qconv_p {
     long xsc_o, xsc_dt, wsc_o, wsc_dt, wsc_step, ysc_o, ysc_dt, yz_o, yz_dt;
 } st_qconv_p;
 
-/* One output element per work-item, in y's row-major order (neighbouring
- * work-items take neighbouring pixels of one channel). */
+/* QCB output channels of one pixel per work-item: dimension 0 the pixel
+ * (neighbouring work-items take neighbouring pixels, which a CPU device
+ * vectorises across), 1 the block of channels within a group and the
+ * group, 2 the image.  Each x element is loaded once for the QCB
+ * channels, and the weights are the same for every work-item of a
+ * work-group.  The sums are the same per channel as one output per
+ * work-item would make (the order of an integer sum does not matter). */
+#define QCB 8
+
+inline void qconv_store(gp y, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, const st_qconv_p *p, long off, long m, uint acc)
+{
+    if (p->y_dt == DT_I32) {
+        ((global int *)y)[off] = as_int(acc);
+        return;
+    }
+    if (p->b_dt) acc += (uint)ld_l(bias, p->b_o + m * p->b_step, (int)p->b_dt);
+    float s = ld_f(xsc, p->xsc_o, (int)p->xsc_dt) * ld_f(wsc, p->wsc_o + m * p->wsc_step, (int)p->wsc_dt);
+    s = s / ld_f(ysc, p->ysc_o, (int)p->ysc_dt);
+    int zy = p->yz_dt ? (int)ld_l(yz, p->yz_o, (int)p->yz_dt) : 0;
+    bool s8 = p->y_dt == DT_I8;
+    y[off] = (uchar)requant((float)as_int(acc) * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
+}
+
 kernel void st_qconv(gp y, gcp x, gcp w, gcp xz, gcp wz, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, st_qconv_p p)
 {
-    long i = get_global_id(0);
-    long o2 = i % p.os[2], r = i / p.os[2];
-    long o1 = r % p.os[1];
-    r /= p.os[1];
-    long o0 = r % p.os[0];
-    r /= p.os[0];
-    long m = r % (p.groups * p.mg), n = r / (p.groups * p.mg);
-    if (n >= p.nimg) return;
-    long g = m / p.mg;
+    long pix = get_global_id(0), blk = get_global_id(1), n = get_global_id(2);
+    long nblk = (p.mg + QCB - 1) / QCB;
+    if (pix >= p.os[0] * p.os[1] * p.os[2] || blk >= p.groups * nblk) return;
+    long g = blk / nblk, m0 = g * p.mg + (blk - g * nblk) * QCB;
+    int nm = (int)min((long)QCB, (g + 1) * p.mg - m0);
+    long o2 = pix % p.os[2], r = pix / p.os[2];
+    long o1 = r % p.os[1], o0 = r / p.os[1];
     int sx = p.x_dt == DT_I8, sw = p.w_dt == DT_I8;
     int zx = p.xz_dt ? (int)ld_l(xz, p.xz_o, (int)p.xz_dt) : 0;
-    int zw = p.wz_dt ? (int)ld_l(wz, p.wz_o + m * p.wz_step, (int)p.wz_dt) : 0;
-    long st0 = o0 * p.s[0] - p.pb[0], st1 = o1 * p.s[1] - p.pb[1], st2 = o2 * p.s[2] - p.pb[2];
-    uint acc = 0;
+    int zw[QCB];
+    uint acc[QCB];
+    for (int j = 0; j < QCB; j++) {
+        zw[j] = p.wz_dt && j < nm ? (int)ld_l(wz, p.wz_o + (m0 + j) * p.wz_step, (int)p.wz_dt) : 0;
+        acc[j] = 0;
+    }
+    /* sum (x - zx)(w - zw) = sum (x - zx) w - zw sum (x - zx), exact in
+     * 32-bit wrap-around; offsets within a channel in 32 bits (accepts in
+     * k_qint.c refuses an x or w that spans 2^31 elements); the channels
+     * past the group's last (j >= nm) read its last one and are not stored */
+    uint xsum = 0;
+    int st0 = (int)(o0 * p.s[0] - p.pb[0]), st1 = (int)(o1 * p.s[1] - p.pb[1]), st2 = (int)(o2 * p.s[2] - p.pb[2]);
+    int is0 = (int)p.is[0], is1 = (int)p.is[1], is2 = (int)p.is[2], k0n = (int)p.k[0], k1n = (int)p.k[1], k2n = (int)p.k[2];
+    int d0 = (int)p.d[0], d1 = (int)p.d[1], d2 = (int)p.d[2];
+    int xs2 = (int)p.xs[2], xs3 = (int)p.xs[3], xs4 = (int)p.xs[4], ws2 = (int)p.ws[2], ws3 = (int)p.ws[3], ws4 = (int)p.ws[4];
+    int wm = (int)p.ws[0];
     for (long c = 0; c < p.cg; c++) {
-        long xc = p.xo + n * p.xs[0] + (g * p.cg + c) * p.xs[1];
-        long wc = p.wo + m * p.ws[0] + c * p.ws[1];
-        for (long k0 = 0; k0 < p.k[0]; k0++) {
-            long i0 = st0 + k0 * p.d[0];
-            if (i0 < 0 || i0 >= p.is[0]) continue;
-            for (long k1 = 0; k1 < p.k[1]; k1++) {
-                long i1 = st1 + k1 * p.d[1];
-                if (i1 < 0 || i1 >= p.is[1]) continue;
-                long xr = xc + i0 * p.xs[2] + i1 * p.xs[3], wr = wc + k0 * p.ws[2] + k1 * p.ws[3];
-                for (long k2 = 0; k2 < p.k[2]; k2++) {
-                    long i2 = st2 + k2 * p.d[2];
-                    if (i2 < 0 || i2 >= p.is[2]) continue;
-                    acc += (uint)((ld8(x, xr + i2 * p.xs[4], sx) - zx) * (ld8(w, wr + k2 * p.ws[4], sw) - zw));
+        gcp xc = x + (p.xo + n * p.xs[0] + (g * p.cg + c) * p.xs[1]);
+        gcp wc = w + (p.wo + m0 * p.ws[0] + c * p.ws[1]);
+        for (int k0 = 0; k0 < k0n; k0++) {
+            int i0 = st0 + k0 * d0;
+            if (i0 < 0 || i0 >= is0) continue;
+            for (int k1 = 0; k1 < k1n; k1++) {
+                int i1 = st1 + k1 * d1;
+                if (i1 < 0 || i1 >= is1) continue;
+                gcp xr = xc + (i0 * xs2 + i1 * xs3);
+                gcp wr = wc + (k0 * ws2 + k1 * ws3);
+                for (int k2 = 0; k2 < k2n; k2++) {
+                    int i2 = st2 + k2 * d2;
+                    if (i2 < 0 || i2 >= is2) continue;
+                    int xv = (sx ? (int)((global const char *)xr)[i2 * xs4] : (int)xr[i2 * xs4]) - zx;
+                    gcp wo = wr + k2 * ws4;
+                    xsum += (uint)xv;
+                    if (sw)
+                        for (int j = 0; j < QCB; j++) acc[j] += (uint)(xv * (int)((global const char *)wo)[min(j, nm - 1) * wm]);
+                    else
+                        for (int j = 0; j < QCB; j++) acc[j] += (uint)(xv * (int)wo[min(j, nm - 1) * wm]);
                 }
             }
         }
     }
-    long off = p.yo + n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
-    if (p.y_dt == DT_I32) {
-        ((global int *)y)[off] = (int)acc;
-        return;
-    }
-    if (p.b_dt) acc += (uint)ld_l(bias, p.b_o + m * p.b_step, (int)p.b_dt);
-    float s = ld_f(xsc, p.xsc_o, (int)p.xsc_dt) * ld_f(wsc, p.wsc_o + m * p.wsc_step, (int)p.wsc_dt);
-    s = s / ld_f(ysc, p.ysc_o, (int)p.ysc_dt);
-    int zy = p.yz_dt ? (int)ld_l(yz, p.yz_o, (int)p.yz_dt) : 0;
-    bool s8 = p.y_dt == DT_I8;
-    y[off] = (uchar)requant((float)(int)acc * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    for (int j = 0; j < QCB; j++) acc[j] -= (uint)zw[j] * xsum;
+    long off = p.yo + n * p.ys[0] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
+    for (int j = 0; j < nm; j++) qconv_store(y, bias, xsc, wsc, ysc, yz, &p, off + (m0 + j) * p.ys[1], m0 + j, acc[j]);
 }

@@ -30,6 +30,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/pool.h"
+#include "backends/cpu/scratch.h"
 #include "backends/cpu/vmath.h"
 #include "ops/linalg.h"
 
@@ -129,6 +130,22 @@ static void lead_offsets(const att_job *j, int64_t t, int64_t *qo, int64_t *ko, 
     }
 }
 
+/* B[k, n] (element (p, c) at b[p * rs + c * cs]) packed whole the way
+ * st_gemm_prepack_b lays it out (its k blocks, each all n columns), into
+ * dst, which holds packed_floats(k, n) floats. */
+static size_t packed_floats(int64_t k, int64_t n)
+{
+    return k > 0 && n > 0 ? (size_t)((n + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR * k) : 0;
+}
+
+static void pack_whole(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n, float *dst)
+{
+    if (k <= 0 || n <= 0) return;
+    int64_t cols = (n + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR, kcb = st_gemm_kc(k);
+    for (int64_t k0 = 0; k0 < k; k0 += kcb)
+        st_gemm_pack_b(b + k0 * rs, rs, cs, k - k0 < kcb ? k - k0 : kcb, n, dst + k0 * cols);
+}
+
 static void att_fail(att_job *j) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); }
 
 static void att_task(void *arg, int64_t t)
@@ -147,15 +164,22 @@ static void att_task(void *arg, int64_t t)
     size_t msz = j->m ? st_dtype_size(j->m->dtype) : 0;
     /* the output block goes straight into o when its rows are unit-stride */
     bool direct = ocs == 1 || dv == 1;
-    float *sc = malloc((size_t)(rows * (tk > 0 ? tk : 1) + (direct ? 0 : rows * dv)) * sizeof *sc);
-    float *kp = NULL, *vp = NULL;            /* AVX-512: the packed panels */
+    /* the scores block, the output block when it cannot go in place, and
+     * on AVX-512 the packed K^T and V: the worker's kept scratch
+     * (scratch.h), so a warm run allocates nothing */
+    size_t n_sc = (size_t)(rows * (tk > 0 ? tk : 1)), n_ob = direct ? 0 : (size_t)(rows * dv);
+    size_t n_kp = j->fast ? packed_floats(dh, tk) : 0, n_vp = j->fast ? packed_floats(tk, dv) : 0;
+    n_sc = (n_sc + 15) / 16 * 16;
+    n_ob = (n_ob + 15) / 16 * 16;
+    n_kp = (n_kp + 15) / 16 * 16;
+    float *sc = st_scratch_take((n_sc + n_ob + n_kp + n_vp) * sizeof *sc);
     float *own_q = NULL, *own_k = NULL, *own_v = NULL;   /* portable: copies st_mat_f32 made */
     st_mat km = {0}, vm = {0}, qm = {0};
     if (!sc) goto nomem;
-    float *ob = direct ? NULL : sc + rows * (tk > 0 ? tk : 1);
+    float *ob = sc + n_sc, *kp = ob + n_ob, *vp = kp + n_kp;
     if (j->fast) {
-        if (dh > 0 && tk > 0 && !(kp = st_gemm_prepack_b(kt, j->kt->strides[r - 2], j->kt->strides[r - 1], dh, tk))) goto nomem;
-        if (tk > 0 && dv > 0 && !(vp = st_gemm_prepack_b(v, j->v->strides[r - 2], j->v->strides[r - 1], tk, dv))) goto nomem;
+        pack_whole(kt, j->kt->strides[r - 2], j->kt->strides[r - 1], dh, tk, kp);
+        pack_whole(v, j->v->strides[r - 2], j->v->strides[r - 1], tk, dv, vp);
     } else {
         if (st_mat_f32(j->q, r - 2, r - 1, qo, &qm, &own_q) != ST_OK) goto nomem;
         if (st_mat_f32(j->kt, r - 2, r - 1, ko, &km, &own_k) != ST_OK) goto nomem;
@@ -199,9 +223,7 @@ static void att_task(void *arg, int64_t t)
 nomem:
     att_fail(j);
 done:
-    free(sc);
-    free(kp);
-    free(vp);
+    st_scratch_give(sc);
     free(own_q);
     free(own_k);
     free(own_v);

@@ -136,6 +136,11 @@ static void wino_task(void *arg, int64_t t)
  * stages its halo rows and each channel block its input again; 0.5 MB was
  * slower still. */
 #define ST_WINO_BUDGET 786432
+/* The most a task's buffers may take when that makes fewer passes over U:
+ * a conv with many channels on a small plane (IS-Net's 1024->512 at
+ * 32x32: U is 75 MB) is bound by reading U once per task, so whole-plane
+ * bands split by output channels beat L2-sized bands (16 MB) */
+#define ST_WINO_BIG_BUDGET 4194304
 
 bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
 {
@@ -160,6 +165,12 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
      * aligned to the whole output, each product's sum runs over all the
      * input channels in order). */
     int64_t trows = (f->oh + wn - 1) / wn, lgroups = (f->tiles_x + 15) / 16;
+    /* U larger than 16 MB comes from memory, a cycle per float each time
+     * a task reads it; then bands may grow past the L2 budget (V read
+     * back from L3 costs half a cycle a float) to cut the passes over U */
+    bool ubig = 4.0 * (double)(xis * f->cg * f->mblocks * ST_GEMM_MR) > 16e6;
+    double umem = ubig ? 1.0 : 0.0;
+    int64_t budget = ubig ? ST_WINO_BIG_BUDGET : ST_WINO_BUDGET;
     double best = -1;
     f->wtr = 1;
     f->mchunk = f->mblocks * ST_GEMM_MR;
@@ -173,7 +184,7 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
              * of ST_GEMM_MR output channels (a task runs its channels in
              * blocks of msub, reusing V) */
             int64_t floats = (wn * tr + 2) * wn * f->lqp + xis * (f->cg + ST_GEMM_MR) * nt;
-            if (floats > ST_WINO_BUDGET && tr > 1) continue;
+            if (floats > budget && tr > 1) continue;
             /* a full band's task, and the last band's (fewer tile rows) */
             double cost[2];
             for (int last = 0; last < 2; last++) {
@@ -182,7 +193,9 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
                 double gemm = 0.5 * (double)(xis * f->cg * mchunk * vecs);
                 double tin = (double)(f->cg * r * lgroups) * (wn == 4 ? 130.0 : 60.0) +
                              (double)(f->cg * (wn * r + 2) * (lgroups + 1)) * 12.0;
-                cost[last] = gemm + tin + 3000.0;
+                /* V past the budget lives in L3: written and read back */
+                double vmem = ubig && floats > ST_WINO_BUDGET ? 0.5 * (double)(xis * f->cg * n) : 0.0;
+                cost[last] = gemm + tin + umem * (double)(xis * f->cg * mchunk) + vmem + 3000.0;
             }
             /* list scheduling on two workers: at most half the total plus
              * half the longest task */
@@ -203,7 +216,8 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
      * budget leaves room for next to V (at least one) */
     {
         int64_t nt = f->wtr * f->tiles_x;
-        int64_t left = ST_WINO_BUDGET - (wn * f->wtr + 2) * wn * f->lqp - xis * f->cg * nt;
+        int64_t fixed = (wn * f->wtr + 2) * wn * f->lqp + xis * f->cg * nt;
+        int64_t left = (fixed + xis * ST_GEMM_MR * nt > ST_WINO_BUDGET ? budget : ST_WINO_BUDGET) - fixed;
         int64_t blocks = left > 0 ? left / (xis * nt * ST_GEMM_MR) : 0;
         if (blocks < 1) blocks = 1;
         f->msub = blocks * ST_GEMM_MR;

@@ -19,6 +19,7 @@
 const st_plan *st_session_plan(const st_session *s);
 const st_dag *st_session_dag(const st_session *s);
 bool st_session_stage(const st_session *s, int k, const st_plan **plan, const st_dag **dag);
+const char *st_session_loop_note(const st_session *s);
 
 static void print_shape(FILE *f, const st_value *v, bool json)
 {
@@ -407,6 +408,11 @@ int st_cmd_inspect(int argc, char **argv)
                 printf("%sstage %d: %s%s\n", k ? "\n" : "", k + 1, p->cut_note[0] ? "stops where " : "the rest",
                        p->cut_note[0] ? p->cut_note : "");
             rc = plan_summary(&o, p, dag);
+            /* a while loop: how it ran (exec/loop.c), the host's way or the device's */
+            const char *note = st_session_loop_note(s);
+            char own[160];
+            if (p->loop) snprintf(own, sizeof own, "Loop '%.120s':", p->loop->name);
+            if (!rc && !o.json && p->loop && strncmp(note, own, strlen(own)) == 0) printf("ran: %s\n", note);
         }
         if (staged && o.json) printf("]\n");
         if (!rc && o.dot) rc = tool_plan_dot(&o, s);

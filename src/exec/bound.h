@@ -17,6 +17,7 @@
 
 struct st_session;
 struct st_model;
+struct st_exec_loop;
 
 typedef struct bound_input {
     bool set;
@@ -67,6 +68,14 @@ uint64_t st_session_memory_limit(const struct st_session *s);
 /* The run in progress, for st_run_check between a loop's iterations
  * (exec/runctl.h). */
 st_run_ref st_session_run_ref(const struct st_session *s);
+
+/* Runs the rest of a while loop on the device, as one graph, when the
+ * session's executor can (st_exec_vt.loop): body is the plan of the
+ * iteration that just ran.  ST_ERR_UNSUPPORTED, with nothing run and the
+ * reason in the message, when it cannot. */
+st_status st_session_loop_device(struct st_session *s, const st_plan *body, struct st_exec_loop *l);
+/* Records how a while loop ran (the outermost one's), for inspect. */
+void st_session_note_loop(struct st_session *s, const char *note);
 
 /* Runs loop stage p's Loop (p ran and was waited for): out[j] are the
  * Loop's outputs, carried values then stacked scan outputs (exec/loop.c). */

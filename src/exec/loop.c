@@ -15,11 +15,27 @@
  * The cost is a host round trip per iteration, which is what runtimes
  * that interpret Loop pay too; a Loop whose condition stays true (a
  * counted loop) is unrolled at plan time instead (passes/control.c).
+ *
+ * A device that can repeat a DAG until a value it computes says stop
+ * (CUDA's conditional WHILE node, st_exec_vt.loop) runs the rest of the
+ * loop after the first iteration as one graph, when that iteration shows
+ * it can: the body is one plan of the device alone, the iterations keep
+ * its input shapes (so the same plan and slots serve them all, and the
+ * plan did not depend on the data that changes), and there are no scan
+ * outputs to stack.  Each device iteration copies the carried outputs into
+ * the inputs' slots before the body runs (through scratch where one
+ * overlaps another's slot), so it reads what the previous iteration left
+ * and the body's DAG, hazards and sanitizer checks are those of any run
+ * of its plan; the host waits once for the whole loop and reads the
+ * carried values from the last iteration's outputs.  Otherwise, or with
+ * STRATA_CUDA_COND=0, the loop stays here.  STRATA_LOOP_VERBOSE=1 prints
+ * which way each Loop ran; inspect --plan says it for the last one.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "exec/bound.h"
 #include "graph/model.h"
 
@@ -80,6 +96,87 @@ static st_status append_slice(bound_input *acc, const bound_input *x, int64_t ro
     return ST_OK;
 }
 
+/* Whether planned value pv has bytes in a slot (a buffer a command or the
+ * host writes), in a contiguous layout. */
+static bool in_slot(const st_pvalue *pv)
+{
+    return (pv->kind == ST_PV_INPUT || pv->kind == ST_PV_ROOT || pv->kind == ST_PV_VIEW) && pv->view.storage &&
+           st_view_is_contiguous(&pv->view);
+}
+
+static bool same_tensor(const st_pvalue *a, const st_pvalue *b)
+{
+    if (a->t.dtype != b->t.dtype || a->t.rank != b->t.rank) return false;
+    for (int d = 0; d < a->t.rank; d++)
+        if (a->t.dims[d] != b->t.dims[d]) return false;
+    return true;
+}
+
+/* The rest of loop l on the device, after iteration it of body plan bp
+ * ran: spec's copies (from, to: room for n_carried + 1), or false with
+ * why. */
+static bool device_spec(const st_loop *l, const st_plan *bp, int64_t it, int64_t trips, st_view *from, st_view *to,
+                        st_exec_loop *spec, char *why, size_t n)
+{
+    const st_graph *bg = l->body->g;
+    int nc = l->n_carried;
+    if (l->n_scan) return snprintf(why, n, "it has scan outputs, which grow each iteration"), false;
+    if (bp->model != l->body || bp->loop)
+        return snprintf(why, n, "its body runs in stages (it waits for data it computes)"), false;
+    if (bp->n_inputs != bg->n_inputs) return snprintf(why, n, "its body's inputs are not plain tensors"), false;
+    /* what changes between iterations must not have been planned on */
+    for (int i = 0; i < 2 + nc; i++)
+        if (bp->value_inputs[i] || bp->in_elems[i] != ST_IN_TENSOR)
+            return snprintf(why, n, "its body's plan depends on the data of '%s'", bg->values[bg->inputs[i]].name), false;
+    const st_pvalue *cond = &bp->values[bg->outputs[0]], *cin = &bp->values[bg->inputs[1]],
+                    *iter = &bp->values[bg->inputs[0]];
+    if (!in_slot(cond) || cond->t.dtype != ST_BOOL || st_numel(cond->t.rank, cond->t.dims) != 1)
+        return snprintf(why, n, "its condition is not one bool in a slot"), false;
+    if (iter->kind != ST_PV_DEAD && (!in_slot(iter) || (iter->t.dtype != ST_I64 && iter->t.dtype != ST_I32)))
+        return snprintf(why, n, "its iteration number is planned as %s", st_dtype_name(iter->t.dtype)), false;
+    int k = 0;
+    if (cin->kind != ST_PV_DEAD) {
+        if (!in_slot(cin) || !same_tensor(cin, cond)) return snprintf(why, n, "its condition input has no slot"), false;
+        from[k] = cond->view;
+        to[k++] = cin->view;
+    }
+    for (int j = 0; j < nc; j++) {
+        const st_pvalue *o = &bp->values[bg->outputs[1 + j]], *i = &bp->values[bg->inputs[2 + j]];
+        const char *name = bg->values[bg->inputs[2 + j]].name;
+        if (!in_slot(o)) return snprintf(why, n, "carried value '%s' comes out of no slot (a constant?)", name), false;
+        if (i->kind == ST_PV_DEAD) continue; /* the body does not read it: its output is the value */
+        if (!in_slot(i)) return snprintf(why, n, "carried value '%s' has no input slot", name), false;
+        if (!same_tensor(o, i)) return snprintf(why, n, "carried value '%s' changes shape or type", name), false;
+        from[k] = o->view;
+        to[k++] = i->view;
+    }
+    /* a source that overlaps another copy's destination (a value passed on
+     * unchanged is a view of its input's slot) must be read before that
+     * copy writes: the executor then copies every source aside first */
+    bool staged = false;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++) {
+            int64_t alo, ahi, blo, bhi;
+            st_view_extent(&from[a], &alo, &ahi);
+            st_view_extent(&to[b], &blo, &bhi);
+            bool same = a == b && alo == blo && from[a].storage == to[b].storage;
+            if (!same && from[a].storage == to[b].storage && alo < bhi && blo < ahi) staged = true;
+        }
+    *spec = (st_exec_loop){0};
+    spec->name = l->name;
+    spec->n_copy = k;
+    spec->from = from;
+    spec->to = to;
+    spec->iter = iter->kind == ST_PV_DEAD ? NULL : &iter->view;
+    spec->cond = &cond->view;
+    spec->next = it + 1;
+    spec->end = trips < 0 ? INT64_MAX : trips;
+    spec->max = ST_MAX_LOOP_ITERATIONS;
+    spec->staged = staged;
+    spec->ran = it + 1;
+    return true;
+}
+
 st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
 {
     const st_loop *l = p->loop;
@@ -98,6 +195,13 @@ st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
     for (int k = 0; k < l->n_outer && r == ST_OK; k++)
         r = st_bound_read(p, l->outer[k], bg->values[bg->inputs[2 + nc + k]].name, &in[2 + nc + k]);
     uint64_t limit = st_session_memory_limit(s);
+    /* after the first iteration, the rest may run on the device */
+    st_view *from = malloc(((size_t)nc + 1) * sizeof *from), *to = malloc(((size_t)nc + 1) * sizeof *to);
+    if (!from || !to) r = st_error(ST_ERR_NOMEM, "out of memory running Loop '%s'", l->name);
+    bool on_device = false, staged = false;
+    const char *how = "";
+    int64_t waits = 0;
+    char why[400] = "";
     /* the run this loop belongs to: a cancel or its deadline ends the loop
      * between iterations, where nothing of it is pending (the body's
      * executor also stops between commands, but an iteration whose
@@ -119,6 +223,7 @@ st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
         if (r == ST_OK) r = st_bound_scalar(&in[1], ST_BOOL, cond != 0);
         const st_plan *bp = NULL;
         if (r == ST_OK) r = st_session_run_model(s, l->body, in, &bp);
+        if (r == ST_OK) waits++;
         /* the iteration's results: the condition, the carried values (the
          * next iteration's inputs), one slice per scan output */
         if (r == ST_OK) r = st_bound_read(bp, bg->outputs[0], "the body's condition", &x);
@@ -128,8 +233,48 @@ st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out)
             r = st_bound_read(bp, bg->outputs[1 + nc + k], l->name, &x);
             if (r == ST_OK) r = append_slice(&out[nc + k], &x, it, l->name, k, limit);
         }
+        st_exec_loop spec;
+        if (r == ST_OK && it == 0 && cond && (trips < 0 || it + 1 < trips) &&
+            device_spec(l, bp, it, trips, from, to, &spec, why, sizeof why)) {
+            r = st_session_loop_device(s, bp, &spec);
+            if (r == ST_ERR_UNSUPPORTED) { /* nothing ran: the host goes on */
+                const char *msg = st_last_error(), *at = strstr(msg, "stays on the host: ");
+                snprintf(why, sizeof why, "%s", at ? at + strlen("stays on the host: ") : msg);
+                r = ST_OK;
+            } else {
+                on_device = r == ST_OK;
+                how = spec.how ? spec.how : "on the device";
+                staged = spec.staged;
+                waits++;
+                it = spec.ran - 1; /* the for's it++ makes it the count */
+                cond = 0;
+                if (r == ST_OK && spec.over)
+                    r = st_error(ST_ERR_UNSUPPORTED, "Loop '%s': more than %lld iterations (its condition never turned "
+                                 "false)", l->name, (long long)ST_MAX_LOOP_ITERATIONS);
+                /* the carried values are the last iteration's outputs */
+                for (int j = 0; j < nc && r == ST_OK; j++)
+                    r = st_bound_read(bp, bg->outputs[1 + j], l->name, &in[2 + j]);
+            }
+        }
         st_session_unpin_after(s, mark);
     }
+    if (r == ST_OK) {
+        char note[600];
+        if (on_device)
+            snprintf(note, sizeof note, "Loop '%.120s': %lld iterations: 1 on the host, then %lld %s%s; the host waited "
+                     "%lld times", l->name, (long long)it, (long long)(it - 1), how,
+                     staged ? ", the carried values copied through scratch" : "", (long long)waits);
+        else
+            snprintf(note, sizeof note, "Loop '%.120s': %lld iterations on the host, one at a time; the host waited "
+                     "%lld times%s%s", l->name, (long long)it, (long long)waits, why[0] ? " (" : "",
+                     why[0] ? why : "");
+        if (!on_device && why[0]) strcat(note, ")");
+        st_session_note_loop(s, note);
+        const char *v = getenv("STRATA_LOOP_VERBOSE");
+        if (v && *v && strcmp(v, "0") != 0) fprintf(stderr, "strata: %s\n", note);
+    }
+    free(from);
+    free(to);
     for (int j = 0; j < nc && r == ST_OK; j++) r = st_bound_copy(&out[j], &in[2 + j], l->name);
     /* no iteration ran: each scan output is empty, shaped as the body
      * declares its slices (the body never ran to say) */

@@ -89,6 +89,7 @@ struct st_session {
     st_profile *prof;         /* NULL unless the options name a profile */
     uint64_t pins;            /* pin numbers handed out (st_cached.pin) */
     int loop_depth;           /* > 0 while a loop body runs (exec/loop.c) */
+    char loop_note[400];      /* how the last run's last while loop ran, for inspect */
 };
 
 void st_session_options_init(st_session_options *o)
@@ -775,6 +776,7 @@ static st_status run_locked(st_session *s)
     if (s->prof) st_profile_run_begin(s->prof);
     s->n_stages = 0;
     s->loop_depth = 0;
+    s->loop_note[0] = 0;
     r = run_chain(s, s->model, s->bound, false, NULL);
     for (int i = 0; i < s->n_cache; i++) s->cache[i].pin = 0;
     if (r != ST_OK && s->prof) st_profile_run_failed(s->prof); /* a failed run is left out of the trace */
@@ -848,6 +850,35 @@ uint64_t st_session_pin_mark(const st_session *s) { return s->pins; }
 uint64_t st_session_memory_limit(const st_session *s) { return s->opt.memory_limit; }
 
 st_run_ref st_session_run_ref(const st_session *s) { return st_run_current(&s->ctl); }
+
+st_status st_session_loop_device(st_session *s, const st_plan *body, st_exec_loop *l)
+{
+    st_tracker *t = s->tracker;
+    st_exec *e = t->exec;
+    if (!e->vt->loop)
+        return st_error(ST_ERR_UNSUPPORTED, "Loop '%s' stays on the host: the %s backend has no loops on its device",
+                        l->name, s->backend->name);
+    if (s->prof)
+        return st_error(ST_ERR_UNSUPPORTED, "Loop '%s' stays on the host: a profiled session times each command",
+                        l->name);
+    const st_dag *d = NULL;
+    for (int i = 0; i < s->n_cache && !d; i++)
+        if (s->cache[i].plan == body) d = s->cache[i].dag;
+    if (!d) return st_error(ST_ERR_INTERNAL, "Loop '%s': the body's plan is not in the session's cache", l->name);
+    /* as a run: the arena is the loop's until it is done */
+    pthread_mutex_lock(&t->mu);
+    st_status r = e->vt->loop(e, d, l);
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+void st_session_note_loop(st_session *s, const char *note)
+{
+    if (s->loop_depth == 1) snprintf(s->loop_note, sizeof s->loop_note, "%s", note);
+}
+
+/* For inspect: how the last run's (last, outermost) while loop ran, or "". */
+const char *st_session_loop_note(const st_session *s) { return s ? s->loop_note : ""; }
 
 /* Poisons the arena (sanitizer), uploads the inputs and submits p's DAG;
  * the caller holds the tracker's lock.  t_bind: when binding began, for

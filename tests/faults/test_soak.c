@@ -66,6 +66,9 @@ static int n_threads = 8, n_sessions = 4, n_runs = 2000;
 static st_session_options base_opt;
 static uint64_t seed0 = 18;
 static atomic_long runs_done, wrong, failed, churned;
+/* one run in churn_every replaces its session; STRATA_SOAK_CHURN=0 never
+ * does (it tells growth per run from growth per session) */
+static unsigned churn_every = 200;
 /* every thread stops halfway (half_in: it is there; half_out: the quiet
  * sample is taken) and holds its sessions until all runs are done
  * (all_done), so the quiet samples see every session alive and idle */
@@ -135,7 +138,7 @@ static void *worker(void *arg)
         }
         atomic_fetch_add(&sl->sc->runs, 1);
         atomic_fetch_add(&runs_done, 1);
-        if (next_rand(&rng) % 200 == 0) { /* a new session in its place */
+        if (churn_every && next_rand(&rng) % churn_every == 0) { /* a new session in its place */
             st_session_free(sl->s);
             atomic_fetch_add(&churned, 1);
             if (!open_session(sl, &rng)) atomic_fetch_add(&failed, 1);
@@ -245,6 +248,8 @@ int main(int argc, char **argv)
     int sample_ms = 100, i = 1;
     double max_rss_mib = 0, max_in_use_mib = 1; /* 0: RSS not judged */
     const char *samples_path = NULL;
+    const char *ch = getenv("STRATA_SOAK_CHURN");
+    if (ch) churn_every = (unsigned)strtoul(ch, NULL, 10);
     for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--threads")) n_threads = atoi(v);

@@ -417,7 +417,69 @@ static int exec_pending(st_exec *base)
     return n;
 }
 
-static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL, exec_pending, NULL};
+static char *host_at(const st_view *v) { return (char *)v->storage->host + v->offset; }
+static size_t view_bytes(const st_view *v) { return (size_t)st_view_numel(v) * st_dtype_size(v->dtype); }
+
+/* The copies at the start of a loop iteration (st_exec_loop): when staged,
+ * every source goes to scratch before any destination is written. */
+static void loop_copies(const st_exec_loop *l, char *scratch)
+{
+    char *at = scratch;
+    for (int k = 0; k < l->n_copy; k++) {
+        size_t n = view_bytes(&l->from[k]);
+        char *dst = scratch ? at : host_at(&l->to[k]);
+        if (dst != host_at(&l->from[k])) memmove(dst, host_at(&l->from[k]), n);
+        at += n;
+    }
+    at = scratch;
+    for (int k = 0; scratch && k < l->n_copy; k++) {
+        size_t n = view_bytes(&l->to[k]);
+        memcpy(host_at(&l->to[k]), at, n);
+        at += n;
+    }
+}
+
+/* A test's stand-in for a device loop (STRATA_CPU_LOOP=1): runs the rest
+ * of a while loop the way CUDA's conditional graph does (the spec's
+ * copies, staged or not, the iteration number, the condition, the trip
+ * count and the limit; one DAG run per iteration), so that exec/loop.c's
+ * spec and the results it reads back are tested where there is no GPU.
+ * It saves nothing on a CPU, hence off by default. */
+static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
+{
+    const char *v = getenv("STRATA_CPU_LOOP");
+    if (!v || strcmp(v, "1") != 0)
+        return st_error(ST_ERR_UNSUPPORTED, "Loop '%s' stays on the host: the cpu backend has no loops on its device",
+                        l->name);
+    size_t need = 1;
+    for (int k = 0; k < l->n_copy; k++) need += view_bytes(&l->from[k]);
+    char *scratch = l->staged ? malloc(need) : NULL;
+    if (l->staged && !scratch) return st_error(ST_ERR_NOMEM, "out of memory running Loop '%s'", l->name);
+    st_run_ref run = st_run_current(base->ctl);
+    char where[200];
+    snprintf(where, sizeof where, "in Loop '%.120s' (the CPU's stand-in for a device loop)", l->name);
+    st_status r = ST_OK;
+    l->ran = l->next;
+    l->over = false;
+    l->how = "by the CPU's stand-in for a device loop (STRATA_CPU_LOOP=1), one DAG run per iteration";
+    for (;;) {
+        loop_copies(l, scratch);
+        if (l->iter && l->iter->dtype == ST_I64) *(int64_t *)host_at(l->iter) = l->ran;
+        else if (l->iter) *(int32_t *)host_at(l->iter) = (int32_t)l->ran;
+        r = exec_submit(base, d);
+        if (r == ST_OK) r = exec_wait(base, NULL, -1);
+        if (r != ST_OK) break;
+        l->ran++;
+        bool go = *(const unsigned char *)host_at(l->cond) != 0 && l->ran < l->end;
+        if (go && l->ran >= l->max) l->over = true;
+        if (!go || l->over) break;
+        if ((r = st_run_check_at(&run, where)) != ST_OK) break;
+    }
+    free(scratch);
+    return r;
+}
+
+static const st_exec_vt cpu_exec_vt = {exec_submit, exec_wait, exec_destroy, NULL, exec_pending, NULL, exec_loop};
 
 static int default_threads(void)
 {

@@ -37,6 +37,12 @@
 
 static st_cuda_device *devices[ST_CUDA_MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void st_cuda_capture_lock(void) { pthread_rwlock_rdlock(&capture_lock); }
+void st_cuda_capture_unlock(void) { pthread_rwlock_unlock(&capture_lock); }
+void st_cuda_exclusive_lock(void) { pthread_rwlock_wrlock(&capture_lock); }
+void st_cuda_exclusive_unlock(void) { pthread_rwlock_unlock(&capture_lock); }
 
 st_status st_cuda_check(int err, const char *what)
 {
@@ -53,7 +59,9 @@ static void storage_free(st_backend *b, st_storage *s)
 {
     st_storage_index_remove(s);
     cudaSetDevice(cb(b)->device);
+    st_cuda_exclusive_lock();
     if (s->dev) cudaFree(s->dev);
+    st_cuda_exclusive_unlock();
     free(s);
 }
 
@@ -66,7 +74,9 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     void *p = NULL;
     if (size) {
         /* a test's injected failure takes the driver's own out-of-memory path */
+        st_cuda_exclusive_lock();
         cudaError_t e = st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size) ? cudaErrorMemoryAllocation : cudaMalloc(&p, size);
+        st_cuda_exclusive_unlock();
         if (e != cudaSuccess) {
             free(s);
             cudaGetLastError(); /* clear the sticky-free error state */
@@ -166,7 +176,9 @@ static void pinned_free(st_backend *b, st_storage *s)
 {
     (void)b;
     st_storage_index_remove(s);
+    st_cuda_exclusive_lock();
     if (s->host) cudaFreeHost(s->host);
+    st_cuda_exclusive_unlock();
     free(s);
 }
 
@@ -220,7 +232,10 @@ static st_status host_alloc(st_backend *b, uint64_t size, const char *label, st_
     st_storage *s = calloc(1, sizeof *s);
     if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
     void *p = NULL;
-    if (size && (st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size) || cudaMallocHost(&p, size) != cudaSuccess)) {
+    st_cuda_exclusive_lock();
+    bool failed = size && (st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size) || cudaMallocHost(&p, size) != cudaSuccess);
+    st_cuda_exclusive_unlock();
+    if (failed) {
         free(s);
         cudaGetLastError();
         return st_error(ST_ERR_NOMEM, "cuda: cannot allocate %llu bytes of pinned host memory for %s", (unsigned long long)size,
@@ -256,9 +271,12 @@ st_backend *st_cuda_backend(int device)
             st_error(ST_ERR_INVALID_ARG, "cuda: device %d requested, %d present", device, count);
         } else {
             c = calloc(1, sizeof *c);
-            if (c && cudaSetDevice(device) == cudaSuccess && cudaStreamCreateWithFlags((cudaStream_t *)&c->copy_stream, cudaStreamNonBlocking) == cudaSuccess &&
+            st_cuda_exclusive_lock();
+            bool made = c && cudaSetDevice(device) == cudaSuccess && cudaStreamCreateWithFlags((cudaStream_t *)&c->copy_stream, cudaStreamNonBlocking) == cudaSuccess &&
                 cudaMallocHost(&c->staging, ST_STAGING_SLOTS * ST_STAGING_SLOT_BYTES) == cudaSuccess &&
-                make_slot_events(c)) {
+                make_slot_events(c);
+            st_cuda_exclusive_unlock();
+            if (made) {
                 c->base.kind = ST_BACKEND_CUDA;
                 c->base.name = "cuda";
                 c->base.storage_alloc = storage_alloc;

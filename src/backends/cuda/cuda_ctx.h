@@ -83,6 +83,20 @@ st_status st_cuda_reduce(const st_kctx *k);          /* k_reduce.cu */
 st_status st_cuda_argminmax(const st_kctx *k);
 st_status st_cuda_resize(const st_kctx *k);          /* k_resize.cu */
 
+/* Stream capture and device-wide calls (cuda.c).  A call that synchronizes
+ * the device or may (cudaFree, cudaFreeHost, cudaMalloc, cudaMallocHost,
+ * cudaDeviceSynchronize, creating or destroying a cuDNN or cuBLASLt
+ * handle or a stream) invalidates a capture that another thread has in
+ * progress, and fails itself with "operation not permitted when stream is
+ * capturing": with sessions on several threads, one freeing a session while
+ * another captured its run broke both (the H200 soak, 2026-12-02).  So
+ * captures hold this lock shared (they may overlap one another) and those
+ * calls hold it exclusively.  Never take it exclusively while capturing. */
+void st_cuda_capture_lock(void);
+void st_cuda_capture_unlock(void);
+void st_cuda_exclusive_lock(void);
+void st_cuda_exclusive_unlock(void);
+
 #ifdef __cplusplus
 }
 #endif

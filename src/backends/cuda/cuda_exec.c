@@ -33,6 +33,14 @@
  * command, and moved to the host clock with one offset per run
  * (exec/profile.h).
  *
+ * A while loop whose body is one device-only plan (exec/loop.c) can run
+ * as one graph: a conditional WHILE node whose body graph is the body's
+ * DAG, captured like any run, between the copies that carry each
+ * iteration's results into the next one's inputs and a kernel that sets
+ * the node's condition (exec_loop, k_loop.cu).  The host then waits once
+ * for the whole loop instead of once per iteration.  STRATA_CUDA_COND=0
+ * (or STRATA_CUDA_GRAPHS=0, or profiling) leaves loops to the host.
+ *
  * Host access (rule 4): commands that touch the bytes of a graph input or
  * output record a host-visible event (an external event record, so it is
  * recorded on graph replay too); st_tensor_read waits on the events of
@@ -41,9 +49,11 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cuda_ctx.h"
 #include "backends/cuda/cuda_internal.h"
@@ -78,6 +88,12 @@ typedef struct dag_state {
     st_cuda_slot *slots;
     cudaGraphExec_t graph;
     int runs;
+    /* a while loop on this body (exec_loop): its graph, and what it was
+     * built for (the addresses it copies between) */
+    cudaGraphExec_t loop_graph;
+    uintptr_t *loop_sig;
+    int loop_nsig;
+    char *loop_refused;          /* why the graph for loop_sig could not be built */
     /* profiled sessions: events around each command, and one before the
      * run's first command that the others are measured from */
     cudaEvent_t *t_start, *t_end, t_base;
@@ -105,6 +121,12 @@ typedef struct cuda_exec {
     int *error_word;             /* mapped pinned memory: a kernel's data error */
     int *error_word_dev;
     bool use_graphs, tf32;
+    bool use_cond;               /* while loops as conditional graphs (STRATA_CUDA_COND) */
+    st_cuda_loop_ctl *loop_ctl;  /* device: a loop's state (k_loop.cu) */
+    st_cuda_loop_ctl *loop_host; /* pinned: what is written there and read back */
+    int *loop_stop, *loop_stop_dev; /* mapped pinned: the host asks a loop to stop */
+    void *loop_scratch;          /* device: carried values in transit, when they overlap */
+    size_t loop_scratch_bytes;
     st_sched sched;              /* exec/schedule.h */
     st_status err;
     char errmsg[1024];
@@ -136,6 +158,9 @@ static void state_free(dag_state *st)
     }
     timing_free(st);
     if (st->graph) cudaGraphExecDestroy(st->graph);
+    if (st->loop_graph) cudaGraphExecDestroy(st->loop_graph);
+    free(st->loop_sig);
+    free(st->loop_refused);
     free(st->stream_of);
     free(st->calls);
     free(st->fn);
@@ -287,8 +312,11 @@ static st_status timing_events(dag_state *st)
     return r;
 }
 
-/* Enqueues every command (directly, or into a capture). */
-static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
+/* Enqueues every command (directly, or into a capture).  cond_body: the
+ * capture is a conditional node's body, which may hold no event record
+ * nodes, so the host-visible events are left out (the loop's caller waits
+ * for the whole graph instead). */
+static void enqueue(cuda_exec *e, dag_state *st, bool capturing, bool cond_body)
 {
     const st_dag *d = st->dag;
     /* profiling: never inside a capture (exec_submit captures none then) */
@@ -337,7 +365,7 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
                 break;
             }
             if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
-            if (st->host[c])
+            if (st->host[c] && !cond_body)
                 cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
             continue;
         }
@@ -370,13 +398,15 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing)
         if (r == ST_ERR_UNSUPPORTED)
             r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
         if (ops != ops_buf) free(ops);
-        if (r == ST_OK && !capturing) r = st_cuda_check(cudaGetLastError(), "kernel launch");
+        /* while capturing too: a refused launch invalidates the capture,
+         * and the next library call would report that instead of the launch */
+        if (r == ST_OK) r = st_cuda_check(cudaGetLastError(), "kernel launch");
         if (r != ST_OK) {
             fail(e, r, cmd);
             break;
         }
         if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
-        if (st->host[c])
+        if (st->host[c] && !cond_body)
             cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
     }
     free(order);
@@ -404,6 +434,11 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     e->run = st_run_current(base->ctl);
     bool timed = e->base.prof != NULL;
     if (timed) ST_TRY(timing_events(st));
+    /* the runtime's last error is per thread and outlives the call that
+     * set it: one a library call on this thread already handled (a failed
+     * allocation it retried smaller, say) would be blamed on this run's
+     * first launch */
+    cudaGetLastError();
     *e->error_word = 0; /* the previous run is done: nothing writes it now */
     /* uploads are asynchronous on the device's transfer stream (cuda.c):
      * the run starts after every one queued so far (inputs, constants) */
@@ -413,12 +448,21 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         ST_TRY(st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch"));
     } else if (e->use_graphs && st->runs >= 1 && !timed) {
         cudaGraph_t g = NULL;
+        st_cuda_capture_lock();
         st_status r = st_cuda_check(cudaStreamBeginCapture(e->streams[0], cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-        if (r != ST_OK) return r;
-        enqueue(e, st, true);
+        if (r != ST_OK) {
+            st_cuda_capture_unlock();
+            return r;
+        }
+        enqueue(e, st, true, false);
         r = st_cuda_check(cudaStreamEndCapture(e->streams[0], &g), "cudaStreamEndCapture");
-        if (e->err != ST_OK) {
+        st_cuda_capture_unlock();
+        if (e->err != ST_OK || r != ST_OK) {
+            /* an invalidated capture leaves its error as the thread's last
+             * one; clear it so the next run starts clean */
             if (g) cudaGraphDestroy(g);
+            cudaGetLastError();
+            if (e->err == ST_OK) return r;
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -427,9 +471,11 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         if (r == ST_OK) r = st_cuda_check(cudaGraphLaunch(st->graph, e->streams[0]), "cudaGraphLaunch");
         if (r != ST_OK) return r;
     } else {
-        enqueue(e, st, false);
+        enqueue(e, st, false, false);
         if (e->err != ST_OK) {
-            cudaStreamSynchronize(e->streams[0]); /* leave nothing half-enqueued running */
+            /* leave nothing half-enqueued running */
+            for (int i = 0; i < e->n_streams; i++) cudaStreamSynchronize(e->streams[i]);
+            cudaGetLastError();
             st_error(e->err, "%s", e->errmsg);
             return e->err;
         }
@@ -509,15 +555,25 @@ static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
     return ST_OK;
 }
 
+/* Waits for this executor's own streams: not cudaDeviceSynchronize, which
+ * would wait for (and, mid-capture, break) other sessions' work too. */
+static void sync_streams(cuda_exec *e)
+{
+    for (int s = 0; s < e->n_streams; s++)
+        if (e->streams[s]) cudaStreamSynchronize(e->streams[s]);
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     cuda_exec *e = (cuda_exec *)base;
     cudaSetDevice(e->cb->device);
     for (int i = 0; i < e->n_states; i++)
         if (e->states[i].dag == d) {
-            cudaDeviceSynchronize();
+            sync_streams(e);
             if (e->cur == &e->states[i]) e->cur = NULL;
+            st_cuda_exclusive_lock(); /* the kernels' caches cudaFree */
             state_free(&e->states[i]);
+            st_cuda_exclusive_unlock();
             e->states[i] = e->states[--e->n_states];
             memset(&e->states[e->n_states], 0, sizeof e->states[0]);
             if (e->cur == &e->states[e->n_states]) e->cur = &e->states[i];
@@ -525,11 +581,11 @@ static void exec_forget(st_exec *base, const st_dag *d)
         }
 }
 
-static void exec_destroy(st_exec *base)
+/* exec_destroy with the exclusive lock held (st_cuda_exec_create's
+ * failure path holds it already). */
+static void destroy_locked(cuda_exec *e)
 {
-    cuda_exec *e = (cuda_exec *)base;
-    cudaSetDevice(e->cb->device);
-    cudaDeviceSynchronize();
+    sync_streams(e);
     for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
     free(e->states);
     for (int s = 0; s < e->n_streams; s++) {
@@ -544,9 +600,22 @@ static void exec_destroy(st_exec *base)
     if (e->t_sync) cudaEventDestroy(e->t_sync);
     if (e->lt) cublasLtDestroy(e->lt);
     if (e->error_word) cudaFreeHost(e->error_word);
+    if (e->loop_ctl) cudaFree(e->loop_ctl);
+    if (e->loop_host) cudaFreeHost(e->loop_host);
+    if (e->loop_stop) cudaFreeHost(e->loop_stop);
+    if (e->loop_scratch) cudaFree(e->loop_scratch);
     st_host_destroy(e->host);
     pthread_mutex_destroy(&e->hmu);
     free(e);
+}
+
+static void exec_destroy(st_exec *base)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    cudaSetDevice(e->cb->device);
+    st_cuda_exclusive_lock();
+    destroy_locked(e);
+    st_cuda_exclusive_unlock();
 }
 
 /* Streams with work not done (CUDA cannot count the commands on them). */
@@ -559,7 +628,266 @@ static int exec_pending(st_exec *base)
     return n;
 }
 
-static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, exec_collect};
+/* ST_ERR_UNSUPPORTED: exec_loop cannot take this loop, for reason why. */
+static st_status no_loop(const st_exec_loop *l, const char *why)
+{
+    return st_error(ST_ERR_UNSUPPORTED, "Loop '%s' stays on the host: %s", l->name, why);
+}
+
+static char *view_addr(const st_view *v) { return (char *)v->storage->dev + v->offset; }
+static size_t view_bytes(const st_view *v) { return (size_t)st_view_numel(v) * st_dtype_size(v->dtype); }
+
+/* The copies at the start of an iteration, enqueued on stream.  When a
+ * source overlaps another copy's destination (a carried value passed on
+ * unchanged is a view of its input's slot), every source first goes to
+ * scratch, so that no copy reads what another one already overwrote. */
+static void loop_copies(cudaStream_t stream, const st_exec_loop *l, char *scratch)
+{
+    char *at = scratch;
+    for (int k = 0; k < l->n_copy; k++) {
+        const char *src = view_addr(&l->from[k]);
+        char *dst = scratch ? at : view_addr(&l->to[k]);
+        size_t n = view_bytes(&l->from[k]);
+        if (src != dst && n) cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream);
+        at += (n + 255) & ~(size_t)255;
+    }
+    at = scratch;
+    for (int k = 0; scratch && k < l->n_copy; k++) {
+        size_t n = view_bytes(&l->to[k]);
+        if (n) cudaMemcpyAsync(view_addr(&l->to[k]), at, n, cudaMemcpyDeviceToDevice, stream);
+        at += (n + 255) & ~(size_t)255;
+    }
+}
+
+/* Builds the loop's graph: one conditional WHILE node whose body is the
+ * copies, st_cuda_loop_begin, the body's DAG (captured as for a replayed
+ * run, across the streams) and st_cuda_loop_end. */
+static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, char *scratch, cudaGraphExec_t *out)
+{
+    cudaGraph_t g = NULL, body = NULL;
+    cudaGraphConditionalHandle h;
+    cudaGraphNode_t node;
+    char why[400];
+    const char *step = "cudaGraphCreate";
+    cudaError_t ce = cudaGraphCreate(&g, 0);
+    /* the condition starts true at each launch: the host launches the loop
+     * only when the next iteration is to run */
+    if (ce == cudaSuccess) {
+        step = "cudaGraphConditionalHandleCreate";
+        ce = cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault);
+    }
+    struct cudaGraphNodeParams cp;
+    memset(&cp, 0, sizeof cp);
+    if (ce == cudaSuccess) {
+        cp.type = cudaGraphNodeTypeConditional;
+        cp.conditional.handle = h;
+        cp.conditional.type = cudaGraphCondTypeWhile;
+        cp.conditional.size = 1;
+        step = "cudaGraphAddNode (a conditional WHILE node)";
+        ce = cudaGraphAddNode(&node, g, NULL, NULL, 0, &cp);
+    }
+    /* captures hold the process-wide capture lock shared (cuda_ctx.h) */
+    bool locked = ce == cudaSuccess;
+    if (locked) st_cuda_capture_lock();
+    if (ce == cudaSuccess) {
+        body = cp.conditional.phGraph_out[0];
+        step = "cudaStreamBeginCaptureToGraph";
+        ce = cudaStreamBeginCaptureToGraph(e->streams[0], body, NULL, NULL, 0, cudaStreamCaptureModeThreadLocal);
+    }
+    if (ce == cudaSuccess) {
+        cudaGraph_t captured = NULL;
+        const st_view *iter = l->iter;
+        loop_copies(e->streams[0], l, scratch);
+        int le = st_cuda_loop_begin(e->streams[0], e->loop_ctl, iter ? view_addr(iter) : NULL,
+                                    iter ? (int)st_dtype_size(iter->dtype) : 0);
+        e->err = ST_OK;
+        if (le == cudaSuccess) enqueue(e, st, true, true);
+        if (le == cudaSuccess && e->err == ST_OK)
+            le = st_cuda_loop_end(e->streams[0], (unsigned long long)h, e->loop_ctl, view_addr(l->cond), e->loop_stop_dev);
+        step = "cudaStreamEndCapture";
+        ce = cudaStreamEndCapture(e->streams[0], &captured);
+        st_cuda_capture_unlock();
+        locked = false;
+        if (ce == cudaSuccess && le != cudaSuccess) {
+            ce = (cudaError_t)le;
+            step = "a loop control kernel's launch";
+        }
+        if (ce == cudaSuccess && e->err != ST_OK) {
+            snprintf(why, sizeof why, "capturing its body into a conditional node failed (%s)", e->errmsg);
+            e->err = ST_OK;
+            cudaGetLastError();
+            cudaGraphDestroy(g);
+            return no_loop(l, why);
+        }
+    }
+    if (locked) st_cuda_capture_unlock();
+    if (ce == cudaSuccess) {
+        step = "cudaGraphInstantiate";
+        ce = cudaGraphInstantiate(out, g, 0);
+    }
+    if (g) cudaGraphDestroy(g);
+    if (ce == cudaSuccess) return ST_OK;
+    cudaGetLastError(); /* the failure is not the next call's */
+    snprintf(why, sizeof why, "%s failed (%s), so its body cannot run in a conditional graph", step,
+             cudaGetErrorString(ce));
+    return no_loop(l, why);
+}
+
+static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
+{
+    cuda_exec *e = (cuda_exec *)base;
+    if (!e->use_cond) return no_loop(l, "STRATA_CUDA_COND=0");
+    if (!e->use_graphs) return no_loop(l, "STRATA_CUDA_GRAPHS=0");
+    if (e->base.prof) return no_loop(l, "a profiled session times each command, which a graph cannot");
+    dag_state *st = NULL;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) st = &e->states[i];
+    if (!st || st->runs < 1) return no_loop(l, "its body has not run directly yet (kernels set up on a first run)");
+    for (int c = 0; c < d->n_cmds; c++)
+        if (d->cmds[c].device == ST_DEV_HOST || !d->cmds[c].run)
+            return no_loop(l, "its body runs commands on the host (a mixed plan), which a conditional graph cannot hold");
+    if (!l->cond->storage->dev || (l->iter && !l->iter->storage->dev)) return no_loop(l, "a value is not in device memory");
+    for (int k = 0; k < l->n_copy; k++)
+        if (!l->from[k].storage->dev || !l->to[k].storage->dev || view_bytes(&l->from[k]) != view_bytes(&l->to[k]))
+            return no_loop(l, "a carried value is not in device memory, or changes size");
+    cudaSetDevice(e->cb->device);
+    /* scratch for staged copies (a source overlaps another copy's destination) */
+    size_t need = 0;
+    for (int k = 0; k < l->n_copy; k++) need += (view_bytes(&l->from[k]) + 255) & ~(size_t)255;
+    bool staged = l->staged;
+    /* the runtime's last error is per thread: not this loop's */
+    cudaGetLastError();
+    /* allocations and frees break another thread's capture: exclusively */
+    st_status r = ST_OK;
+    if (!e->loop_ctl || (staged && need > e->loop_scratch_bytes)) {
+        sync_streams(e); /* a cached loop graph may use the old scratch: it is rebuilt below */
+        st_cuda_exclusive_lock();
+        if (!e->loop_ctl) {
+            r = st_cuda_check(cudaMalloc((void **)&e->loop_ctl, sizeof *e->loop_ctl), "cudaMalloc (loop state)");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostAlloc((void **)&e->loop_host, sizeof *e->loop_host, cudaHostAllocDefault),
+                                  "cudaHostAlloc (loop state)");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostAlloc((void **)&e->loop_stop, sizeof(int), cudaHostAllocMapped), "cudaHostAlloc");
+            if (r == ST_OK)
+                r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->loop_stop_dev, e->loop_stop, 0),
+                                  "cudaHostGetDevicePointer");
+        }
+        if (r == ST_OK && staged && need > e->loop_scratch_bytes) {
+            if (e->loop_scratch) cudaFree(e->loop_scratch);
+            e->loop_scratch = NULL;
+            e->loop_scratch_bytes = 0;
+            r = st_cuda_check(cudaMalloc(&e->loop_scratch, need), "cudaMalloc (loop scratch)");
+            if (r == ST_OK) e->loop_scratch_bytes = need;
+        }
+        st_cuda_exclusive_unlock();
+        if (r != ST_OK) {
+            cudaGetLastError();
+            return r;
+        }
+    }
+    char *scratch = staged ? e->loop_scratch : NULL;
+    /* what the graph was built for: rebuilt when an address moved */
+    int nsig = 5 + 3 * l->n_copy;
+    uintptr_t *sig = calloc((size_t)nsig, sizeof *sig);
+    if (!sig) return st_error(ST_ERR_NOMEM, "out of memory in the CUDA executor");
+    sig[0] = (uintptr_t)l->n_copy;
+    sig[1] = (uintptr_t)scratch;
+    sig[2] = l->iter ? (uintptr_t)view_addr(l->iter) : 0;
+    sig[3] = l->iter ? st_dtype_size(l->iter->dtype) : 0;
+    sig[4] = (uintptr_t)view_addr(l->cond);
+    for (int k = 0; k < l->n_copy; k++) {
+        sig[5 + 3 * k] = (uintptr_t)view_addr(&l->from[k]);
+        sig[6 + 3 * k] = (uintptr_t)view_addr(&l->to[k]);
+        sig[7 + 3 * k] = view_bytes(&l->from[k]);
+    }
+    bool same = st->loop_sig && st->loop_nsig == nsig && memcmp(st->loop_sig, sig, (size_t)nsig * sizeof *sig) == 0;
+    if (same && st->loop_refused) { /* refused before: not captured again on every run */
+        free(sig);
+        return st_error(ST_ERR_UNSUPPORTED, "%s", st->loop_refused);
+    }
+    if (!same) {
+        if (st->loop_graph) {
+            st_cuda_exclusive_lock();
+            cudaGraphExecDestroy(st->loop_graph);
+            st_cuda_exclusive_unlock();
+        }
+        st->loop_graph = NULL;
+        free(st->loop_refused);
+        st->loop_refused = NULL;
+        free(st->loop_sig);
+        st->loop_sig = sig;
+        st->loop_nsig = nsig;
+        r = loop_build(e, st, l, scratch, &st->loop_graph);
+        if (r != ST_OK) {
+            st->loop_graph = NULL;
+            st->loop_refused = strdup(st_last_error());
+            return r;
+        }
+    } else {
+        free(sig);
+    }
+    /* run it: the state in, the graph, the state out, then one wait */
+    e->cur = st;
+    e->run = st_run_current(base->ctl);
+    e->err = ST_OK;
+    *e->error_word = 0;
+    *(volatile int *)e->loop_stop = 0;
+    *e->loop_host = (st_cuda_loop_ctl){l->next, l->end, l->max, 0};
+    cudaStream_t s0 = e->streams[0];
+    ST_TRY(st_cuda_check(cudaEventRecord(e->uploads, (cudaStream_t)e->cb->copy_stream), "cudaEventRecord"));
+    ST_TRY(st_cuda_check(cudaStreamWaitEvent(s0, e->uploads, 0), "cudaStreamWaitEvent"));
+    ST_TRY(st_cuda_check(cudaMemcpyAsync(e->loop_ctl, e->loop_host, sizeof *e->loop_host, cudaMemcpyHostToDevice, s0),
+                         "cudaMemcpyAsync (loop state)"));
+    cudaError_t le = cudaGraphLaunch(st->loop_graph, s0);
+    if (le != cudaSuccess) { /* refused at launch: nothing of the loop ran, the host takes it */
+        cudaGetLastError();
+        cudaStreamSynchronize(s0);
+        char why[300];
+        snprintf(why, sizeof why, "cudaGraphLaunch refused its conditional graph (%s)", cudaGetErrorString(le));
+        r = no_loop(l, why);
+        st_cuda_exclusive_lock();
+        cudaGraphExecDestroy(st->loop_graph);
+        st_cuda_exclusive_unlock();
+        st->loop_graph = NULL;
+        free(st->loop_refused);
+        st->loop_refused = strdup(st_last_error());
+        return r;
+    }
+    ST_TRY(st_cuda_check(cudaMemcpyAsync(e->loop_host, e->loop_ctl, sizeof *e->loop_host, cudaMemcpyDeviceToHost, s0),
+                         "cudaMemcpyAsync (loop state)"));
+    ST_TRY(st_cuda_check(cudaEventRecord(e->run_done, s0), "cudaEventRecord"));
+    /* the one wait: a cancel or the deadline asks the device to stop
+     * after the iteration it is in (the stop word) */
+    char where[200];
+    snprintf(where, sizeof where, "in Loop '%.120s' on the device", l->name);
+    st_status stop = ST_OK;
+    cudaError_t q;
+    for (int spins = 0; (q = cudaEventQuery(e->run_done)) == cudaErrorNotReady; spins++) {
+        if (stop == ST_OK && (stop = st_run_check_at(&e->run, where)) != ST_OK) *(volatile int *)e->loop_stop = 1;
+        if (spins < 1000) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ST_TRY(st_cuda_check(q, "waiting for the loop"));
+    l->ran = e->loop_host->next;
+    l->how = "on the device in one CUDA graph (a conditional WHILE node)";
+    l->over = e->loop_host->over != 0;
+    int bad = *(volatile int *)e->error_word;
+    if (bad > 0 && bad <= d->n_cmds) {
+        const st_cmd *cmd = &d->cmds[bad - 1];
+        return st_error(ST_ERR_SHAPE, "node '%s' (%s): an index is out of range (found on the device)", cmd->gnode->name,
+                        cmd->op->name);
+    }
+    if (stop != ST_OK) return st_error(stop, "%s", st_last_error());
+    return ST_OK;
+}
+
+static const st_exec_vt cuda_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, exec_collect,
+                                        exec_loop};
 
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {
@@ -572,10 +900,12 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     pthread_mutex_init(&e->hmu, NULL);
     e->n_streams = ST_CUDA_STREAMS;
     st_sched_init(&e->sched, o);
-    const char *g = getenv("STRATA_CUDA_GRAPHS"), *tf = getenv("STRATA_CUDA_TF32");
+    const char *g = getenv("STRATA_CUDA_GRAPHS"), *tf = getenv("STRATA_CUDA_TF32"), *cc = getenv("STRATA_CUDA_COND");
     e->use_graphs = !(g && strcmp(g, "0") == 0);
+    e->use_cond = !(cc && strcmp(cc, "0") == 0);
     e->tf32 = tf && strcmp(tf, "1") == 0;
     st_status r = st_cuda_check(cudaSetDevice(cbk->device), "cudaSetDevice");
+    st_cuda_exclusive_lock();
     for (int s = 0; s < e->n_streams && r == ST_OK; s++) {
         r = st_cuda_check(cudaStreamCreateWithFlags(&e->streams[s], cudaStreamNonBlocking), "cudaStreamCreate");
         if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->join[s], cudaEventDisableTiming), "cudaEventCreate");
@@ -591,9 +921,12 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     if (r == ST_OK) r = st_cuda_check(cudaHostGetDevicePointer((void **)&e->error_word_dev, e->error_word, 0), "cudaHostGetDevicePointer");
     if (r == ST_OK) r = st_host_create(o, &e->host);
     if (r != ST_OK) {
-        exec_destroy(&e->base);
+        destroy_locked(e);
+        st_cuda_exclusive_unlock();
+        cudaGetLastError();
         return r;
     }
+    st_cuda_exclusive_unlock();
     *out = &e->base;
     return ST_OK;
 }

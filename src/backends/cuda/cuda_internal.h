@@ -27,10 +27,35 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
 st_backend *st_cuda_backend(int device);
 /* A mixed plan's transfer between device and pinned host memory (cuda_exec.c). */
 st_status st_cuda_transfer(const st_kctx *k);
-/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
+/* A while loop on the device (k_loop.cu, cuda_exec.c's exec_loop): its
+ * state in device memory. */
+typedef struct st_cuda_loop_ctl {
+    long long next;               /* the iteration running (then: run in all) */
+    long long end, max;           /* trip count, and the limit (an error) */
+    int over;                     /* the limit stopped it */
+} st_cuda_loop_ctl;
+
 #ifdef __cplusplus
-extern "C"
+extern "C" {
 #endif
+/* Launch on stream: writes c->next into the iteration input iter (8 or 4
+ * bytes; NULL: none).  Returns a cudaError_t. */
+int st_cuda_loop_begin(void *stream, st_cuda_loop_ctl *c, void *iter, int iter_bytes);
+/* Launch on stream: counts the iteration and sets the WHILE node's
+ * condition (handle, a cudaGraphConditionalHandle) from the bool at cond,
+ * the trip count and the host's stop word.  Returns a cudaError_t. */
+int st_cuda_loop_end(void *stream, unsigned long long handle, st_cuda_loop_ctl *c, const void *cond, const int *stop);
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* A launch the runtime refuses (fault.cu), for a test's injected failure. */
 void st_cuda_fault_launch(void *stream);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

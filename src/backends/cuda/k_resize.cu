@@ -108,7 +108,10 @@ extern "C" st_status st_cuda_resize(const st_kctx *k)
         ctx->slot->data = c;
         ctx->slot->release = rs_cache_free;
         size_t bytes = (size_t)s->n_taps * sizeof(st_resize_tap);
-        ST_TRY(st_cuda_ok(cudaMalloc((void **)&c->taps, bytes ? bytes : 1), "cudaMalloc (Resize tap tables)"));
+        st_cuda_exclusive_lock(); /* not capturing (above): no capture lock is held here */
+        cudaError_t err = cudaMalloc((void **)&c->taps, bytes ? bytes : 1);
+        st_cuda_exclusive_unlock();
+        ST_TRY(st_cuda_ok(err, "cudaMalloc (Resize tap tables)"));
         /* the plan's state outlives the slot, so the asynchronous copy's
          * source stays valid; stream order puts it before the kernel */
         if (bytes)

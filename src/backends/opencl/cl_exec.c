@@ -954,7 +954,7 @@ static int exec_pending(st_exec *base)
     return n;
 }
 
-static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, exec_collect};
+static const st_exec_vt cl_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, exec_collect, NULL};
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {

@@ -16,10 +16,11 @@
  * in-channels times in-channels x tiles.  That is 16 multiply-adds per 4
  * outputs per channel pair instead of 36, 2.25 times fewer.
  * A task takes (image, group, band of 2 * wtr output rows, block of output
- * channels): it stages the band's input rows split into even and odd
- * columns (a tile's 4 columns are then the 2 even and 2 odd values at q
- * and q + 1), transforms them into V [16][cg][tiles], runs the GEMMs into
- * M [16][mrows][tiles] and transforms M into the outputs with the
+ * channels): channel by channel it stages the band's input rows split
+ * into even and odd columns (a tile's 4 columns are then the 2 even and 2
+ * odd values at q and q + 1) and transforms them into V [16][cg][tiles];
+ * then, msub output channels at a time over the same V, it runs the GEMMs
+ * into M [16][msub][tiles] and transforms M into the outputs with the
  * epilogue.  Tiles are aligned to even rows and columns of the whole
  * output, whatever the band, so the split changes no bits.
  */

@@ -21,6 +21,7 @@ const char *st_fault_site_name(st_fault_site site)
     case ST_FAULT_LAUNCH: return "kernel launch";
     case ST_FAULT_CL_BUILD: return "OpenCL program build";
     case ST_FAULT_CL_RESOURCES: return "OpenCL enqueue";
+    case ST_FAULT_HOST_MAP: return "host mapping";
     case ST_FAULT_SITES: break;
     }
     return "unknown fault site";

@@ -4,7 +4,8 @@
  * Host allocations need no hook: the fault tests link strata with
  * -Wl,--wrap for malloc and its relatives (tests/faults/README.md), so
  * every call strata makes fails on demand without a line of strata
- * knowing.  What a wrapper cannot reach is a device: a CUDA or OpenCL
+ * knowing.  What a wrapper cannot reach is a device, or host memory
+ * strata maps itself (core/bigmem.h): a CUDA or OpenCL
  * allocation, a kernel launch, a program build.  At those points the
  * backend asks st_fault_hit() whether to fail, and if so fails through
  * the same path a real failure of that kind takes (an allocation reports
@@ -26,6 +27,7 @@ typedef enum st_fault_site {
     ST_FAULT_LAUNCH,           /* a kernel launch of a command: what = the node's name */
     ST_FAULT_CL_BUILD,         /* building the OpenCL program from source */
     ST_FAULT_CL_RESOURCES,     /* an OpenCL enqueue answers CL_OUT_OF_RESOURCES: what = the kernel's name */
+    ST_FAULT_HOST_MAP,         /* a large host block mapped on its own (core/bigmem.h): what = its label */
     ST_FAULT_SITES
 } st_fault_site;
 

@@ -27,12 +27,14 @@ static atomic_long count;
 static long fail_at;
 static atomic_long epoch_now;
 static atomic_bool hit;
+static atomic_bool hit_map; /* the failed one was a host mapping, not a device allocation */
 static void *hit_site;
 static const char *hit_what;
 
 void aw_arm(long n, long epoch)
 {
     atomic_store(&hit, false);
+    atomic_store(&hit_map, false);
     hit_site = NULL;
     hit_what = "";
     fail_at = n;
@@ -54,10 +56,64 @@ bool aw_hit(void **site, const char **what)
     return atomic_load(&hit);
 }
 
+/* ---- allocations counted by call site, while armed (aw_sites) ---- */
+
+typedef struct site_count {
+    void *site;
+    long n;
+} site_count;
+
+enum { N_SITES = 256 };
+static atomic_bool sites_on;
+static site_count sites[N_SITES];
+static int n_sites;
+static long sites_lost;
+static pthread_mutex_t sites_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_site(void *site)
+{
+    pthread_mutex_lock(&sites_mu);
+    int i = 0;
+    while (i < n_sites && sites[i].site != site) i++;
+    if (i < n_sites) sites[i].n++;
+    else if (n_sites < N_SITES) sites[n_sites++] = (site_count){site, 1};
+    else sites_lost++;
+    pthread_mutex_unlock(&sites_mu);
+}
+
+void aw_sites(bool on)
+{
+    pthread_mutex_lock(&sites_mu);
+    n_sites = 0;
+    sites_lost = 0;
+    pthread_mutex_unlock(&sites_mu);
+    atomic_store(&sites_on, on);
+}
+
+static int by_count(const void *a, const void *b)
+{
+    long x = ((const site_count *)a)->n, y = ((const site_count *)b)->n;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void aw_sites_print(int top, long per)
+{
+    pthread_mutex_lock(&sites_mu);
+    qsort(sites, (size_t)n_sites, sizeof *sites, by_count);
+    for (int i = 0; i < n_sites && i < top; i++) {
+        char where[512];
+        aw_describe(sites[i].site, where, sizeof where);
+        printf("    %8.2f per run  %s\n", (double)sites[i].n / (double)(per > 0 ? per : 1), where);
+    }
+    if (n_sites > top || sites_lost) printf("    (%d more sites)\n", n_sites - top > 0 ? n_sites - top : 0);
+    pthread_mutex_unlock(&sites_mu);
+}
+
 /* Numbers one allocation; true when it is the one to fail. */
 static bool next_fails(void *site, const char *what)
 {
     if (!atomic_load_explicit(&armed, memory_order_relaxed)) return false;
+    if (atomic_load_explicit(&sites_on, memory_order_relaxed)) count_site(site);
     long k = atomic_fetch_add(&count, 1) + 1;
     if (k != fail_at) return false;
     hit_site = site;
@@ -278,8 +334,23 @@ void aw_free_untracked(void *p) { __real_free(p); }
 
 static bool device_hook(st_fault_site site, const char *what, uint64_t bytes)
 {
-    (void)bytes;
+    /* a large block strata maps itself (core/bigmem.h) is on the sequence
+     * too: it fails as the mmap would, and is named by its label */
+    if (site == ST_FAULT_HOST_MAP) {
+        bool fail = next_fails(NULL, what);
+        /* STRATA_FAULTS_LIST_MAPS=1 prints each mapping's number, to fail
+         * one alone with --offset N-1 (the subsets may miss them all) */
+        static int list = -1;
+        if (list < 0) list = getenv("STRATA_FAULTS_LIST_MAPS") != NULL;
+        if (list && atomic_load(&armed))
+            fprintf(stderr, "alloc_wrap: allocation %ld maps %llu bytes for '%s'\n", atomic_load(&count),
+                    (unsigned long long)bytes, what);
+        if (fail) atomic_store(&hit_map, true);
+        return fail;
+    }
     return site == ST_FAULT_DEVICE_ALLOC && next_fails(NULL, what);
 }
+
+bool aw_hit_was_map(void) { return atomic_load(&hit_map); }
 
 void aw_hook_devices(void) { st_fault_set_hook(device_hook); }

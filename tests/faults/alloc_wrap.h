@@ -33,8 +33,16 @@ bool aw_hit(void **site, const char **what);
 long aw_live(long epoch, bool print);
 /* Describes a code address: "symbol+0xoff (module+0xoff)". */
 void aw_describe(void *addr, char *out, size_t cap);
-/* Installs the device-allocation hook (core/fault.h) on the same sequence. */
+/* While on, armed allocations are also counted by call site (turning it
+ * on or off clears the counts); print lists the top sites, counts
+ * divided by per (a number of runs). */
+void aw_sites(bool on);
+void aw_sites_print(int top, long per);
+/* Installs the device-allocation hook (core/fault.h) on the same sequence;
+ * it numbers strata's own host mappings (core/bigmem.h) too. */
 void aw_hook_devices(void);
+/* Whether the armed failure was a host mapping (what: its label). */
+bool aw_hit_was_map(void);
 
 /* The test's own memory, outside the sequence. */
 void *aw_malloc_untracked(size_t n);

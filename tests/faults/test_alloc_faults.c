@@ -3,6 +3,10 @@
  *
  * usage: test_alloc_faults [--backend cpu|opencl|cuda] [--threads N] [--runs R]
  *                          [--stride K] [--offset O] [--timeout S] CASE...
+ *        test_alloc_faults [--threads N] --count-warm R [--max-warm A] CASE...
+ *
+ * The second form fails nothing: it counts the allocations of R warm runs
+ * (count_warm below).
  *
  * For each case (harness.h): a clean run gives the expected outputs; a
  * scenario, load the model, create a session, bind the inputs, then R
@@ -38,6 +42,7 @@
 #include <unistd.h>
 
 #include "alloc_wrap.h"
+#include "core/bigmem.h"
 #include "harness.h"
 
 /* LeakSanitizer's check, in an ASan build (weak: absent otherwise). */
@@ -182,7 +187,7 @@ end:
 
 static void describe(void *site, const char *what, char *out, size_t cap)
 {
-    if (what && *what) snprintf(out, cap, "device allocation '%s'", what);
+    if (what && *what) snprintf(out, cap, "%s '%s'", aw_hit_was_map() ? "host mapping" : "device allocation", what);
     else aw_describe(site, out, cap);
 }
 
@@ -211,6 +216,8 @@ static bool sweep(const th_case *c, const config *cfg, long stride, long offset,
             return false;
         }
     }
+    /* blocks strata maps itself are not in the wrapper's table: counted */
+    long big_base = st_big_live();
     long before = aw_live(epoch - 1, false);
     if (before) {
         fprintf(stderr, "case %s: %ld allocations of a clean scenario are still live after it:\n", c->label, before);
@@ -255,6 +262,13 @@ static bool sweep(const th_case *c, const config *cfg, long stride, long offset,
             fprintf(stderr, "case %s, allocation %ld (%s): a run before the failure gave wrong outputs\n", c->label, n, WHERE);
             bad = true;
         }
+        long big_left = st_big_live() - big_base;
+        if (big_left) {
+            fprintf(stderr, "case %s, allocation %ld (%s) failed in %s: %ld mapped blocks (core/bigmem.h) not freed\n",
+                    c->label, n, WHERE, step_names[o.step], big_left);
+            t->leaks++;
+            big_base = st_big_live();
+        }
         long leaked = aw_live(epoch, false);
         if (leaked) {
             fprintf(stderr, "case %s, allocation %ld (%s) failed in %s: %ld allocations leaked:\n", c->label, n, WHERE,
@@ -277,10 +291,52 @@ static bool sweep(const th_case *c, const config *cfg, long stride, long offset,
     return t->leaks == 0 && t->other == 0;
 }
 
+/* --count-warm N: no failures; how many allocations a warm session makes
+ * per run (bind the inputs, run, read the outputs), after ten runs that
+ * warm it up, by call site.  A warm session reuses its plan's memory and
+ * its workers' scratch (backends/cpu/scratch.h), so it should make none
+ * beyond what the caller's calls themselves need; more than --max-warm
+ * per run fails the test. */
+static bool count_warm(const th_case *c, const config *cfg, int runs, double max_per_run)
+{
+    th_outputs out;
+    st_model *m = NULL;
+    st_session *s = NULL;
+    bool ok = false, counted = false;
+    if (!th_outputs_alloc(c, &out)) return false;
+    if (st_model_load(c->model, &m) != ST_OK || st_session_create(m, &cfg->opt, &s) != ST_OK) goto end;
+    for (int k = 0; k < 10; k++)
+        if (th_bind(s, c) != ST_OK || st_session_run(s) != ST_OK || th_read(s, c, &out) != ST_OK) goto end;
+    aw_sites(true);
+    aw_arm(0, 0);
+    bool wrong = false;
+    for (int k = 0; k < runs; k++) {
+        if (th_bind(s, c) != ST_OK || st_session_run(s) != ST_OK || th_read(s, c, &out) != ST_OK) {
+            aw_disarm();
+            goto end;
+        }
+        wrong |= th_compare(c, &out) >= 0;
+    }
+    long n = aw_disarm();
+    double per = (double)n / runs;
+    ok = !wrong && per <= max_per_run;
+    counted = true;
+    printf("case %s: %d warm runs (%d threads), %ld allocations: %.2f per run (bound %.2f)%s\n", c->label, runs,
+           cfg->opt.threads, n, per, max_per_run, wrong ? ", WRONG OUTPUTS" : "");
+    aw_sites_print(12, runs);
+    aw_sites(false);
+end:
+    if (!counted) fprintf(stderr, "case %s: %s\n", c->label, st_last_error());
+    st_session_free(s);
+    st_model_free(m);
+    th_outputs_free(c, &out);
+    return ok;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: test_alloc_faults [--backend cpu|opencl|cuda] [--threads N] [--runs R] [--stride K] "
-                    "[--offset O] [--timeout S] CASE...\n");
+                    "[--offset O] [--timeout S] [--count-warm N [--max-warm A]] CASE...\n");
     return 2;
 }
 
@@ -291,7 +347,8 @@ int main(int argc, char **argv)
     cfg.opt.threads = 2;
     cfg.runs = 2;
     long stride = 1, offset = -1;
-    int first = 1;
+    int first = 1, warm_runs = 0;
+    double max_warm = 1e9;
     for (; first < argc && !strncmp(argv[first], "--", 2); first += 2) {
         const char *a = argv[first], *v = first + 1 < argc ? argv[first + 1] : NULL;
         if (!v) return usage();
@@ -302,6 +359,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--stride")) stride = atol(v);
         else if (!strcmp(a, "--offset")) offset = atol(v);
         else if (!strcmp(a, "--timeout")) timeout_s = atof(v);
+        else if (!strcmp(a, "--count-warm")) warm_runs = atoi(v);
+        else if (!strcmp(a, "--max-warm")) max_warm = atof(v);
         else return usage();
     }
     if (first >= argc || stride < 1) return usage();
@@ -329,7 +388,7 @@ int main(int argc, char **argv)
             return 1;
         }
         tally t;
-        if (!sweep(&c, &cfg, stride, offset, &t)) bad++;
+        if (warm_runs > 0 ? !count_warm(&c, &cfg, warm_runs, max_warm) : !sweep(&c, &cfg, stride, offset, &t)) bad++;
         th_case_free(&c);
     }
     if (__lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check()) {

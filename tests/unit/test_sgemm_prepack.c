@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cpu/gemm.h"
+#include "core/bigmem.h"
 #include "check.h"
 
 static float frand(test_rng *r) { return (float)((double)rng_u32(r) / 4294967296.0 * 2.0 - 1.0); }
@@ -61,7 +62,7 @@ static void one(test_rng *r, int64_t m, int64_t ntot, int64_t n0, int64_t n, int
                        (long long)k, tb, (long long)i, (long long)j, g2, want);
         }
     CHECK(bad == 0);
-    free(bp);
+    st_big_free(bp);
     free(a);
     free(b);
     free(c0);

@@ -40,6 +40,7 @@
 #include "backends/cpu/linalg.h"
 #include "backends/cpu/pool.h"
 #include "core/status.h"
+#include "core/bigmem.h"
 #include "exec/dag.h"
 #include "exec/profile.h"
 #include "exec/runctl.h"
@@ -53,7 +54,7 @@ static void cpu_storage_free(st_backend *b, st_storage *s)
 {
     (void)b;
     st_storage_index_remove(s);
-    if (!s->borrowed) free(s->host);
+    if (!s->borrowed) st_big_free(s->host);
     free(s);
 }
 
@@ -76,12 +77,14 @@ static st_status cpu_storage_new(st_backend *b, void *host, uint64_t size, bool 
 
 static st_status cpu_storage_alloc(st_backend *b, uint64_t size, const char *label, st_storage **out)
 {
-    void *host = NULL;
+    /* a session's storage lives as long as the session: a large one is
+     * mapped on its own, so destroying the session gives its pages back
+     * (core/bigmem.h says why not malloc) */
     uint64_t rounded = (size + ST_CPU_ALIGN - 1) / ST_CPU_ALIGN * ST_CPU_ALIGN;
-    if (posix_memalign(&host, ST_CPU_ALIGN, rounded ? rounded : ST_CPU_ALIGN) != 0)
-        return st_error(ST_ERR_NOMEM, "cannot allocate %llu bytes for %s", (unsigned long long)size, label);
+    void *host = rounded <= SIZE_MAX - ST_CPU_ALIGN ? st_big_alloc(rounded ? (size_t)rounded : ST_CPU_ALIGN, label) : NULL;
+    if (!host) return st_error(ST_ERR_NOMEM, "cannot allocate %llu bytes for %s", (unsigned long long)size, label);
     st_status s = cpu_storage_new(b, host, size, false, label, out);
-    if (s != ST_OK) free(host);
+    if (s != ST_OK) st_big_free(host);
     return s;
 }
 

@@ -160,7 +160,8 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
  * once (k_linalg.c's prepare for a MatMul or Gemm weight): for each k
  * block of st_gemm_kc(k) rows from row k0, the panels of all n columns
  * (as st_gemm_pack_b makes them) at k0 * ceil(n / NR) * NR.  NULL when k
- * or n is 0 or out of memory; free() it.  AVX-512 only. */
+ * or n is 0 or out of memory; st_big_free() it (core/bigmem.h).  AVX-512
+ * only. */
 float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n);
 /* st_sgemm_fast with B's columns [n0, n0 + n) of a prepacked B of ntot
  * columns; n0 a multiple of ST_GEMM_NR.  The products and their order are

@@ -25,6 +25,8 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/scratch.h"
+#include "core/bigmem.h"
 #include "backends/cpu/vmath.h"
 
 #define ST_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
@@ -364,7 +366,8 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
     int64_t brs = bs->brs, bcs = bs->bcs;
     /* A packed (the micro-kernel's sequential layout) with alpha folded in */
     int64_t blocks = (m + ST_GEMM_MR - 1) / ST_GEMM_MR;
-    float *ap = aligned_alloc(64, ((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float) + 63) / 64 * 64);
+    /* packed panels in the worker's kept scratch (scratch.h) */
+    float *ap = st_scratch_take((size_t)(blocks * ST_GEMM_MR * (k > 0 ? k : 1)) * sizeof(float));
     if (!ap) return false;
     for (int64_t i0 = 0; i0 < m; i0 += ST_GEMM_MR) {
         float *blk = ap + (i0 / ST_GEMM_MR) * k * ST_GEMM_MR;
@@ -389,9 +392,9 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
     bool direct = !bs->pre && bcs == 1 && (k <= 1 || (rb >= 256 && rb <= 3840)) && k * n <= ST_GEMM_DIRECT_B;
     int64_t kc_max = k < ST_GEMM_KC ? k : ST_GEMM_KC, nc_max = n < ST_GEMM_NC ? n : ST_GEMM_NC;
     float *bp = direct || bs->pre ? NULL
-                                  : aligned_alloc(64, (st_gemm_packed_floats(kc_max > 0 ? kc_max : 1, nc_max) * sizeof(float) + 63) / 64 * 64);
+                                  : st_scratch_take(st_gemm_packed_floats(kc_max > 0 ? kc_max : 1, nc_max) * sizeof(float));
     if (!direct && !bs->pre && !bp) {
-        free(ap);
+        st_scratch_give(ap);
         return false;
     }
     int64_t off[ST_GEMM_KC];
@@ -423,8 +426,8 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
             gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
         }
     }
-    free(bp);
-    free(ap);
+    st_scratch_give(bp);
+    st_scratch_give(ap);
     return true;
 }
 
@@ -439,7 +442,7 @@ float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int6
 {
     if (k <= 0 || n <= 0) return NULL;
     int64_t cols = (n + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR, kcb = st_gemm_kc(k);
-    float *dst = aligned_alloc(64, ((size_t)(k * cols) * sizeof(float) + 63) / 64 * 64);
+    float *dst = st_big_alloc((size_t)(k * cols) * sizeof(float), "MatMul weights");
     if (!dst) return NULL;
     for (int64_t k0 = 0; k0 < k; k0 += kcb) {
         int64_t kc = k - k0 < kcb ? k - k0 : kcb;

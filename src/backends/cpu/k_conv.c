@@ -17,6 +17,8 @@
 
 #include "backends/cpu/clones.h"
 #include "backends/cpu/k_conv.h"
+#include "backends/cpu/scratch.h"
+#include "core/bigmem.h"
 #include "backends/cpu/linalg.h"
 
 bool st_conv_spatial_packed(const st_operand *o, int nsp)
@@ -83,7 +85,7 @@ static void conv_task(void *arg, int64_t t)
         cm.cs = 1;
         if (j->cg == 1) cm.rs = np;
     } else {
-        col = malloc((size_t)(kdim * np > 0 ? kdim * np : 1) * sizeof *col);
+        col = st_scratch_take((size_t)(kdim * np > 0 ? kdim * np : 1) * sizeof *col);
         if (!col) {
             j->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
             return;
@@ -105,9 +107,9 @@ static void conv_task(void *arg, int64_t t)
         ldc = y->strides[1];
         if (j->mg == 1) ldc = np;
     } else {
-        out = malloc((size_t)(j->mg * np > 0 ? j->mg * np : 1) * sizeof *out);
+        out = st_scratch_take((size_t)(j->mg * np > 0 ? j->mg * np : 1) * sizeof *out);
         if (!out) {
-            free(col);
+            st_scratch_give(col);
             j->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
             return;
         }
@@ -116,8 +118,8 @@ static void conv_task(void *arg, int64_t t)
     }
     st_status r = st_sgemm(&wg, false, &cm, false, 1.0f, 0.0f, dst, ldc, j->mg, np, kdim);
     if (r != ST_OK) {
-        free(col);
-        free(out);
+        st_scratch_give(col);
+        st_scratch_give(out);
         j->err = r;
         return;
     }
@@ -134,8 +136,8 @@ static void conv_task(void *arg, int64_t t)
                 st_store_f32(y->dtype, (char *)y->data + off * (int64_t)ey, out[m * np + p]);
             }
     }
-    free(col);
-    free(out);
+    st_scratch_give(col);
+    st_scratch_give(out);
 }
 
 
@@ -210,7 +212,7 @@ st_status st_cpu_conv(const st_kctx *k)
     int64_t M = j.y->sizes[1];
     float *shift = NULL;
     if (j.b || s->ch_shift) {
-        shift = malloc((size_t)M * sizeof *shift + 1);
+        shift = st_scratch_take((size_t)M * sizeof *shift); /* the worker's, kept (scratch.h) */
         if (!shift) return st_error(ST_ERR_NOMEM, "out of memory in Conv");
         size_t eb = j.b ? st_dtype_size(j.b->dtype) : 0;
         for (int64_t m = 0; shift && m < M; m++) {
@@ -226,7 +228,7 @@ st_status st_cpu_conv(const st_kctx *k)
     st_status r = ST_OK;
     /* weights packed at plan time: the fast path needs nothing else */
     if (j.prep && (j.prep->packed_w || j.prep->packed_bf16 || j.prep->wino_u) && st_conv_fast(k, &j, &r)) {
-        free(shift);
+        st_scratch_give(shift);
         return r;
     }
     /* weights as a [M, C/g * K] matrix: packed W is already that */
@@ -244,7 +246,7 @@ st_status st_cpu_conv(const st_kctx *k)
         size_t n = (size_t)st_operand_numel(j.w);
         wown = malloc(n * sizeof *wown + 1);
         if (!wown) {
-            free(shift);
+            st_scratch_give(shift);
             return st_error(ST_ERR_NOMEM, "out of memory in Conv");
         }
         st_view pv;
@@ -262,18 +264,18 @@ st_status st_cpu_conv(const st_kctx *k)
     float *wpack = NULL;
     r = st_mat_f32(&wv, 0, 1, 0, &j.wm, &wpack);
     if (r != ST_OK) {
-        free(shift);
+        st_scratch_give(shift);
         free(wown);
         return r;
     }
     if (r == ST_OK && st_conv_fast(k, &j, &r)) {
-        free(shift);
+        st_scratch_give(shift);
         free(wpack);
         free(wown);
         return r;
     }
     if (r != ST_OK) {
-        free(shift);
+        st_scratch_give(shift);
         free(wpack);
         free(wown);
         return r;
@@ -286,7 +288,7 @@ st_status st_cpu_conv(const st_kctx *k)
     j.tiles = (j.pixels + ST_CONV_TILE - 1) / ST_CONV_TILE;
     j.err = ST_OK;
     st_parallel_for(k->pool, j.y->sizes[0] * s->group * j.tiles, conv_task, &j);
-    free(shift);
+    st_scratch_give(shift);
     free(wpack);
     free(wown);
     return j.err;
@@ -338,10 +340,10 @@ static st_status conv_prepare(const st_knode *n, void **priv)
         /* bf16 weights and data: the bf16 GEMM's layout, a group at a time
          * through f32 rows (exact: bf16 widens to f32 without rounding) */
         size_t gw = st_gemm_bf16_a_words(mg, k);
-        uint32_t *bdst = st_conv_alloc64((size_t)cs->group * gw * sizeof(uint32_t));
+        uint32_t *bdst = st_big_alloc((size_t)cs->group * gw * sizeof(uint32_t), "Conv weights (bf16)");
         float *rows = malloc((size_t)(mg * k) * sizeof *rows + 1);
         if (!bdst || !rows) {
-            free(bdst);
+            st_big_free(bdst);
             free(rows);
             free(p);
             return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights (bf16)");
@@ -355,7 +357,8 @@ static st_status conv_prepare(const st_knode *n, void **priv)
         *priv = p;
         return ST_OK;
     }
-    float *dst = st_conv_alloc64((size_t)(cs->group * blocks * R * k) * sizeof(float));
+    /* session-lifetime: mapped on its own when large (core/bigmem.h) */
+    float *dst = st_big_alloc((size_t)(cs->group * blocks * R * k) * sizeof(float), "Conv weights");
     if (!dst) {
         free(p);
         return st_error(ST_ERR_NOMEM, "out of memory packing Conv weights");
@@ -377,9 +380,9 @@ static void conv_release(void *priv)
 {
     st_cpu_conv_prep *p = priv;
     if (!p) return;
-    free(p->packed_w);
-    free(p->packed_bf16);
-    free(p->wino_u);
+    st_big_free(p->packed_w);
+    st_big_free(p->packed_bf16);
+    st_big_free(p->wino_u);
     free(p);
 }
 

@@ -113,8 +113,6 @@ typedef struct fconv {
 } fconv;
 
 bool st_conv_spatial_packed(const st_operand *o, int nsp);
-/* aligned_alloc wants a size that is a multiple of the alignment (C11) */
-void *st_conv_alloc64(size_t bytes);
 size_t st_conv_stage_bytes(const fconv *f);
 /* Stages channels [c0, c0 + cg) of image n for the band starting at output
  * row (pointwise: position) b0 into dst. */

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
+#include "backends/cpu/scratch.h"
 
 /* Depthwise: a task per (image, channel, band) stages its rows and runs the
  * taps as shifted vector FMAs, one output row at a time. */
@@ -16,7 +17,7 @@ void st_conv_dw_task(void *arg, int64_t t)
     int64_t band = t % f->bands, ci = t / f->bands, n = ci / cgroups, c0 = ci % cgroups * f->dwc;
     int64_t c1 = c0 + f->dwc < f->C ? c0 + f->dwc : f->C;
     int64_t b0 = band * f->band, rows = f->oh - b0 < f->band ? f->oh - b0 : f->band;
-    float *st = st_conv_alloc64(st_conv_stage_bytes(f) + (size_t)(f->ow + 16) * sizeof(float));
+    float *st = st_scratch_take(st_conv_stage_bytes(f) + (size_t)(f->ow + 16) * sizeof(float));
     if (!st) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
@@ -40,6 +41,6 @@ void st_conv_dw_task(void *arg, int64_t t)
             if (!direct) st_cvt_row_from_f32(y->dtype, yc + oy * rs * (int64_t)ey, cs, row, f->ow);
         }
     }
-    free(st);
+    st_scratch_give(st);
 }
 

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
+#include "backends/cpu/scratch.h"
 
 /*
  * Work is split into tasks of (image, group, band, block of output
@@ -28,7 +29,6 @@
  * halo), whatever its strides and float dtype.
  */
 
-void *st_conv_alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
 /* Past the staged planes: room for the GEMM's reads past the last
  * position, then, when X is f16 or bf16, one input row converted to f32
@@ -168,7 +168,7 @@ static void conv_tiles_bf16(fconv *f, int64_t n, int64_t g, int64_t m0, int64_t 
                             const float *bbase, float *cbuf, const st_gemm_epi *epi)
 {
     int64_t kcb = st_gemm_kc(f->K), mabs = g * f->mg + m0;
-    uint32_t *bp = st_conv_alloc64(st_gemm_bf16_b_words(kcb > 0 ? kcb : 1, ST_FCONV_TILE) * sizeof(uint32_t));
+    uint32_t *bp = st_scratch_take(st_gemm_bf16_b_words(kcb > 0 ? kcb : 1, ST_FCONV_TILE) * sizeof(uint32_t));
     if (!bp) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv (bf16)");
         return;
@@ -192,7 +192,7 @@ static void conv_tiles_bf16(fconv *f, int64_t n, int64_t g, int64_t m0, int64_t 
         }
         if (!f->y_direct) st_conv_copy_out(f, n, b0, mabs, mrows, p0, np, cbuf, ldc);
     }
-    free(bp);
+    st_scratch_give(bp);
 }
 
 static void st_conv_fast_task(void *arg, int64_t t)
@@ -205,12 +205,13 @@ static void st_conv_fast_task(void *arg, int64_t t)
     if (f->pointwise) npos = f->h * f->w_ - b0 < f->band ? f->h * f->w_ - b0 : f->band;
     else npos = (f->oh - b0 < f->band ? f->oh - b0 : f->band) * f->pws;
     if (mrows <= 0 || npos <= 0) return;
-    float *stage = st_conv_alloc64(st_conv_stage_bytes(f));
+    /* the worker's kept scratch (scratch.h): a warm run allocates none */
+    float *stage = st_scratch_take(st_conv_stage_bytes(f));
     bool direct = f->y_direct || f->rows_direct;
-    float *cbuf = direct ? NULL : st_conv_alloc64((size_t)(mrows * ST_FCONV_TILE) * sizeof(float));
+    float *cbuf = direct ? NULL : st_scratch_take((size_t)(mrows * ST_FCONV_TILE) * sizeof(float));
     if (!stage || (!direct && !cbuf)) {
-        free(stage);
-        free(cbuf);
+        st_scratch_give(stage);
+        st_scratch_give(cbuf);
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
     }
@@ -224,8 +225,8 @@ static void st_conv_fast_task(void *arg, int64_t t)
     if (epi.post_scale) epi.post_scale += mabs, epi.post_shift += mabs;
     if (f->abf) {
         conv_tiles_bf16(f, n, g, m0, mrows, b0, npos, bbase, cbuf, &epi);
-        free(stage);
-        free(cbuf);
+        st_scratch_give(stage);
+        st_scratch_give(cbuf);
         return;
     }
     /* the packed blocks of this group's channels m0.. */
@@ -243,8 +244,8 @@ static void st_conv_fast_task(void *arg, int64_t t)
                               k0 + kc >= f->K ? &epi : NULL);
             }
         }
-        free(stage);
-        free(cbuf);
+        st_scratch_give(stage);
+        st_scratch_give(cbuf);
         return;
     }
     for (int64_t p0 = 0; p0 < npos; p0 += ST_FCONV_TILE) {
@@ -272,8 +273,8 @@ static void st_conv_fast_task(void *arg, int64_t t)
         }
         if (!f->y_direct) st_conv_copy_out(f, n, b0, mabs, mrows, p0, np, cbuf, ldc);
     }
-    free(stage);
-    free(cbuf);
+    st_scratch_give(stage);
+    st_scratch_give(cbuf);
 }
 
 bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
@@ -373,7 +374,7 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
         }
     }
     f.stage_floats = f.depthwise ? f.chan : f.cg * f.chan;
-    f.off = malloc((size_t)(f.K > 0 ? f.K : 1) * sizeof *f.off);
+    f.off = st_scratch_take((size_t)(f.K > 0 ? f.K : 1) * sizeof *f.off);
     if (!f.off) {
         *err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return true;
@@ -394,7 +395,7 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
         f.dwc = per < cap ? per : cap;
         if (f.dwc < 1) f.dwc = 1;
         st_parallel_for(k->pool, f.N * ((f.C + f.dwc - 1) / f.dwc) * f.bands, st_conv_dw_task, &f);
-        free(f.off);
+        st_scratch_give(f.off);
         *err = f.err;
         return true;
     }
@@ -425,9 +426,9 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     } else if (packed_w) {
         f.w = packed_w;
     } else {
-        apack = aligned_alloc(64, ((size_t)(f.G * mblocks * ST_GEMM_MR * f.K) * sizeof(float) + 63) / 64 * 64);
+        apack = st_scratch_take((size_t)(f.G * mblocks * ST_GEMM_MR * f.K) * sizeof(float));
         if (!apack) {
-            free(f.off);
+            st_scratch_give(f.off);
             *err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
             return true;
         }
@@ -437,8 +438,8 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     }
     f.lda = -(f.K * ST_GEMM_MR);
     st_parallel_for(k->pool, units * f.mchunks, st_conv_fast_task, &f);
-    free(apack);
-    free(f.off);
+    st_scratch_give(apack);
+    st_scratch_give(f.off);
     *err = f.err;
     return true;
 }

@@ -31,6 +31,7 @@
 #include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
+#include "core/bigmem.h"
 #include "ops/linalg.h"
 
 #define ST_GEMM_ROWS 64
@@ -681,7 +682,7 @@ static void linalg_release(void *priv)
 {
     linalg_prep *p = priv;
     if (!p) return;
-    free(p->b);
+    st_big_free(p->b); /* st_gemm_prepack_b's */
     free(p);
 }
 

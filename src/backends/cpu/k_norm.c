@@ -27,6 +27,7 @@
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/k_norm.h"
 #include "backends/cpu/pool.h"
+#include "backends/cpu/scratch.h"
 #include "backends/cpu/rows.h"
 #include "ops/norm.h"
 
@@ -109,7 +110,7 @@ static void norm_task(void *arg, int64_t t)
     int64_t n = r->row_len;
     size_t es = j->dbl ? sizeof(double) : sizeof(float);
     /* an input row and an output row, for rows that are not packed f32 */
-    char *buf = malloc(2 * (size_t)n * es + 16);
+    char *buf = st_scratch_take(2 * (size_t)n * es + 16); /* the worker's, kept (scratch.h) */
     if (!buf) {
         j->err = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", j->name);
         return;
@@ -135,7 +136,7 @@ static void norm_task(void *arg, int64_t t)
             st_rows_store_f64(r, 1, j->y, offs[1], by);
         }
     }
-    free(buf);
+    st_scratch_give(buf);
 }
 
 /* Softmax along an axis that is not the innermost one (YOLO's DFL: a

@@ -10,6 +10,7 @@
 #include "backends/cpu/clones.h"
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
+#include "backends/cpu/scratch.h"
 
 /* ---- pooling ---- */
 
@@ -167,7 +168,7 @@ static void fpool_plane(void *arg, int64_t t)
     if (f->global) {
         double r;
         float *row = NULL;
-        if (!xf32 && !(row = malloc((size_t)f->w * sizeof *row))) {
+        if (!xf32 && !(row = st_scratch_take((size_t)f->w * sizeof *row))) {
             f->err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
             return;
         }
@@ -185,7 +186,7 @@ static void fpool_plane(void *arg, int64_t t)
                 r = is_max ? (v > r ? v : r) : r + v;
             }
         }
-        free(row);
+        st_scratch_give(row);
         float out = (float)(is_max ? r : r / (double)(f->h * f->w));
         st_cvt_row_from_f32(y->dtype, yp, 1, &out, 1);
         return;
@@ -193,7 +194,8 @@ static void fpool_plane(void *arg, int64_t t)
     /* a unit-stride max pool (SPPF's 5x5) runs separably: below */
     bool sep = is_max && f->sy == 1 && f->sx == 1 && f->dy == 1 && f->dx == 1;
     int64_t area = f->ph * f->pw;
-    float *buf = malloc((size_t)((sep ? 3 : 1) * area + 2 * f->ow) * sizeof *buf);
+    /* the worker's kept scratch (scratch.h): a warm run allocates none */
+    float *buf = st_scratch_take((size_t)((sep ? 3 : 1) * area + 2 * f->ow) * sizeof *buf);
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
         return;
@@ -231,7 +233,7 @@ static void fpool_plane(void *arg, int64_t t)
         for (int64_t ky = 0; ky < f->kh; ky++) row_max(v, hm + ky * f->pw, nv, 1);
         for (int64_t oy = 0; oy < f->oh; oy++)
             st_cvt_row_from_f32(y->dtype, yp + oy * yr * (int64_t)ey, yc, v + oy * f->pw, f->ow);
-        free(buf);
+        st_scratch_give(buf);
         return;
     }
     for (int64_t oy = 0; oy < f->oh; oy++) {
@@ -248,7 +250,7 @@ static void fpool_plane(void *arg, int64_t t)
             for (int64_t ox = 0; ox < f->ow; ox++) out[ox] = acc[ox] / (f->cnt[oy] * f->cnt[f->oh + ox]);
         st_cvt_row_from_f32(y->dtype, yp + oy * yr * (int64_t)ey, yc, out, f->ow);
     }
-    free(buf);
+    st_scratch_give(buf);
 }
 
 /* Taps of a window along one dim that a pool's average divides by. */
@@ -298,7 +300,7 @@ static bool pool_fast(const st_kctx *k, st_status *err)
     if (f.ph < f.h + f.pt) f.ph = f.h + f.pt;
     if (f.pw < f.w + f.pl) f.pw = f.w + f.pl;
     if (!s->is_max && !f.global) {
-        f.cnt = malloc((size_t)(f.oh + f.ow) * sizeof *f.cnt);
+        f.cnt = st_scratch_take((size_t)(f.oh + f.ow) * sizeof *f.cnt);
         if (!f.cnt) {
             *err = st_error(ST_ERR_NOMEM, "out of memory in a pool");
             return true;
@@ -308,7 +310,7 @@ static bool pool_fast(const st_kctx *k, st_status *err)
     }
     f.err = ST_OK;
     st_parallel_for(k->pool, x->sizes[0] * x->sizes[1], fpool_plane, &f);
-    free(f.cnt);
+    st_scratch_give(f.cnt);
     *err = f.err;
     return true;
 }

@@ -7,6 +7,8 @@
 
 #include "backends/cpu/cvt_half.h"
 #include "backends/cpu/k_conv.h"
+#include "backends/cpu/scratch.h"
+#include "core/bigmem.h"
 
 /*
  * Each 2x2 block of outputs (a tile) is A^T [U (.) V] A, where V = B^T d B
@@ -37,7 +39,7 @@ static void wino_task(void *arg, int64_t t)
     int64_t tr = (rows + wn - 1) / wn, nt = tr * f->tiles_x, rin = wn * tr + 2, cg = f->cg;
     int64_t msub = f->msub < mrows ? f->msub : mrows;
     size_t st_f = (size_t)(rin * wn * f->lqp), v_f = (size_t)(xis * cg * f->tp), m_f = (size_t)(xis * msub * f->tp);
-    float *buf = aligned_alloc(64, ((st_f + v_f + m_f + 4 * (size_t)f->ow + (size_t)f->w_ + 64) * sizeof(float) + 63) / 64 * 64);
+    float *buf = st_scratch_take((st_f + v_f + m_f + 4 * (size_t)f->ow + (size_t)f->w_ + 64) * sizeof(float));
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
@@ -126,7 +128,7 @@ static void wino_task(void *arg, int64_t t)
             }
         }
     }
-    free(buf);
+    st_scratch_give(buf);
 }
 
 /* Budget of one Winograd task's buffers (staged rows, V, M), in floats:
@@ -226,7 +228,7 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
     int64_t units = f->N * f->G * f->bands;
     f->mchunks = (f->mg + f->mchunk - 1) / f->mchunk;
     int64_t kcb = st_gemm_kc(f->cg);
-    f->off = malloc((size_t)kcb * sizeof *f->off);
+    f->off = st_scratch_take((size_t)kcb * sizeof *f->off);
     if (!f->off) {
         *err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return true;
@@ -234,7 +236,7 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
     for (int64_t c = 0; c < kcb; c++) f->off[c] = c * f->tp;
     f->err = ST_OK;
     st_parallel_for(k->pool, units * f->mchunks, wino_task, f);
-    free(f->off);
+    st_scratch_give(f->off);
     *err = f->err;
     return true;
 }
@@ -266,7 +268,7 @@ int st_conv_wino_tile(const st_conv_state *s, const int64_t *wd, int yrank, cons
  * 1/2; 1/2 -1/2 1/2; 0 0 1].  F(4x4, 3x3): G = [1/4 0 0; -1/6 -1/6 -1/6;
  * -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1], computed in
  * double.  W is packed [M, C/g, 3, 3] of dtype wt.  Returns a buffer the
- * caller frees, or NULL. */
+ * caller frees with st_big_free (core/bigmem.h), or NULL. */
 float *st_conv_wino_pack(const st_conv_state *s, st_dtype wt, const void *w, const int64_t *wd, int n)
 {
     static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
@@ -275,7 +277,7 @@ float *st_conv_wino_pack(const st_conv_state *s, st_dtype wt, const void *w, con
     const int64_t R = ST_GEMM_MR;
     int al = n + 2;
     int64_t cg = wd[1], groups = s->group, mg = wd[0] / groups, blocks = (mg + R - 1) / R;
-    float *dst = st_conv_alloc64((size_t)(al * al * groups * blocks * R * cg) * sizeof(float));
+    float *dst = st_big_alloc((size_t)(al * al * groups * blocks * R * cg) * sizeof(float), "Conv weights (Winograd)");
     if (!dst) return NULL;
     size_t es = st_dtype_size(wt);
     const char *src = w;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/scratch.h"
 #include "core/status.h"
 
 typedef struct job {
@@ -62,6 +63,10 @@ static void run_chunk(st_pool *p, job *j, bool worker)
 static void *worker(void *arg)
 {
     st_pool *p = arg;
+    /* the kernels' scratch this worker keeps across runs (scratch.h),
+     * freed when it exits with its pool */
+    st_scratch_cache cache;
+    st_scratch_attach(&cache);
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
         job *j = open_job(p);
@@ -89,6 +94,7 @@ static void *worker(void *arg)
         pthread_cond_wait(&p->cv, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
+    st_scratch_detach(&cache);
     return NULL;
 }
 

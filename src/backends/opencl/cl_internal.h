@@ -30,6 +30,11 @@
     X(binary)                \
     X(where)                 \
     X(quant)                 \
+    X(dynq_range)            \
+    X(dynq_params)           \
+    X(dynq_apply)            \
+    X(qmatmul)               \
+    X(qconv)                 \
     X(copy)                  \
     X(gemm)                  \
     X(conv_gemm)             \

@@ -1,0 +1,451 @@
+/*
+ * k_qint.cu — the integer quantization ops on CUDA: DynamicQuantizeLinear,
+ * MatMulInteger / QLinearMatMul and ConvInteger / QLinearConv, 8-bit,
+ * bit-identical with the CPU backend (backends/cpu/k_misc_quant.c and
+ * gemm_s8.c's scalar epilogue) and with the OpenCL kernels (qint.cl):
+ *   - sums of (x - x_zp) * (w - w_zp) in uint32 (int32 with wrap-around),
+ *     plus QLinearConv's int32 bias;
+ *   - requantization with the multiplier (a_scale * b_scale) / y_scale as
+ *     one f32 expression per element, (float)sum * multiplier rounded
+ *     once (__fmul_rn / __fdiv_rn: no contraction, IEEE division), rintf
+ *     (half to even), NaN to 0, clamped to the range less the zero
+ *     point, plus the zero point;
+ *   - DynamicQuantizeLinear's range over [min(x, 0), max(x, 0)] (NaN
+ *     ignored, as the CPU's compares are), scale = (max - min) / 255, the
+ *     zero point the quantized -min / scale, then each x / scale.
+ * Why: a dynamically quantized model (ORT's quantize_dynamic) is
+ * DynamicQuantizeLinear -> ConvInteger / MatMulInteger -> Cast -> Mul per
+ * layer; without these kernels its every conv ran on the CPU with two
+ * transfers around it.  These are direct kernels (one output per thread),
+ * not cuDNN/cuBLASLt int8: those want NHWC / 4-aligned channels and have
+ * no zero points, so the correction terms would need kernels of their
+ * own; the direct form is the exact reference to compare a faster one
+ * against.  Padding contributes nothing (the spec pads with x's zero
+ * point): padded taps are skipped.
+ */
+#include "backends/cuda/common.cuh"
+#include "ops/misc.h"
+
+#define THREADS 256
+#define QMM_BATCH 4
+/* DynamicQuantizeLinear's partial ranges (one per block), in the
+ * stream's workspace: 2 floats each, then the scale and zero point */
+#define DYNQ_BLOCKS 256
+
+static bool is8(st_dtype t) { return t == ST_U8 || t == ST_I8; }
+static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+/* Every present operand 8-bit, but the scales (f32, f16, bf16: inputs
+ * `scales`), QLinearConv's int32 bias (input `bias`, or -1) and output 0
+ * (8-bit, or int32 for the Integer ops). */
+static bool q_accepts(const st_knode *n, char *why, size_t len, bool qlinear, int bias)
+{
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        const st_view *v = &n->views[i];
+        if (v->rank < 0) continue;
+        bool scale = qlinear && (i == 1 || i == 4 || i == 6);
+        bool ok = scale ? f32_family(v->dtype)
+                  : i == bias && i < n->n_in ? v->dtype == ST_I32
+                  : i == n->n_in ? is8(v->dtype) || v->dtype == ST_I32
+                  : is8(v->dtype);
+        if (!ok) return st_kernel_refuse(why, len, "a %s operand %d", st_dtype_name(v->dtype), i);
+    }
+    return true;
+}
+
+static bool accepts_dynq(const st_knode *n, char *why, size_t len)
+{
+    if (!f32_family(n->views[0].dtype)) return st_kernel_refuse(why, len, "a %s input", st_dtype_name(n->views[0].dtype));
+    return true;
+}
+
+static bool accepts_qmm(const st_knode *n, char *why, size_t len)
+{
+    const st_qmatmul_state *s = (const st_qmatmul_state *)n->state;
+    const st_view *a = &n->views[0], *b = &n->views[s->qlinear ? 3 : 1], *y = &n->views[n->n_in];
+    int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
+    if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
+    return q_accepts(n, why, len, s->qlinear, -1);
+}
+
+static bool accepts_qconv(const st_knode *n, char *why, size_t len)
+{
+    const st_qconv_state *s = (const st_qconv_state *)n->state;
+    if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
+}
+
+/* one 8-bit element, signed or not */
+__device__ __forceinline__ int ld8(const void *p, int64_t i, bool is_signed)
+{
+    return is_signed ? (int)((const int8_t *)p)[i] : (int)((const uint8_t *)p)[i];
+}
+
+/* round half to even, NaN to 0, saturate to [lo, hi] less zp, add zp */
+__device__ __forceinline__ int requant(float f, int zp, int lo, int hi)
+{
+    float r = isnan(f) ? 0.0f : rintf(f);
+    float flo = (float)(lo - zp), fhi = (float)(hi - zp);
+    r = r < flo ? flo : r > fhi ? fhi : r;
+    return (int)r + zp;
+}
+
+/* ---- DynamicQuantizeLinear ---- */
+
+__global__ void dynq_range(st_walk w, const void *x, st_dtype xt, float *mm)
+{
+    __shared__ float smn[THREADS], smx[THREADS];
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_CUDA_MAXOPS];
+        st_walk_offsets(w, i, off);
+        float v = st_ldf(xt, x, off[0]);
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    smn[threadIdx.x] = mn;
+    smx[threadIdx.x] = mx;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h /= 2) {
+        if ((int)threadIdx.x < h) {
+            if (smn[threadIdx.x + h] < smn[threadIdx.x]) smn[threadIdx.x] = smn[threadIdx.x + h];
+            if (smx[threadIdx.x + h] > smx[threadIdx.x]) smx[threadIdx.x] = smx[threadIdx.x + h];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        mm[2 * blockIdx.x] = smn[0];
+        mm[2 * blockIdx.x + 1] = smx[0];
+    }
+}
+
+/* One thread: the blocks' range, the scale and zero point (kept after the
+ * parts for dynq_apply) and the scalar outputs where present. */
+__global__ void dynq_params(float *mm, int parts, void *ys, st_dtype yst, uint8_t *yz)
+{
+    float mn = 0.0f, mx = 0.0f;
+    for (int g = 0; g < parts; g++) {
+        if (mm[2 * g] < mn) mn = mm[2 * g];
+        if (mm[2 * g + 1] > mx) mx = mm[2 * g + 1];
+    }
+    float scale = __fdiv_rn(mx - mn, 255.0f);
+    int zp = scale != 0.0f ? requant(__fdiv_rn(0.0f - mn, scale), 0, 0, 255) : 0;
+    mm[2 * parts] = scale;
+    mm[2 * parts + 1] = (float)zp;
+    if (ys) st_stf(yst, ys, 0, scale);
+    if (yz) *yz = (uint8_t)zp;
+}
+
+__global__ void dynq_apply(st_walk w, uint8_t *y, const void *x, st_dtype xt, const float *mm, int parts)
+{
+    float scale = mm[2 * parts];
+    int zp = (int)mm[2 * parts + 1];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_CUDA_MAXOPS];
+        st_walk_offsets(w, i, off);
+        y[off[0]] = (uint8_t)(scale != 0.0f ? requant(__fdiv_rn(st_ldf(xt, x, off[1]), scale), zp, 0, 255) : zp);
+    }
+}
+
+static st_status st_cuda_dynamic_quantize(const st_kctx *k)
+{
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    float *mm = (float *)ctx->workspace;
+    st_walk wx = st_walk1(x->rank, x->sizes, x->strides);
+    int parts = (int)st_blocks(wx.n, THREADS);
+    if (parts > DYNQ_BLOCKS) parts = DYNQ_BLOCKS;
+    cudaStream_t s = st_stream(k);
+    dynq_range<<<parts, THREADS, 0, s>>>(wx, x->data, x->dtype, mm);
+    void *ys = k->n_out > 1 ? k->out[1].data : NULL;
+    uint8_t *yz = k->n_out > 2 ? (uint8_t *)k->out[2].data : NULL;
+    dynq_params<<<1, 1, 0, s>>>(mm, parts, ys, ys ? k->out[1].dtype : ST_F32, yz);
+    st_walk w = st_walk2(y->rank, y->sizes, y->strides, x->strides);
+    if (w.n == 0) return ST_OK;
+    dynq_apply<<<st_blocks(w.n, THREADS), THREADS, 0, s>>>(w, (uint8_t *)y->data, x->data, x->dtype, mm, parts);
+    return ST_OK;
+}
+
+/* ---- MatMulInteger, QLinearMatMul ---- */
+
+/* An operand's element (batch b, row i, column j) is at
+ * data + sum(b[d] * bs[d]) + i * rs + j * cs; a per-row parameter (of A)
+ * has cs 0, a per-column one (of B) rs 0, a scalar all strides 0.
+ * data NULL: absent. */
+struct qmm_op {
+    const void *data;
+    st_dtype dt;
+    int64_t rs, cs, bs[QMM_BATCH];
+};
+
+struct qmm_args {
+    int nb;
+    int64_t bn[QMM_BATCH], m, n, k, total;
+    void *y;
+    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp */
+    qmm_op o[9];
+};
+
+__device__ __forceinline__ int64_t qmm_at(const qmm_op &o, const int64_t *b, int64_t i, int64_t j)
+{
+    return b[0] * o.bs[0] + b[1] * o.bs[1] + b[2] * o.bs[2] + b[3] * o.bs[3] + i * o.rs + j * o.cs;
+}
+
+__global__ void qmatmul_kernel(qmm_args p)
+{
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < p.total; idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = idx % p.n, t = idx / p.n, i = t % p.m;
+        t /= p.m;
+        int64_t bi[QMM_BATCH] = {0, 0, 0, 0};
+        for (int d = p.nb - 1; d >= 0; d--) {
+            bi[d] = t % p.bn[d];
+            t /= p.bn[d];
+        }
+        const qmm_op &oy = p.o[0], &oa = p.o[1], &ob = p.o[2];
+        bool sa = oa.dt == ST_I8, sb = ob.dt == ST_I8;
+        int za = p.o[3].data ? (int)st_ldi(p.o[3].dt, p.o[3].data, qmm_at(p.o[3], bi, i, j)) : 0;
+        int zb = p.o[4].data ? (int)st_ldi(p.o[4].dt, p.o[4].data, qmm_at(p.o[4], bi, i, j)) : 0;
+        int64_t pa = qmm_at(oa, bi, i, 0), pb = qmm_at(ob, bi, 0, j);
+        uint32_t acc = 0;
+        for (int64_t q = 0; q < p.k; q++)
+            acc += (uint32_t)((ld8(oa.data, pa + q * oa.cs, sa) - za) * (ld8(ob.data, pb + q * ob.rs, sb) - zb));
+        int64_t off = qmm_at(oy, bi, i, j);
+        if (oy.dt == ST_I32) {
+            ((int32_t *)p.y)[off] = (int32_t)acc;
+            continue;
+        }
+        float s = __fmul_rn(st_ldf(p.o[5].dt, p.o[5].data, qmm_at(p.o[5], bi, i, j)),
+                            st_ldf(p.o[6].dt, p.o[6].data, qmm_at(p.o[6], bi, i, j)));
+        s = __fdiv_rn(s, st_ldf(p.o[7].dt, p.o[7].data, 0));
+        int zy = p.o[8].data ? (int)st_ldi(p.o[8].dt, p.o[8].data, 0) : 0;
+        bool s8 = oy.dt == ST_I8;
+        ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    }
+}
+
+static void batch_strides(const st_operand *mat, int nb, int64_t *bs)
+{
+    int br = mat->rank > 1 ? mat->rank - 2 : 0;
+    for (int d = 0; d < nb; d++) {
+        int q = d - (nb - br);
+        bs[d] = q < 0 || mat->sizes[q] == 1 ? 0 : mat->strides[q];
+    }
+}
+
+/* A per-row (is_a) or per-column parameter o of matrix mat, as the CPU's
+ * qparam_init reads it: one value, a 1-D one per row / column, or mat's
+ * shape with a unit column / row. */
+static void qmm_param(qmm_op *p, const st_operand *o, const st_operand *mat, bool is_a, int nb)
+{
+    memset(p, 0, sizeof *p);
+    if (!o) return;
+    p->data = o->data;
+    p->dt = o->dtype;
+    if (st_operand_numel(o) == 1) return;
+    int64_t step;
+    if (o->rank == 1) {
+        step = mat->rank == 1 ? 0 : o->strides[0];
+    } else {
+        step = o->strides[o->rank - (is_a ? 2 : 1)];
+        int br = mat->rank - 2;
+        for (int d = 0; d < nb; d++) {
+            int q = d - (nb - br);
+            p->bs[d] = q < 0 || mat->sizes[q] == 1 ? 0 : o->strides[q];
+        }
+    }
+    if (is_a) p->rs = step;
+    else p->cs = step;
+}
+
+static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
+
+static st_status st_cuda_qmatmul(const st_kctx *k)
+{
+    const st_qmatmul_state *s = (const st_qmatmul_state *)k->state;
+    const st_operand *a = &k->in[0], *b = &k->in[s->qlinear ? 3 : 1], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
+    qmm_args p;
+    memset(&p, 0, sizeof p);
+    p.nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+    p.m = a_vec ? 1 : a->sizes[a->rank - 2];
+    p.k = a->sizes[a->rank - 1];
+    p.n = b_vec ? 1 : b->sizes[b->rank - 1];
+    p.total = p.m * p.n;
+    for (int d = 0; d < p.nb; d++) p.total *= p.bn[d] = y->sizes[d];
+    p.y = y->data;
+    p.o[0].data = y->data;
+    p.o[0].dt = y->dtype;
+    p.o[0].rs = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)];
+    p.o[0].cs = b_vec ? 0 : y->strides[y->rank - 1];
+    for (int d = 0; d < p.nb; d++) p.o[0].bs[d] = y->strides[d];
+    p.o[1].data = a->data;
+    p.o[1].dt = a->dtype;
+    p.o[1].rs = a_vec ? 0 : a->strides[a->rank - 2];
+    p.o[1].cs = a->strides[a->rank - 1];
+    batch_strides(a, p.nb, p.o[1].bs);
+    p.o[2].data = b->data;
+    p.o[2].dt = b->dtype;
+    p.o[2].rs = b_vec ? b->strides[0] : b->strides[b->rank - 2];
+    p.o[2].cs = b_vec ? 0 : b->strides[b->rank - 1];
+    batch_strides(b, p.nb, p.o[2].bs);
+    if (s->qlinear) {
+        qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
+        qmm_param(&p.o[4], opt_in(k, 5), b, false, p.nb);
+        qmm_param(&p.o[5], &k->in[1], a, true, p.nb);
+        qmm_param(&p.o[6], &k->in[4], b, false, p.nb);
+        qmm_param(&p.o[7], &k->in[6], a, true, 0);
+        qmm_param(&p.o[8], opt_in(k, 7), a, true, 0);
+    } else {
+        qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
+        qmm_param(&p.o[4], opt_in(k, 3), b, false, p.nb);
+    }
+    qmatmul_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
+    return ST_OK;
+}
+
+/* ---- ConvInteger, QLinearConv ---- */
+
+/* Spatial dims are three, the missing leading ones of size 1 (stride 0). */
+struct qconv_args {
+    int64_t total, nimg, groups, cg, mg;
+    int64_t is[3], os[3], k[3], s[3], d[3], pb[3];
+    int64_t xs[5], ws[5], ys[5];
+    const void *x, *w, *xz, *wz, *bias, *xsc, *wsc, *ysc, *yz;   /* NULL: absent */
+    void *y;
+    st_dtype x_dt, w_dt, y_dt, xz_dt, wz_dt, b_dt, xsc_dt, wsc_dt, ysc_dt, yz_dt;
+    int64_t wz_step, b_step, wsc_step;
+};
+
+__global__ void qconv_kernel(qconv_args p)
+{
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < p.total; idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o2 = idx % p.os[2], r = idx / p.os[2];
+        int64_t o1 = r % p.os[1];
+        r /= p.os[1];
+        int64_t o0 = r % p.os[0];
+        r /= p.os[0];
+        int64_t m = r % (p.groups * p.mg), n = r / (p.groups * p.mg);
+        int64_t g = m / p.mg;
+        bool sx = p.x_dt == ST_I8, sw = p.w_dt == ST_I8;
+        int zx = p.xz ? (int)st_ldi(p.xz_dt, p.xz, 0) : 0;
+        int zw = p.wz ? (int)st_ldi(p.wz_dt, p.wz, m * p.wz_step) : 0;
+        int64_t st0 = o0 * p.s[0] - p.pb[0], st1 = o1 * p.s[1] - p.pb[1], st2 = o2 * p.s[2] - p.pb[2];
+        uint32_t acc = 0;
+        for (int64_t c = 0; c < p.cg; c++) {
+            int64_t xc = n * p.xs[0] + (g * p.cg + c) * p.xs[1];
+            int64_t wc = m * p.ws[0] + c * p.ws[1];
+            for (int64_t k0 = 0; k0 < p.k[0]; k0++) {
+                int64_t i0 = st0 + k0 * p.d[0];
+                if (i0 < 0 || i0 >= p.is[0]) continue;
+                for (int64_t k1 = 0; k1 < p.k[1]; k1++) {
+                    int64_t i1 = st1 + k1 * p.d[1];
+                    if (i1 < 0 || i1 >= p.is[1]) continue;
+                    int64_t xr = xc + i0 * p.xs[2] + i1 * p.xs[3], wr = wc + k0 * p.ws[2] + k1 * p.ws[3];
+                    for (int64_t k2 = 0; k2 < p.k[2]; k2++) {
+                        int64_t i2 = st2 + k2 * p.d[2];
+                        if (i2 < 0 || i2 >= p.is[2]) continue;
+                        acc += (uint32_t)((ld8(p.x, xr + i2 * p.xs[4], sx) - zx) * (ld8(p.w, wr + k2 * p.ws[4], sw) - zw));
+                    }
+                }
+            }
+        }
+        int64_t off = n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
+        if (p.y_dt == ST_I32) {
+            ((int32_t *)p.y)[off] = (int32_t)acc;
+            continue;
+        }
+        if (p.bias) acc += (uint32_t)st_ldi(p.b_dt, p.bias, m * p.b_step);
+        float s = __fmul_rn(st_ldf(p.xsc_dt, p.xsc, 0), st_ldf(p.wsc_dt, p.wsc, m * p.wsc_step));
+        s = __fdiv_rn(s, st_ldf(p.ysc_dt, p.ysc, 0));
+        int zy = p.yz ? (int)st_ldi(p.yz_dt, p.yz, 0) : 0;
+        bool s8 = p.y_dt == ST_I8;
+        ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    }
+}
+
+/* An N, C, spatial... operand's strides, the spatial ones right-aligned
+ * to 3 (0 on the padding dims). */
+static void win_strides(const st_operand *v, int nsp, int64_t *st)
+{
+    st[0] = v->strides[0];
+    st[1] = v->strides[1];
+    for (int i = 0; i < 3; i++) st[2 + i] = i < 3 - nsp ? 0 : v->strides[2 + i - (3 - nsp)];
+}
+
+/* A scalar or per-channel parameter: data, dtype and step (0 when one
+ * value). */
+static void chan_param(const st_operand *v, const void **data, st_dtype *dt, int64_t *step)
+{
+    *data = v ? v->data : NULL;
+    *dt = v ? v->dtype : ST_U8;
+    if (step) *step = v && st_operand_numel(v) != 1 ? v->strides[0] : 0;
+}
+
+static st_status st_cuda_qconv(const st_kctx *k)
+{
+    const st_qconv_state *s = (const st_qconv_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    qconv_args p;
+    memset(&p, 0, sizeof p);
+    p.total = st_operand_numel(y);
+    if (p.total == 0) return ST_OK;
+    const st_operand *w, *xz, *wz, *bias = NULL, *xs = NULL, *ws = NULL, *ys = NULL, *yz = NULL;
+    if (s->qlinear) {
+        xs = &k->in[1];
+        xz = opt_in(k, 2);
+        w = &k->in[3];
+        ws = &k->in[4];
+        wz = opt_in(k, 5);
+        ys = &k->in[6];
+        yz = opt_in(k, 7);
+        bias = opt_in(k, 8);
+    } else {
+        w = &k->in[1];
+        xz = opt_in(k, 2);
+        wz = opt_in(k, 3);
+    }
+    int nsp = s->nsp, pad = 3 - nsp;
+    for (int i = 0; i < 3; i++) {
+        int j = i - pad;
+        p.is[i] = j < 0 ? 1 : x->sizes[2 + j];
+        p.os[i] = j < 0 ? 1 : y->sizes[2 + j];
+        p.k[i] = j < 0 ? 1 : s->k[j];
+        p.s[i] = j < 0 ? 1 : s->s[j];
+        p.d[i] = j < 0 ? 1 : s->d[j];
+        p.pb[i] = j < 0 ? 0 : s->pb[j];
+    }
+    p.nimg = x->sizes[0];
+    p.groups = s->group;
+    p.cg = x->sizes[1] / s->group;
+    p.mg = y->sizes[1] / s->group;
+    win_strides(x, nsp, p.xs);
+    win_strides(w, nsp, p.ws);
+    win_strides(y, nsp, p.ys);
+    p.x = x->data;
+    p.w = w->data;
+    p.y = y->data;
+    p.x_dt = x->dtype;
+    p.w_dt = w->dtype;
+    p.y_dt = y->dtype;
+    chan_param(xz, &p.xz, &p.xz_dt, NULL);
+    chan_param(wz, &p.wz, &p.wz_dt, &p.wz_step);
+    chan_param(bias, &p.bias, &p.b_dt, &p.b_step);
+    chan_param(xs, &p.xsc, &p.xsc_dt, NULL);
+    chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
+    chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
+    chan_param(yz, &p.yz, &p.yz_dt, NULL);
+    qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
+    return ST_OK;
+}
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+extern "C" const st_kernel st_cuda_k_qint[] = {
+    {"DynamicQuantizeLinear", "", ST_CUDA_DT, st_cuda_dynamic_quantize, accepts_dynq, NULL, NULL},
+    {"MatMulInteger", "", ST_CUDA_DT, st_cuda_qmatmul, accepts_qmm, NULL, NULL},
+    {"QLinearMatMul", "", ST_CUDA_DT, st_cuda_qmatmul, accepts_qmm, NULL, NULL},
+    {"ConvInteger", "", ST_CUDA_DT, st_cuda_qconv, accepts_qconv, NULL, NULL},
+    {"QLinearConv", "", ST_CUDA_DT, st_cuda_qconv, accepts_qconv, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

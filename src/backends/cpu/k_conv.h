@@ -108,6 +108,7 @@ typedef struct fconv {
     const float *wu;
     int wn;                           /* outputs per tile side: 2 or 4 */
     int64_t tiles_x, lqp, tp, wtr;    /* tile columns, staged row stride, tile stride, tile rows per band */
+    int64_t msub;                     /* output channels per GEMM pass of a task (V reused) */
     st_status err;
 } fconv;
 

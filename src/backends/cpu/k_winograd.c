@@ -18,10 +18,11 @@
  * in-channels times in-channels x tiles.  That is 16 multiply-adds per 4
  * outputs per channel pair instead of 36, 2.25 times fewer.
  * A task takes (image, group, band of 2 * wtr output rows, block of output
- * channels): it stages the band's input rows split into even and odd
- * columns (a tile's 4 columns are then the 2 even and 2 odd values at q
- * and q + 1), transforms them into V [16][cg][tiles], runs the GEMMs into
- * M [16][mrows][tiles] and transforms M into the outputs with the
+ * channels): channel by channel it stages the band's input rows split
+ * into even and odd columns (a tile's 4 columns are then the 2 even and 2
+ * odd values at q and q + 1) and transforms them into V [16][cg][tiles];
+ * then, msub output channels at a time over the same V, it runs the GEMMs
+ * into M [16][msub][tiles] and transforms M into the outputs with the
  * epilogue.  Tiles are aligned to even rows and columns of the whole
  * output, whatever the band, so the split changes no bits.
  */
@@ -36,15 +37,19 @@ static void wino_task(void *arg, int64_t t)
     int64_t oy0 = band * wn * f->wtr, rows = f->oh - oy0 < wn * f->wtr ? f->oh - oy0 : wn * f->wtr;
     if (mrows <= 0 || rows <= 0) return;
     int64_t tr = (rows + wn - 1) / wn, nt = tr * f->tiles_x, rin = wn * tr + 2, cg = f->cg;
-    size_t st_f = (size_t)(cg * rin * wn * f->lqp), v_f = (size_t)(xis * cg * f->tp), m_f = (size_t)(xis * mrows * f->tp);
+    int64_t msub = f->msub < mrows ? f->msub : mrows;
+    size_t st_f = (size_t)(rin * wn * f->lqp), v_f = (size_t)(xis * cg * f->tp), m_f = (size_t)(xis * msub * f->tp);
     float *buf = st_scratch_take((st_f + v_f + m_f + 4 * (size_t)f->ow + (size_t)f->w_ + 64) * sizeof(float));
     if (!buf) {
         f->err = st_error(ST_ERR_NOMEM, "out of memory in Conv");
         return;
     }
     float *S = buf, *V = S + st_f, *Mb = V + v_f, *tmp = Mb + m_f;
-    /* stage: rows oy0 - pt .. of each channel, split into wn column phases
-     * of the padded row (phase j, column q: padded column wn * q + j) */
+    /* per channel: stage rows oy0 - pt .. split into wn column phases of
+     * the padded row (phase j, column q: padded column wn * q + j), then
+     * V = B^T d B for its tiles; S holds one channel's rows only, so the
+     * task's buffers are V and M (the staged rows are read back while
+     * they are still in L1) */
     const st_operand *x = f->x;
     size_t es = st_dtype_size(x->dtype);
     int64_t xrs = x->strides[2], xcs = x->strides[3], lq = f->tiles_x + 1;
@@ -52,7 +57,7 @@ static void wino_task(void *arg, int64_t t)
     for (int64_t c = 0; c < cg; c++) {
         const char *xc = (const char *)x->data + (n * x->strides[0] + (g * cg + c) * x->strides[1]) * (int64_t)es;
         for (int64_t r = 0; r < rin; r++) {
-            float *ph = S + ((c * rin + r) * wn) * f->lqp;
+            float *ph = S + (r * wn) * f->lqp;
             int64_t iy = oy0 + r - f->pt;
             if (iy < 0 || iy >= f->h) {
                 memset(ph, 0, (size_t)(wn * f->lqp) * sizeof *ph);
@@ -68,58 +73,59 @@ static void wino_task(void *arg, int64_t t)
             if (wn == 2) st_split2(xr, f->w_, -f->pl, ph, ph + f->lqp, lq);
             else st_split4(xr, f->w_, -f->pl, ph, ph + f->lqp, ph + 2 * f->lqp, ph + 3 * f->lqp, lq);
         }
-    }
-    /* V = B^T d B */
-    for (int64_t c = 0; c < cg; c++)
         for (int64_t i = 0; i < tr; i++) {
             float *v = V + c * f->tp + i * f->tiles_x;
             if (wn == 2) {
                 const float *e[4], *o[4];
                 for (int r = 0; r < 4; r++) {
-                    e[r] = S + ((c * rin + 2 * i + r) * 2) * f->lqp;
+                    e[r] = S + ((2 * i + r) * 2) * f->lqp;
                     o[r] = e[r] + f->lqp;
                 }
                 st_wino_in_row(e, o, v, cg * f->tp, f->tiles_x);
             } else {
                 const float *ph[24];
                 for (int r = 0; r < 6; r++)
-                    for (int j = 0; j < 4; j++) ph[4 * r + j] = S + ((c * rin + 4 * i + r) * 4 + j) * f->lqp;
+                    for (int j = 0; j < 4; j++) ph[4 * r + j] = S + ((4 * i + r) * 4 + j) * f->lqp;
                 st_wino4_in_row(ph, v, cg * f->tp, f->tiles_x);
             }
         }
-    /* M[xi] = U[xi] V[xi] */
-    int64_t kcb = st_gemm_kc(cg);
-    for (int64_t xi = 0; xi < xis; xi++) {
-        const float *a = f->wu + ((xi * f->G + g) * f->mblocks + m0 / ST_GEMM_MR) * cg * ST_GEMM_MR;
-        float *c = Mb + xi * mrows * f->tp;
-        for (int64_t k0 = 0; k0 < cg; k0 += kcb) {
-            int64_t kc = cg - k0 < kcb ? cg - k0 : kcb;
-            st_gemm_b b = {V + (xi * cg + k0) * f->tp, f->off, ST_GEMM_NR};
-            st_gemm_block(a + k0 * ST_GEMM_MR, -(cg * ST_GEMM_MR), &b, kc, mrows, nt, c, f->tp, k0 > 0, NULL);
-        }
     }
-    /* outputs: A^T M A and the epilogue */
+    /* per block of msub output channels (V stays): M[xi] = U[xi] V[xi],
+     * then the outputs A^T M A with the epilogue */
     const st_operand *y = f->y;
     size_t ey = st_dtype_size(y->dtype);
     int64_t yrs = y->strides[2], ycs = y->strides[3];
     bool direct = y->dtype == ST_F32 && ycs == 1;
-    int64_t mabs = g * f->mg + m0;
-    for (int64_t m = 0; m < mrows; m++) {
-        st_gemm_epi epi = f->epi;
-        if (epi.scale) epi.scale += mabs + m;
-        if (epi.shift) epi.shift += mabs + m;
-        if (epi.post_scale) epi.post_scale += mabs + m, epi.post_shift += mabs + m;
-        char *yc = (char *)y->data + (n * y->strides[0] + (mabs + m) * y->strides[1]) * (int64_t)ey;
-        for (int64_t i = 0; i < tr; i++) {
-            int64_t oy = oy0 + wn * i, have = rows - wn * i < wn ? rows - wn * i : wn;
-            float *r[4] = {NULL, NULL, NULL, NULL};
-            for (int a = 0; a < have; a++) r[a] = direct ? (float *)(yc + (oy + a) * yrs * (int64_t)ey) : tmp + a * f->ow;
-            const float *mm = Mb + m * f->tp + i * f->tiles_x;
-            if (wn == 2) st_wino_out_rows(mm, mrows * f->tp, f->tiles_x, &epi, r[0], r[1], f->ow);
-            else st_wino4_out_rows(mm, mrows * f->tp, f->tiles_x, &epi, r, f->ow);
-            if (!direct)
-                for (int a = 0; a < have; a++)
-                    st_cvt_row_from_f32(y->dtype, yc + (oy + a) * yrs * (int64_t)ey, ycs, tmp + a * f->ow, f->ow);
+    int64_t kcb = st_gemm_kc(cg);
+    for (int64_t s0 = 0; s0 < mrows; s0 += msub) {
+        int64_t srows = mrows - s0 < msub ? mrows - s0 : msub;
+        for (int64_t xi = 0; xi < xis; xi++) {
+            const float *a = f->wu + ((xi * f->G + g) * f->mblocks + (m0 + s0) / ST_GEMM_MR) * cg * ST_GEMM_MR;
+            float *c = Mb + xi * srows * f->tp;
+            for (int64_t k0 = 0; k0 < cg; k0 += kcb) {
+                int64_t kc = cg - k0 < kcb ? cg - k0 : kcb;
+                st_gemm_b b = {V + (xi * cg + k0) * f->tp, f->off, ST_GEMM_NR};
+                st_gemm_block(a + k0 * ST_GEMM_MR, -(cg * ST_GEMM_MR), &b, kc, srows, nt, c, f->tp, k0 > 0, NULL);
+            }
+        }
+        int64_t mabs = g * f->mg + m0 + s0;
+        for (int64_t m = 0; m < srows; m++) {
+            st_gemm_epi epi = f->epi;
+            if (epi.scale) epi.scale += mabs + m;
+            if (epi.shift) epi.shift += mabs + m;
+            if (epi.post_scale) epi.post_scale += mabs + m, epi.post_shift += mabs + m;
+            char *yc = (char *)y->data + (n * y->strides[0] + (mabs + m) * y->strides[1]) * (int64_t)ey;
+            for (int64_t i = 0; i < tr; i++) {
+                int64_t oy = oy0 + wn * i, have = rows - wn * i < wn ? rows - wn * i : wn;
+                float *r[4] = {NULL, NULL, NULL, NULL};
+                for (int a = 0; a < have; a++) r[a] = direct ? (float *)(yc + (oy + a) * yrs * (int64_t)ey) : tmp + a * f->ow;
+                const float *mm = Mb + m * f->tp + i * f->tiles_x;
+                if (wn == 2) st_wino_out_rows(mm, srows * f->tp, f->tiles_x, &epi, r[0], r[1], f->ow);
+                else st_wino4_out_rows(mm, srows * f->tp, f->tiles_x, &epi, r, f->ow);
+                if (!direct)
+                    for (int a = 0; a < have; a++)
+                        st_cvt_row_from_f32(y->dtype, yc + (oy + a) * yrs * (int64_t)ey, ycs, tmp + a * f->ow, f->ow);
+            }
         }
     }
     st_scratch_give(buf);
@@ -133,6 +139,11 @@ static void wino_task(void *arg, int64_t t)
  * stages its halo rows and each channel block its input again; 0.5 MB was
  * slower still. */
 #define ST_WINO_BUDGET 786432
+/* The most a task's buffers may take when that makes fewer passes over U:
+ * a conv with many channels on a small plane (IS-Net's 1024->512 at
+ * 32x32: U is 75 MB) is bound by reading U once per task, so whole-plane
+ * bands split by output channels beat L2-sized bands (16 MB) */
+#define ST_WINO_BIG_BUDGET 4194304
 
 bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
 {
@@ -157,6 +168,12 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
      * aligned to the whole output, each product's sum runs over all the
      * input channels in order). */
     int64_t trows = (f->oh + wn - 1) / wn, lgroups = (f->tiles_x + 15) / 16;
+    /* U larger than 16 MB comes from memory, a cycle per float each time
+     * a task reads it; then bands may grow past the L2 budget (V read
+     * back from L3 costs half a cycle a float) to cut the passes over U */
+    bool ubig = 4.0 * (double)(xis * f->cg * f->mblocks * ST_GEMM_MR) > 16e6;
+    double umem = ubig ? 1.0 : 0.0;
+    int64_t budget = ubig ? ST_WINO_BIG_BUDGET : ST_WINO_BUDGET;
     double best = -1;
     f->wtr = 1;
     f->mchunk = f->mblocks * ST_GEMM_MR;
@@ -166,8 +183,11 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
             int64_t mchunk = (f->mblocks + chunks - 1) / chunks * ST_GEMM_MR;
             if (chunks > 1 && (f->mblocks + chunks - 2) / (chunks - 1) * ST_GEMM_MR == mchunk) continue;
             int64_t nch = (f->mg + mchunk - 1) / mchunk;
-            int64_t floats = wn * wn * f->cg * f->lqp * tr + xis * (f->cg + mchunk) * nt;
-            if (floats > ST_WINO_BUDGET && !(tr == 1 && chunks == f->mblocks)) continue;
+            /* one channel's staged rows, V, and M for at least one block
+             * of ST_GEMM_MR output channels (a task runs its channels in
+             * blocks of msub, reusing V) */
+            int64_t floats = (wn * tr + 2) * wn * f->lqp + xis * (f->cg + ST_GEMM_MR) * nt;
+            if (floats > budget && tr > 1) continue;
             /* a full band's task, and the last band's (fewer tile rows) */
             double cost[2];
             for (int last = 0; last < 2; last++) {
@@ -176,7 +196,9 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
                 double gemm = 0.5 * (double)(xis * f->cg * mchunk * vecs);
                 double tin = (double)(f->cg * r * lgroups) * (wn == 4 ? 130.0 : 60.0) +
                              (double)(f->cg * (wn * r + 2) * (lgroups + 1)) * 12.0;
-                cost[last] = gemm + tin + 3000.0;
+                /* V past the budget lives in L3: written and read back */
+                double vmem = ubig && floats > ST_WINO_BUDGET ? 0.5 * (double)(xis * f->cg * n) : 0.0;
+                cost[last] = gemm + tin + umem * (double)(xis * f->cg * mchunk) + vmem + 3000.0;
             }
             /* list scheduling on two workers: at most half the total plus
              * half the longest task */
@@ -193,6 +215,16 @@ bool st_conv_wino(const st_kctx *k, fconv *f, st_status *err)
     f->bands = (f->oh + wn * f->wtr - 1) / (wn * f->wtr);
     f->tp = (f->wtr * f->tiles_x + 15) / 16 * 16;
     if (f->tp % 1024 == 0) f->tp += 16;
+    /* output channels per GEMM pass within a task: as many blocks as the
+     * budget leaves room for next to V (at least one) */
+    {
+        int64_t nt = f->wtr * f->tiles_x;
+        int64_t fixed = (wn * f->wtr + 2) * wn * f->lqp + xis * f->cg * nt;
+        int64_t left = (fixed + xis * ST_GEMM_MR * nt > ST_WINO_BUDGET ? budget : ST_WINO_BUDGET) - fixed;
+        int64_t blocks = left > 0 ? left / (xis * nt * ST_GEMM_MR) : 0;
+        if (blocks < 1) blocks = 1;
+        f->msub = blocks * ST_GEMM_MR;
+    }
     int64_t units = f->N * f->G * f->bands;
     f->mchunks = (f->mg + f->mchunk - 1) / f->mchunk;
     int64_t kcb = st_gemm_kc(f->cg);

@@ -589,7 +589,10 @@ static void destroy_locked(cuda_exec *e)
     for (int i = 0; i < e->n_states; i++) state_free(&e->states[i]);
     free(e->states);
     for (int s = 0; s < e->n_streams; s++) {
-        if (e->dnn[s]) cudnnDestroy(e->dnn[s]);
+        if (e->dnn[s] && e->cb->n_dnn_pool < (int)(sizeof e->cb->dnn_pool / sizeof e->cb->dnn_pool[0]))
+            e->cb->dnn_pool[e->cb->n_dnn_pool++] = e->dnn[s]; /* reused by the next executor */
+        else if (e->dnn[s])
+            cudnnDestroy(e->dnn[s]);
         if (e->workspace[s]) cudaFree(e->workspace[s]);
         if (e->join[s]) cudaEventDestroy(e->join[s]);
         if (e->streams[s]) cudaStreamDestroy(e->streams[s]);
@@ -862,9 +865,15 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
     char where[200];
     snprintf(where, sizeof where, "in Loop '%.120s' on the device", l->name);
     st_status stop = ST_OK;
+    char stop_msg[ST_ERROR_MAX] = "";
     cudaError_t q;
     for (int spins = 0; (q = cudaEventQuery(e->run_done)) == cudaErrorNotReady; spins++) {
-        if (stop == ST_OK && (stop = st_run_check_at(&e->run, where)) != ST_OK) *(volatile int *)e->loop_stop = 1;
+        if (stop == ST_OK && (stop = st_run_check_at(&e->run, where)) != ST_OK) {
+            *(volatile int *)e->loop_stop = 1;
+            /* kept: st_error below would format the thread's message
+             * buffer into itself, which printed an empty message */
+            snprintf(stop_msg, sizeof stop_msg, "%s", st_last_error());
+        }
         if (spins < 1000) {
             sched_yield();
         } else {
@@ -882,7 +891,7 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
         return st_error(ST_ERR_SHAPE, "node '%s' (%s): an index is out of range (found on the device)", cmd->gnode->name,
                         cmd->op->name);
     }
-    if (stop != ST_OK) return st_error(stop, "%s", st_last_error());
+    if (stop != ST_OK) return st_error(stop, "%s", stop_msg);
     return ST_OK;
 }
 
@@ -909,7 +918,10 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     for (int s = 0; s < e->n_streams && r == ST_OK; s++) {
         r = st_cuda_check(cudaStreamCreateWithFlags(&e->streams[s], cudaStreamNonBlocking), "cudaStreamCreate");
         if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->join[s], cudaEventDisableTiming), "cudaEventCreate");
-        if (r == ST_OK && cudnnCreate(&e->dnn[s]) != CUDNN_STATUS_SUCCESS) r = st_error(ST_ERR_BACKEND, "cudnn: cannot create a handle");
+        if (r == ST_OK && cbk->n_dnn_pool > 0)
+            e->dnn[s] = (cudnnHandle_t)cbk->dnn_pool[--cbk->n_dnn_pool];
+        else if (r == ST_OK && cudnnCreate(&e->dnn[s]) != CUDNN_STATUS_SUCCESS)
+            r = st_error(ST_ERR_BACKEND, "cudnn: cannot create a handle");
         if (r == ST_OK) cudnnSetStream(e->dnn[s], e->streams[s]);
         if (r == ST_OK) r = st_cuda_check(cudaMalloc(&e->workspace[s], ST_CUDA_WORKSPACE), "cudaMalloc (workspace)");
     }

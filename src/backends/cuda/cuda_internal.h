@@ -19,6 +19,13 @@ typedef struct st_cuda_device {
     void *slot_free[4];
     int next_slot;
     pthread_mutex_t staging_lock;
+    /* cuDNN handles of destroyed executors, for the next ones: cuDNN 9
+     * keeps about 77 KB of host memory per handle after cudnnDestroy (an
+     * H200 run of 1,200 create/destroy pairs, 2026-12-02), so a process
+     * that makes sessions all day would grow without bound.  Taken and
+     * given back under st_cuda_exclusive_lock. */
+    void *dnn_pool[32];
+    int n_dnn_pool;
 } st_cuda_device;
 
 /* ST_OK, or ST_ERR_BACKEND with the CUDA error's text (err is a cudaError_t). */

@@ -40,7 +40,7 @@ typedef struct users {
     int *count;          /* readers among running nodes, per value */
 } users;
 
-static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }
+bool st_plan_node_runs(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }
 
 /* The only running node reading value v (not a graph output), or -1;
  * count is st_plan_count_readers's. */
@@ -49,7 +49,7 @@ int st_plan_sole_reader(const st_plan *p, const int *count, int v)
     const st_graph *g = p->g;
     if (count[v] != 1 || g->values[v].is_output) return -1;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!is_exec(p, i)) continue;
+        if (!st_plan_node_runs(p, i)) continue;
         int n_in;
         const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
         for (int k = 0; k < n_in; k++)
@@ -115,11 +115,11 @@ static int producer_is(const st_plan *p, const st_graph *g, int v, const char *o
 {
     if (v < 0 || g->values[v].is_output) return -1;
     int n = p->values[v].producer;
-    if (!is_exec(p, n) || strcmp(g->nodes[n].op_type, op) != 0 || g->nodes[n].domain[0]) return -1;
+    if (!st_plan_node_runs(p, n) || strcmp(g->nodes[n].op_type, op) != 0 || g->nodes[n].domain[0]) return -1;
     return n;
 }
 
-static bool same_shape(const st_plan *p, int a, int b)
+bool st_plan_same_shape(const st_plan *p, int a, int b)
 {
     const st_tinfo *x = &p->values[a].t, *y = &p->values[b].t;
     if (x->rank != y->rank) return false;
@@ -134,7 +134,7 @@ void st_plan_count_readers(const st_plan *p, int *count)
     const st_graph *g = p->g;
     memset(count, 0, (size_t)p->n_values * sizeof *count);
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!is_exec(p, i)) continue;
+        if (!st_plan_node_runs(p, i)) continue;
         int n_in;
         const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
         for (int k = 0; k < n_in; k++)
@@ -165,7 +165,7 @@ static bool rewrite_hardswish(st_plan *p, const st_graph *g, const users *u, int
         const st_node *an = &g->nodes[add];
         if (!((an->in[0] == x && const_scalar(p, an->in[1]) == 3.0f) || (an->in[1] == x && const_scalar(p, an->in[0]) == 3.0f)))
             continue;
-        if (!same_shape(p, x, dn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
+        if (!st_plan_same_shape(p, x, dn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
         const st_op_def *hs = st_op_find("", "HardSwish");
         int *in = malloc(sizeof *in);
         st_ew_state *st = calloc(1, sizeof *st);
@@ -240,7 +240,7 @@ static bool rewrite_gelu(st_plan *p, const st_graph *g, const users *u, int mul)
         const st_node *dn = &g->nodes[by];
         float c = div >= 0 ? (dn->in[0] == x ? const_scalar(p, dn->in[1]) : NAN) : const_scalar(p, other_input(dn, x));
         if (c != (div >= 0 ? 1.41421356237309505f : 0.70710678118654752f)) continue;
-        if (!same_shape(p, x, mn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
+        if (!st_plan_same_shape(p, x, mn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
         const st_op_def *gelu = st_op_find("", "Gelu");
         int *in = malloc(sizeof *in);
         st_ew_state *st = calloc(1, sizeof *st);
@@ -282,7 +282,7 @@ static bool rewrite_unit(st_plan *p, const st_graph *g, int i)
             continue;
         x = n->in[1 - side];
     }
-    if (x < 0 || !same_shape(p, x, n->out[0]) || !st_dtype_is_float(p->values[x].t.dtype) ||
+    if (x < 0 || !st_plan_same_shape(p, x, n->out[0]) || !st_dtype_is_float(p->values[x].t.dtype) ||
         p->values[x].t.dtype != p->values[n->out[0]].t.dtype)
         return true;
     const st_op_def *id = st_op_find("", "Identity");
@@ -313,7 +313,7 @@ st_status st_pass_fuse(st_plan *p)
     if (!u.count) return fuse_nomem();
     st_plan_count_readers(p, u.count);
     for (int i = 0; i < g->n_nodes; i++)
-        if (is_exec(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
+        if (st_plan_node_runs(p, i) && !strcmp(g->nodes[i].op_type, "Div") && !g->nodes[i].domain[0]) {
             if (!rewrite_hardswish(p, g, &u, i)) {
                 free(u.count);
                 return fuse_nomem();
@@ -321,14 +321,14 @@ st_status st_pass_fuse(st_plan *p)
             if (p->nodes[i].op) st_plan_count_readers(p, u.count);
         }
     for (int i = 0; i < g->n_nodes; i++)
-        if (is_exec(p, i) && !p->nodes[i].op && !g->nodes[i].domain[0] &&
+        if (st_plan_node_runs(p, i) && !p->nodes[i].op && !g->nodes[i].domain[0] &&
             (!strcmp(g->nodes[i].op_type, "Mul") || !strcmp(g->nodes[i].op_type, "Div")) && !rewrite_unit(p, g, i)) {
             free(u.count);
             return fuse_nomem();
         }
     st_plan_count_readers(p, u.count);
     for (int i = 0; i < g->n_nodes; i++)
-        if (is_exec(p, i) && !p->nodes[i].op && !strcmp(g->nodes[i].op_type, "Mul") && !g->nodes[i].domain[0]) {
+        if (st_plan_node_runs(p, i) && !p->nodes[i].op && !strcmp(g->nodes[i].op_type, "Mul") && !g->nodes[i].domain[0]) {
             if (!rewrite_gelu(p, g, &u, i)) {
                 free(u.count);
                 return fuse_nomem();
@@ -337,7 +337,7 @@ st_status st_pass_fuse(st_plan *p)
         }
     for (int i = 0; i < g->n_nodes; i++) {
         const st_node *n = &g->nodes[i];
-        if (!is_exec(p, i) || strcmp(n->op_type, "Conv") != 0 || n->domain[0] || n->out[0] < 0) continue;
+        if (!st_plan_node_runs(p, i) || strcmp(n->op_type, "Conv") != 0 || n->domain[0] || n->out[0] < 0) continue;
         int x = n->out[0];
         /* the f64 kernel is a reference loop without an epilogue */
         if (g->values[x].is_output || p->values[x].t.dtype == ST_F64) continue;
@@ -351,7 +351,7 @@ st_status st_pass_fuse(st_plan *p)
         if (u.count[x] != 2) continue;
         int sig = -1, mul = -1;
         for (int j = i + 1; j < g->n_nodes; j++) {
-            if (!is_exec(p, j)) continue;
+            if (!st_plan_node_runs(p, j)) continue;
             const st_node *c = &g->nodes[j];
             bool reads = false;
             for (int k = 0; k < c->n_in; k++) reads |= c->in[k] == x;

@@ -35,8 +35,6 @@
 #include "ops/norm.h"
 #include "plan/plan.h"
 
-static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }
-
 /* Node i runs the ai.onnx op `name` (after any rewrite). */
 static bool runs(const st_plan *p, int i, const char *name)
 {
@@ -50,17 +48,8 @@ static int sole_producer(const st_plan *p, const int *count, int v, int reader)
 {
     if (v < 0 || p->values[v].kind == ST_PV_CONST || st_plan_sole_reader(p, count, v) != reader) return -1;
     int n = p->values[v].producer;
-    if (!is_exec(p, n) || p->nodes[n].out0 >= 0 || p->g->nodes[n].out[0] != v) return -1;
+    if (!st_plan_node_runs(p, n) || p->nodes[n].out0 >= 0 || p->g->nodes[n].out[0] != v) return -1;
     return n;
-}
-
-static bool same_shape(const st_plan *p, int a, int b)
-{
-    const st_tinfo *x = &p->values[a].t, *y = &p->values[b].t;
-    if (x->rank != y->rank) return false;
-    for (int d = 0; d < x->rank; d++)
-        if (x->dims[d] != y->dims[d]) return false;
-    return true;
 }
 
 static bool is_f32(const st_plan *p, int v) { return v >= 0 && p->values[v].t.dtype == ST_F32; }
@@ -120,7 +109,7 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
     int x = g->nodes[sm].in[0], scores = -1;
     bool scaled = false;
     for (;;) {
-        if (!is_f32(p, x) || !same_shape(p, x, pv)) return false;
+        if (!is_f32(p, x) || !st_plan_same_shape(p, x, pv)) return false;
         int n = sole_producer(p, count, x, m->n_chain ? m->chain[m->n_chain - 1] : sm);
         if (n < 0 || m->n_chain >= MAX_CHAIN) return false;
         int n_in;
@@ -195,7 +184,7 @@ st_status st_pass_fuse_attention(st_plan *p)
     const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
     for (int y = 0; y < g->n_nodes && fa; y++) {
         match m;
-        if (!is_exec(p, y) || !match_at(p, count, y, &m)) continue;
+        if (!st_plan_node_runs(p, y) || !match_at(p, count, y, &m)) continue;
         int n_in = m.mask >= 0 ? 4 : 3;
         int *in = malloc((size_t)n_in * sizeof *in);
         st_attention_state *s = malloc(sizeof *s);

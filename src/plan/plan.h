@@ -278,6 +278,10 @@ st_status st_plan_prepare(st_plan *p);
  * graph output), or -1. */
 void st_plan_count_readers(const st_plan *p, int *count);
 int st_plan_sole_reader(const st_plan *p, const int *count, int v);
+/* Whether plan node `node` runs (not folded, fused or dead); whether values
+ * a and b have the same planned shape. */
+bool st_plan_node_runs(const st_plan *p, int node);
+bool st_plan_same_shape(const st_plan *p, int a, int b);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
 /* Undoes st_pass_place_concats and st_pass_layout (plan/place.c lays the

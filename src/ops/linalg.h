@@ -3,10 +3,21 @@
 #define ST_OPS_LINALG_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/elementwise.h"
 
 typedef struct st_matmul_state {
     bool trans_a, trans_b;
     float alpha, beta;
+    /* Set only for backends with ST_CAP_MATMUL_EPI (passes/fuse_matmul.c):
+     * the output becomes act(y + bias[j]) per output column j, the bias
+     * Add and activation that followed the product folded into it.  bias:
+     * n_bias (the output's last dim) f32 values owned by the plan, or
+     * NULL; act: st_epilogue (0: none). */
+    const float *bias;
+    int64_t n_bias;
+    st_epilogue act;
 } st_matmul_state;
 
 /* strata's FusedAttention (domain ai.strata): what passes/fuse_attention.c

@@ -107,6 +107,40 @@ static st_status infer_layer_norm(st_infer *c)
     return ST_OK;
 }
 
+/* strata's AddLayerNormalization (ai.strata): LayerNormalization of
+ * X + R over axes [axis, rank), inputs X, R (the same shape, f32), Scale
+ * and an optional B; outputs Y and, optionally, the sum S.  The sum is
+ * rounded to f32 before the normalisation, as Add then LayerNormalization
+ * round it (passes/fuse_add_norm.c makes it of those two). */
+static st_status infer_add_layer_norm(st_infer *c)
+{
+    if (c->n_in < 3 || !c->in[0].present || !c->in[1].present || !c->in[2].present)
+        return st_infer_error(c, ST_ERR_MODEL, "expects X, R, Scale and an optional B");
+    const st_tinfo *x = &c->in[0], *r = &c->in[1];
+    for (int i = 0; i < 2; i++)
+        if (c->in[i].dtype != ST_F32)
+            return st_infer_error(c, ST_ERR_DTYPE, "input %d is %s; the kernel takes float32", i, st_dtype_name(c->in[i].dtype));
+    if (x->rank < 1 || x->rank != r->rank) return st_infer_error(c, ST_ERR_SHAPE, "X and R must have one rank >= 1");
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != r->dims[d])
+            return st_infer_error(c, ST_ERR_SHAPE, "X and R differ in dim %d (%lld and %lld)", d, (long long)x->dims[d],
+                                  (long long)r->dims[d]);
+    st_norm_state *s = new_state(c, ST_N_LAYER_NORM);
+    if (!s) return st_infer_error(c, ST_ERR_NOMEM, "out of memory");
+    s->residual = true;
+    ST_TRY(st_infer_axis(c, st_attr_int(c->node, "axis", -1), x->rank, &s->axis));
+    s->epsilon = st_attr_float(c->node, "epsilon", 1e-5f);
+    s->mask = axes_from(s->axis, x->rank);
+    ST_TRY(check_trailing(c, 2, s->axis));
+    if (c->n_in > 3 && c->in[3].present) ST_TRY(check_trailing(c, 3, s->axis));
+    same_as_input(c);
+    if (c->n_out > 1 && c->out[1].present) {
+        c->out[1] = c->in[0];
+        c->out[1].data = NULL;
+    }
+    return ST_OK;
+}
+
 /* A per-channel (or per-element of dims[1:]) parameter of count elements. */
 static st_status check_param(st_infer *c, int input, int64_t count, const char *what)
 {
@@ -258,5 +292,6 @@ const st_op_def st_ops_norm[] = {
     NORM_OP("MeanVarianceNormalization", infer_mvn),
     NORM_OP("LRN", infer_lrn),
     {.name = "GroupNormalization", .domain = "", .min_opset = 18, .infer = infer_group_norm, .types = ST_DT_ALL_FLOATS},
+    {.name = "AddLayerNormalization", .domain = "ai.strata", .min_opset = 1, .infer = infer_add_layer_norm, .types = ST_DT(ST_F32)},
     {.name = NULL}
 };

@@ -31,6 +31,10 @@ typedef struct st_norm_state {
     int64_t size;          /* LRN; GroupNormalization: num_groups */
     bool per_group;        /* GroupNormalization before opset 21: scale and bias per group, not channel */
     float alpha, beta, bias;
+    /* strata's AddLayerNormalization (ai.strata; passes/fuse_add_norm.c
+     * makes it of Add -> LayerNormalization): input 1 is added to x first,
+     * Scale and B are inputs 2 and 3, and output 1 (optional) is the sum */
+    bool residual;
 } st_norm_state;
 
 #endif

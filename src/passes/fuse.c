@@ -58,9 +58,11 @@ int st_plan_sole_reader(const st_plan *p, const int *count, int v)
     return -1;
 }
 
-/* The epilogue for a unary activation node, or false if it cannot be one. */
-static bool act_of(const st_plan *p, const st_graph *g, int a, st_epilogue *e)
+/* The epilogue for a unary activation node, or false if it cannot be one
+ * (plan.h; passes/fuse_matmul.c uses it too). */
+bool st_plan_act_of(const st_plan *p, int a, st_epilogue *e)
 {
+    const st_graph *g = p->g;
     const st_node *n = &g->nodes[a];
     const st_ew_state *s = p->nodes[a].state;
     const char *op = st_plan_op(p, n, a)->name;
@@ -343,7 +345,7 @@ st_status st_pass_fuse(st_plan *p)
         if (g->values[x].is_output || p->values[x].t.dtype == ST_F64) continue;
         st_epilogue e = {0};
         int a = st_plan_sole_reader(p, u.count, x);
-        if (a >= 0 && act_of(p, g, a, &e) && g->nodes[a].out[0] >= 0) {
+        if (a >= 0 && st_plan_act_of(p, a, &e) && g->nodes[a].out[0] >= 0) {
             absorb(p, g, i, g->nodes[a].out[0], e, &a, 1);
             continue;
         }

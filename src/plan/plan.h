@@ -11,6 +11,10 @@
  *                       DQ -> op -> Q groups as integer kernels
  *   passes/fuse_attention.c  for backends with ST_CAP_ATTENTION: MatMul ->
  *                       scale -> mask -> Softmax -> MatMul as one command
+ *   passes/fuse_matmul.c  for backends with ST_CAP_MATMUL_EPI: the bias Add
+ *                       and activation after a MatMul or Gemm in its epilogue
+ *   passes/fuse_add_norm.c  for backends with ST_CAP_ADD_NORM: a residual
+ *                       Add -> LayerNormalization as one command
  *   plan/place.c        which device runs each node, and its kernel
  *   passes/concat.c     which Concat inputs are written in place
  *   passes/views.c      which nodes are pure views, and every value's layout
@@ -270,6 +274,8 @@ st_status st_pass_fuse(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
 st_status st_pass_fuse_attention(st_plan *p);
+st_status st_pass_fuse_matmul(st_plan *p);
+st_status st_pass_fuse_add_norm(st_plan *p);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);
@@ -282,6 +288,11 @@ int st_plan_sole_reader(const st_plan *p, const int *count, int v);
  * a and b have the same planned shape. */
 bool st_plan_node_runs(const st_plan *p, int node);
 bool st_plan_same_shape(const st_plan *p, int a, int b);
+/* The epilogue of node a when it is an activation a producer can apply
+ * (Relu, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Clip with
+ * constant bounds), else false. */
+struct st_epilogue;
+bool st_plan_act_of(const st_plan *p, int a, struct st_epilogue *e);
 void st_pass_place_concats(st_plan *p);
 st_status st_pass_layout(st_plan *p);
 /* Undoes st_pass_place_concats and st_pass_layout (plan/place.c lays the

@@ -45,10 +45,16 @@ static inline int64_t st_gemm_kc(int64_t k)
 
 typedef struct st_gemm_epi {
     /* per row of C (already offset to row 0), each NULL for the identity:
-     * act(c * scale + shift) * post_scale + post_shift */
+     * act(c * scale + shift + col_shift) * post_scale + post_shift */
     const float *scale, *shift;
     st_epilogue act;
     const float *post_scale, *post_shift;
+    /* per column of C (offset to column 0 of the block), NULL for none: a
+     * linear layer's bias (MatMul or Gemm: columns are its output
+     * features, where a conv's channels are rows).  c + col_shift[j] is
+     * one f32 add of the finished sum, so it rounds as a separate Add
+     * does. */
+    const float *col_shift;
 } st_gemm_epi;
 
 /* True when this CPU runs the AVX-512 kernels (checked with cpuid). */
@@ -168,5 +174,14 @@ float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int6
  * those of st_sgemm_fast on the same B, so results are bit-identical. */
 bool st_sgemm_fast_prepacked(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
                              float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k);
+/* The same with an epilogue applied to each tile of C before its last
+ * store (epi: col_shift and act only, col_shift offset to column 0 of
+ * this product; NULL: none).  An activation without a vector form is
+ * applied to the finished rows instead.  Each element gets the bias add
+ * and the activation that separate Add and activation ops would apply
+ * to the same sum, so the bits are theirs. */
+bool st_sgemm_fast_prepacked_epi(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
+                                 float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                 const st_gemm_epi *epi);
 
 #endif

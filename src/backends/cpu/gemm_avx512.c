@@ -80,6 +80,10 @@ bool st_gemm_epi_native(const st_epilogue *e)
  * let a row of 80 or 160 pixels end without padding.
  */
 #define ST_UNROLL _Pragma("GCC unroll 8")
+/* Each micro-kernel stays a function of its own: with the per-column bias
+ * in the epilogue gcc inlined all six into gemm_block512, and the
+ * encoder's GEMMs took more samples than before. */
+#define ST_NOINLINE __attribute__((noinline))
 
 __attribute__((always_inline)) ST_AVX512 static inline void
 ukernel_nv(const int NV, const bool PACKED, int64_t kc, const float *a, int64_t lda, int rows, const float *b,
@@ -130,6 +134,11 @@ ukernel_nv(const int NV, const bool PACKED, int64_t kc, const float *a, int64_t 
             }
         }
     }
+    /* a per-column bias: loaded once per tile, added to every row */
+    __m512 cb[3];
+    const bool col = ep->col_shift != NULL;
+    ST_UNROLL
+    for (int v = 0; v < NV; v++) cb[v] = col ? _mm512_maskz_loadu_ps(mk[v], ep->col_shift + 16 * v) : _mm512_setzero_ps();
     ST_UNROLL
     for (int r = 0; r < ST_GEMM_MR; r++) {
         if (r >= rows) break;
@@ -141,6 +150,10 @@ ukernel_nv(const int NV, const bool PACKED, int64_t kc, const float *a, int64_t 
             __m512 t = _mm512_set1_ps(ep->shift[r]);
             ST_UNROLL
             for (int v = 0; v < NV; v++) acc[r][v] = _mm512_add_ps(acc[r][v], t);
+        }
+        if (col) {
+            ST_UNROLL
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_add_ps(acc[r][v], cb[v]);
         }
         if (act->code >= 0) {
             ST_UNROLL
@@ -156,37 +169,37 @@ ukernel_nv(const int NV, const bool PACKED, int64_t kc, const float *a, int64_t 
     }
 }
 
-ST_AVX512 static void ukernel48(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel48(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(3, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
 }
 
-ST_AVX512 static void ukernel48p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel48p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(3, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
 }
 
-ST_AVX512 static void ukernel32(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel32(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(2, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
 }
 
-ST_AVX512 static void ukernel32p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel32p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(2, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
 }
 
-ST_AVX512 static void ukernel16(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel16(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(1, false, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
 }
 
-ST_AVX512 static void ukernel16p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
+ST_AVX512 ST_NOINLINE static void ukernel16p(int64_t kc, const float *a, int64_t lda, int rows, const float *b, const int64_t *off,
                                 float *c, int64_t ldc, int nv, bool accumulate, const st_gemm_epi *ep, const vact *act)
 {
     ukernel_nv(1, true, kc, a, lda, rows, b, off, c, ldc, nv, accumulate, ep, act);
@@ -201,8 +214,11 @@ static inline st_gemm_epi epi_at(const st_gemm_epi *e, int64_t i)
     r.shift = e->shift ? e->shift + i : NULL;
     r.post_scale = e->post_scale ? e->post_scale + i : NULL;
     r.post_shift = e->post_shift ? e->post_shift + i : NULL;
+    r.col_shift = e->col_shift; /* gemm_block512 moves it along the panels */
     return r;
 }
+
+ST_AVX512 static void act_row512(const vact *act, const float *x, float *y, int64_t n);
 
 /* Panels outer, row blocks inner: a panel's B rows stay in L1 while every
  * row block of A streams past them from L2. */
@@ -211,24 +227,36 @@ ST_AVX512 static void gemm_block512(const float *a, int64_t lda, const st_gemm_b
 {
     vact act = vact_of(epi ? &epi->act : NULL);
     if (epi && !st_gemm_epi_native(&epi->act)) act.code = -1; /* applied after the store */
+    /* A linear layer's activation (a per-column bias: MatMul, Gemm) runs on
+     * each tile just stored, row by row from L1 (act_row512, the separate
+     * Gelu's loop), rather than on the 24 accumulators: a GELU there needs
+     * more registers than are left, and measured slower than its separate
+     * pass.  Same v_act on the same values: same bits. */
+    bool tile_act = epi && epi->col_shift && act.code >= 0;
+    vact none = act;
+    none.code = -1;
+    const vact *kact = tile_act ? &none : &act;
     for (int64_t j = 0; j < n; j += ST_GEMM_NR) {
         int nv = (int)(n - j < ST_GEMM_NR ? n - j : ST_GEMM_NR);
         const float *panel = b->base + (j / ST_GEMM_NR) * b->panel;
         for (int64_t i = 0; i < m; i += ST_GEMM_MR) {
             int rows = (int)(m - i < ST_GEMM_MR ? m - i : ST_GEMM_MR);
             st_gemm_epi ep = epi_at(epi, i);
+            if (ep.col_shift) ep.col_shift += j;
             float *ct = c + i * ldc + j;
             if (lda > 0) {
                 const float *ai = a + i * lda;
-                if (nv > 32) ukernel48(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
-                else if (nv > 16) ukernel32(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
-                else ukernel16(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                if (nv > 32) ukernel48(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
+                else if (nv > 16) ukernel32(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
+                else ukernel16(kc, ai, lda, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
             } else {
                 const float *ai = a + (i / ST_GEMM_MR) * -lda;
-                if (nv > 32) ukernel48p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
-                else if (nv > 16) ukernel32p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
-                else ukernel16p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, &act);
+                if (nv > 32) ukernel48p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
+                else if (nv > 16) ukernel32p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
+                else ukernel16p(kc, ai, 0, rows, panel, b->off, ct, ldc, nv, accumulate, &ep, kact);
             }
+            if (tile_act)
+                for (int r = 0; r < rows; r++) act_row512(&act, ct + r * ldc, ct + r * ldc, nv);
         }
     }
 }
@@ -241,6 +269,8 @@ void st_gemm_epi_row(const st_gemm_epi *e, int64_t r, float *x, int64_t n)
         for (int64_t j = 0; j < n; j++) x[j] = x[j] * s + t;
     else if (e->shift)
         for (int64_t j = 0; j < n; j++) x[j] += t;
+    if (e->col_shift)
+        for (int64_t j = 0; j < n; j++) x[j] += e->col_shift[j];
     if (!e->act.act) return;
     st_epilogue_f32(&e->act, x, n);
     if (e->post_scale)
@@ -358,8 +388,19 @@ typedef struct sgemm_bsrc {
     int64_t ntot, n0;
 } sgemm_bsrc;
 
+/* The epilogue of column block [j0, j0 + nc) of a product (epi: col_shift
+ * from column 0 of the product, and act). */
+static st_gemm_epi epi_cols(const st_gemm_epi *epi, int64_t j0)
+{
+    st_gemm_epi r = {0};
+    if (!epi) return r;
+    r.act = epi->act;
+    r.col_shift = epi->col_shift ? epi->col_shift + j0 : NULL;
+    return r;
+}
+
 static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsrc *bs, float alpha, float beta,
-                       float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
+                       float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, const st_gemm_epi *epi)
 {
     if (m <= 0 || n <= 0) return true;
     if (m == 1) ars = 0;
@@ -405,12 +446,16 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
     int64_t kcb = st_gemm_kc(k), pre_cols = (bs->ntot + ST_GEMM_NR - 1) / ST_GEMM_NR * ST_GEMM_NR;
     for (int64_t j0 = 0; j0 < n; j0 += ST_GEMM_NC) {
         int64_t nc = n - j0 < ST_GEMM_NC ? n - j0 : ST_GEMM_NC;
+        st_gemm_epi ep = epi_cols(epi, j0);
         if (k == 0) {
             st_gemm_b none = {b, off, 0};
-            st_gemm_block(ap, -ST_GEMM_MR, &none, 0, m, nc, c + j0, ldc, beta != 0.0f, NULL);
+            st_gemm_block(ap, -ST_GEMM_MR, &none, 0, m, nc, c + j0, ldc, beta != 0.0f, epi ? &ep : NULL);
         }
+        /* an activation without a vector form runs on the finished rows */
+        bool late = epi && epi->act.act && !st_gemm_epi_native(&epi->act);
         for (int64_t k0 = 0; k0 < k; k0 += kcb) {
             int64_t kc = k - k0 < kcb ? k - k0 : kcb;
+            const st_gemm_epi *e = epi && k0 + kc >= k ? &ep : NULL;
             st_gemm_b pb;
             if (bs->pre) {
                 /* the same panels st_gemm_pack_b would make, made once */
@@ -424,8 +469,13 @@ static bool sgemm_core(const float *a, int64_t ars, int64_t acs, const sgemm_bsr
                 st_gemm_pack_b(b + k0 * brs + j0 * bcs, brs, bcs, kc, nc, bp);
                 pb = (st_gemm_b){bp, off, kc * ST_GEMM_NR};
             }
-            if (unpacked) gemm_block512(a + k0, ars, &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
-            else gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, NULL);
+            if (unpacked) gemm_block512(a + k0, ars, &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, e);
+            else gemm_block512(ap + k0 * ST_GEMM_MR, -(k * ST_GEMM_MR), &pb, kc, m, nc, c + j0, ldc, k0 > 0 || beta != 0.0f, e);
+        }
+        if (late && k > 0) {
+            st_gemm_epi rest = {0};
+            rest.act = epi->act;
+            for (int64_t i = 0; i < m; i++) st_gemm_epi_row(&rest, i, c + i * ldc + j0, nc);
         }
     }
     st_scratch_give(bp);
@@ -437,7 +487,7 @@ bool st_sgemm_fast(const float *a, int64_t ars, int64_t acs, const float *b, int
                    float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
 {
     sgemm_bsrc bs = {b, brs, bcs, NULL, 0, 0};
-    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k);
+    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k, NULL);
 }
 
 float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int64_t n)
@@ -456,8 +506,15 @@ float *st_gemm_prepack_b(const float *b, int64_t rs, int64_t cs, int64_t k, int6
 bool st_sgemm_fast_prepacked(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
                              float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k)
 {
+    return st_sgemm_fast_prepacked_epi(a, ars, acs, bp, ntot, n0, alpha, beta, c, ldc, m, n, k, NULL);
+}
+
+bool st_sgemm_fast_prepacked_epi(const float *a, int64_t ars, int64_t acs, const float *bp, int64_t ntot, int64_t n0,
+                                 float alpha, float beta, float *c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+                                 const st_gemm_epi *epi)
+{
     sgemm_bsrc bs = {bp, 0, 0, bp, ntot, n0};
-    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k);
+    return sgemm_core(a, ars, acs, &bs, alpha, beta, c, ldc, m, n, k, epi);
 }
 
 /* ---- depthwise rows ---- */

@@ -210,6 +210,29 @@ typedef struct linalg_prep {
 } linalg_prep;
 
 
+/* A fused bias (from column n0) and activation (st_matmul_state's, set
+ * by passes/fuse_matmul.c) on a finished tile, for the paths whose GEMM
+ * did not apply them in its epilogue: one f32 add, then the vector
+ * activation where there is one, as the kernel's epilogue and the separate
+ * ops compute them, so every path gives the same bits. */
+static void epi_tile(const st_gemm_epi *e, int64_t n0, float *c, int64_t ldc, int64_t rows, int64_t cols)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        float *r = c + i * ldc;
+        if (e->col_shift)
+            for (int64_t j = 0; j < cols; j++) r[j] += e->col_shift[n0 + j];
+        if (e->act.act && !st_vec_act(&e->act, r, r, cols)) st_epilogue_f32(&e->act, r, cols);
+    }
+}
+
+/* The epilogue of columns [n0, ..) of a product with epilogue e. */
+static st_gemm_epi epi_from(const st_gemm_epi *e, int64_t n0)
+{
+    st_gemm_epi r = *e;
+    if (r.col_shift) r.col_shift += n0;
+    return r;
+}
+
 typedef struct mm_job {
     const st_kctx *k;
     const st_operand *a, *b, *y;
@@ -220,6 +243,7 @@ typedef struct mm_job {
     bool a_vec, b_vec;               /* 1-D operands */
     float alpha;
     const float *bpre;               /* B packed at plan time (linalg_prep), or NULL */
+    const st_gemm_epi *epi;          /* fused bias and activation, or NULL */
     st_status err;
 } mm_job;
 
@@ -286,11 +310,14 @@ static void mm_task(void *arg, int64_t t)
         }
     }
     if (s == ST_OK && pre) {
-        if (!st_sgemm_fast_prepacked(ma.p, ma.rs, ma.cs, j->bpre, j->n, n0, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk))
+        st_gemm_epi ep = j->epi ? epi_from(j->epi, n0) : (st_gemm_epi){0};
+        if (!st_sgemm_fast_prepacked_epi(ma.p, ma.rs, ma.cs, j->bpre, j->n, n0, j->alpha, 0.0f, cdst, ldc, rows, ncols,
+                                         j->kk, j->epi ? &ep : NULL))
             s = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld MatMul", (long long)rows,
                          (long long)ncols, (long long)j->kk);
     } else if (s == ST_OK) {
         s = gemm_any(a->dtype, b->dtype, &ma, false, &mb, false, j->alpha, 0.0f, cdst, ldc, rows, ncols, j->kk);
+        if (s == ST_OK && j->epi) epi_tile(j->epi, n0, cdst, ldc, rows, ncols);
     }
     if (s == ST_OK) {
         if (!direct) {
@@ -435,6 +462,19 @@ st_status st_cpu_matmul(const st_kctx *k)
     j.batches = st_numel(j.nb, y->sizes);
     const linalg_prep *pp = k->priv;
     if (flt && pp && pp->k == j.kk && pp->n == j.n && !j.b_vec) j.bpre = pp->b;
+    const st_matmul_state *ms = k->state;
+    st_gemm_epi epi = {0};
+    if (ms && (ms->bias || ms->act.act)) {
+        /* passes/fuse_matmul.c fuses f32 products with a 2-D B only */
+        if (!flt || y->dtype != ST_F32 || j.b_vec || (ms->bias && ms->n_bias != j.n)) {
+            free(owned);
+            return st_error(ST_ERR_INTERNAL, "node '%s': a fused bias of %lld for a %s MatMul of %lld columns",
+                            k->node->name, (long long)ms->n_bias, st_dtype_name(y->dtype), (long long)j.n);
+        }
+        epi.col_shift = ms->bias;
+        epi.act = ms->act;
+        j.epi = &epi;
+    }
     if (j.batches == 0 || j.m == 0 || j.n == 0) {
         free(owned);
         return ST_OK;
@@ -472,6 +512,8 @@ typedef struct gemm_job {
     bool direct;
     float *tmp;
     const float *bpre;               /* op(B) packed at plan time, or NULL */
+    float beta;                      /* the GEMM's: 1 when y starts as beta * C, else 0 */
+    const st_gemm_epi *epi;          /* C as a per-column bias, the fused activation; or NULL */
     st_status err;
 } gemm_job;
 
@@ -502,12 +544,15 @@ static void gemm_task(void *arg, int64_t t)
         /* the plan-time panels of a constant B, where gemm_any would run
          * the f32 GEMM (not a matrix-vector product) */
         int64_t ars = j->s->trans_a ? ma.cs : ma.rs, acs = j->s->trans_a ? ma.rs : ma.cs;
-        if (!st_sgemm_fast_prepacked(ma.p, ars, acs, j->bpre, j->n, n0, j->s->alpha, 1.0f, c, ldc, rows, ncols, j->kk))
+        st_gemm_epi ep = j->epi ? epi_from(j->epi, n0) : (st_gemm_epi){0};
+        if (!st_sgemm_fast_prepacked_epi(ma.p, ars, acs, j->bpre, j->n, n0, j->s->alpha, j->beta, c, ldc, rows, ncols,
+                                         j->kk, j->epi ? &ep : NULL))
             r = st_error(ST_ERR_NOMEM, "out of memory packing A of a %lld x %lld x %lld Gemm", (long long)rows,
                          (long long)ncols, (long long)j->kk);
     } else {
-        r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, 1.0f, c, ldc, rows,
-                     ncols, j->kk);
+        r = gemm_any(j->a->dtype, j->b->dtype, &ma, j->s->trans_a, &mb, j->s->trans_b, j->s->alpha, j->beta, c, ldc,
+                     rows, ncols, j->kk);
+        if (r == ST_OK && j->epi) epi_tile(j->epi, n0, c, ldc, rows, ncols);
     }
     if (r != ST_OK) j->err = r; /* any one failure is reported */
 }
@@ -562,8 +607,33 @@ st_status st_cpu_gemm(const st_kctx *k)
         j.tmp = malloc((size_t)(m * n > 0 ? m * n : 1) * sizeof *j.tmp);
         if (!j.tmp) r = st_error(ST_ERR_NOMEM, "out of memory in Gemm");
     }
-    if (r == ST_OK) {
-        /* start from beta * C (broadcast), or zero, then accumulate A*B */
+    /* A C that varies along columns only (a linear layer's bias) is added
+     * in the GEMM's epilogue, to each finished sum, instead of being
+     * copied into y first for the sum to start from: one pass less over
+     * y. */
+    float *colb = NULL;
+    st_gemm_epi epi = {0};
+    bool per_col = cin && s->beta != 0.0f && (cin->rank == 1 || (cin->rank == 2 && cin->sizes[0] == 1)) &&
+                   (cin->sizes[cin->rank - 1] == n || cin->sizes[cin->rank - 1] == 1);
+    if (r == ST_OK && per_col) {
+        colb = malloc((size_t)n * sizeof *colb);
+        if (!colb) r = st_error(ST_ERR_NOMEM, "out of memory in Gemm");
+        int64_t cs = cin->sizes[cin->rank - 1] == 1 ? 0 : cin->strides[cin->rank - 1];
+        size_t ec = st_dtype_size(cin->dtype);
+        for (int64_t c = 0; colb && c < n; c++)
+            colb[c] = s->beta * st_load_f32(cin->dtype, (const char *)cin->data + c * cs * (int64_t)ec);
+        epi.col_shift = colb;
+    }
+    if (s->act.act) {
+        if (y->dtype != ST_F32 && r == ST_OK)
+            r = st_error(ST_ERR_INTERNAL, "node '%s': a fused activation on a %s Gemm", k->node->name,
+                         st_dtype_name(y->dtype));
+        epi.act = s->act;
+    }
+    if (colb || epi.act.act) j.epi = &epi;
+    j.beta = cin && s->beta != 0.0f && !per_col ? 1.0f : 0.0f;
+    if (r == ST_OK && j.beta != 0.0f) {
+        /* start from beta * C (broadcast), then accumulate A*B */
         st_operand acc = *y;
         if (!j.direct) {
             st_view v;
@@ -587,10 +657,10 @@ st_status st_cpu_gemm(const st_kctx *k)
                         *p *= s->beta;
                     }
             }
-        } else {
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t c = 0; c < n; c++) ((float *)acc.data)[i * acc.strides[0] + c * acc.strides[1]] = 0.0f;
         }
+    }
+    if (r == ST_OK) {
+        /* with beta 0 the GEMM writes y without reading it */
         j.mrows = ST_GEMM_ROWS;
         j.ncols = n;
         if (m > 1) gemm_tiles(m, n, &j.mrows, &j.ncols);
@@ -607,6 +677,7 @@ st_status st_cpu_gemm(const st_kctx *k)
     free(pa);
     free(pb);
     free(j.tmp);
+    free(colb);
     return r;
 }
 

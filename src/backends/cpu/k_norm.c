@@ -14,6 +14,11 @@
  * scattered back.  f32/f16/bf16 compute in f32, f64 in double; the row
  * math itself is in k_norm_math.h.
  *
+ * AddLayerNormalization (ai.strata) is a LayerNorm of x + r: each row's
+ * sum is made in the task's scratch (and stored when the sum is an
+ * output too), rounded to f32 as a separate Add rounds it, and normalised
+ * from there, so the tensor of sums is never written and read back.
+ *
  * Parameters are prepared once per call in the compute type: LayerNorm's
  * Scale and B broadcast to a packed row, BatchNorm's four inputs folded
  * into y = x * a[c] + b[c], InstanceNorm's scale and B per channel.
@@ -38,7 +43,9 @@ typedef struct norm_job {
     const st_norm_state *s;
     const char *name;                       /* the node's, for messages */
     const st_operand *x, *y, *mean, *inv;   /* mean, inv: LayerNorm's optional outputs, or NULL */
-    st_rows r;                              /* operands 0 x, 1 y, 2 mean, 3 inv over x's shape */
+    const st_operand *res, *sum;            /* AddLayerNormalization: r, and the optional sum output */
+    st_rows r;                              /* operands 0 x, 1 y, 2 mean, 3 inv over x's shape
+                                               (AddLayerNormalization: 2 res, 3 sum) */
     bool dbl;                               /* compute in double */
     void *scale, *bias;                     /* compute-type parameters (see the header) */
     int64_t groups;                         /* parameter sets; a row's set is its number % groups */
@@ -102,6 +109,12 @@ static void store_f64(st_dtype t, void *p, double v) { st_store_f64(t, p, v); }
 #undef FABS
 #undef STORE
 
+/* s = x + r over a row: one f32 add per element, as an Add node. */
+ST_CLONES static void add_row(const float *x, const float *r, float *s, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) s[i] = x[i] + r[i];
+}
+
 static void norm_task(void *arg, int64_t t)
 {
     norm_job *j = arg;
@@ -109,8 +122,9 @@ static void norm_task(void *arg, int64_t t)
     int64_t o0 = t * j->per_task, o1 = o0 + j->per_task < r->n_outer ? o0 + j->per_task : r->n_outer;
     int64_t n = r->row_len;
     size_t es = j->dbl ? sizeof(double) : sizeof(float);
-    /* an input row and an output row, for rows that are not packed f32 */
-    char *buf = st_scratch_take(2 * (size_t)n * es + 16); /* the worker's, kept (scratch.h) */
+    /* an input row and an output row, for rows that are not packed f32
+     * (and for a residual's row and the sum) */
+    char *buf = st_scratch_take((j->res ? 4 : 2) * (size_t)n * es + 16); /* the worker's, kept (scratch.h) */
     if (!buf) {
         j->err = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", j->name);
         return;
@@ -124,6 +138,20 @@ static void norm_task(void *arg, int64_t t)
             if (!xin) {
                 st_rows_load_f32(r, 0, j->x, offs[0], bx);
                 xin = bx;
+            }
+            if (j->res) {
+                /* x + r into the sum's row (the output's own where it is
+                 * packed, else scratch), then normalised from there */
+                float *br = by + n, *bs = br + n;
+                float *rin = st_rows_direct_f32(r, 2, j->res, offs[2]);
+                if (!rin) {
+                    st_rows_load_f32(r, 2, j->res, offs[2], br);
+                    rin = br;
+                }
+                float *sd = j->sum ? st_rows_direct_f32(r, 3, j->sum, offs[3]) : NULL, *t = sd ? sd : bs;
+                add_row(xin, rin, t, n);
+                if (j->sum && !sd) st_rows_store_f32(r, 3, j->sum, offs[3], t);
+                xin = t;
             }
             bool scatter = !yout || yout == xin;
             if (scatter) yout = by;
@@ -333,7 +361,16 @@ st_status st_cpu_norm(const st_kctx *k)
     j.x = &k->in[0];
     j.y = &k->out[0];
     const st_operand *x = j.x;
-    if (s->kind == ST_N_LAYER_NORM) {
+    int pi = 1; /* LayerNorm's Scale (then B) */
+    if (s->residual) {
+        /* AddLayerNormalization: f32 only (its shape rule says so) */
+        if (x->dtype != ST_F32 || k->in[1].dtype != ST_F32 || j.y->dtype != ST_F32)
+            return st_error(ST_ERR_DTYPE, "node '%s': AddLayerNormalization takes float32, got %s", k->node->name,
+                            st_dtype_name(x->dtype));
+        j.res = &k->in[1];
+        if (k->n_out > 1 && k->out[1].data) j.sum = &k->out[1];
+        pi = 2;
+    } else if (s->kind == ST_N_LAYER_NORM) {
         if (k->n_out > 1 && k->out[1].data) j.mean = &k->out[1];
         if (k->n_out > 2 && k->out[2].data) j.inv = &k->out[2];
     }
@@ -349,6 +386,10 @@ st_status st_cpu_norm(const st_kctx *k)
         j.groups = s->size;
         j.cg = x->sizes[1] / s->size;
         group_rows(&j);
+    } else if (j.res) {
+        int64_t zero[ST_MAX_RANK] = {0};
+        st_rows_init(&j.r, x->rank, x->sizes, mask, 4,
+                     (const int64_t *[]){x->strides, j.y->strides, j.res->strides, j.sum ? j.sum->strides : zero});
     } else {
         st_rows_init(&j.r, x->rank, x->sizes, mask, 4, (const int64_t *[]){x->strides, j.y->strides, ms, is});
     }
@@ -357,10 +398,10 @@ st_status st_cpu_norm(const st_kctx *k)
     st_status st = ST_OK;
     switch (s->kind) {
     case ST_N_LAYER_NORM:
-        j.scale = pack_row(&j, &k->in[1]);
+        j.scale = pack_row(&j, &k->in[pi]);
         if (!j.scale) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
-        if (st == ST_OK && k->n_in > 2 && k->in[2].data) {
-            j.bias = pack_row(&j, &k->in[2]);
+        if (st == ST_OK && k->n_in > pi + 1 && k->in[pi + 1].data) {
+            j.bias = pack_row(&j, &k->in[pi + 1]);
             if (!j.bias) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
         }
         break;
@@ -400,5 +441,6 @@ const st_kernel st_cpu_k_norm[] = {
     {"MeanVarianceNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
     {"LRN", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
     {"GroupNormalization", "", ST_DT_ALL, st_cpu_norm, NULL, NULL, NULL},
+    {"AddLayerNormalization", "ai.strata", ST_DT(ST_F32), st_cpu_norm, NULL, NULL, NULL},
     {NULL}
 };

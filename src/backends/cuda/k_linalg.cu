@@ -583,8 +583,16 @@ extern "C" st_status st_cuda_gemm(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
+/* The bias and activation epilogue is the CPU's (ST_CAP_MATMUL_EPI). */
+static bool linalg_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_matmul_state *s = (const st_matmul_state *)n->state;
+    if (s && (s->bias || s->act.act)) return st_kernel_refuse(why, len, "a fused bias or activation");
+    return st_cuda_accepts_no_f64(n, why, len);
+}
+
 extern "C" const st_kernel st_cuda_k_linalg[] = {
-    {"MatMul", "", ST_CUDA_DT, st_cuda_matmul, st_cuda_accepts_no_f64, NULL, NULL},
-    {"Gemm", "", ST_CUDA_DT, st_cuda_gemm, st_cuda_accepts_no_f64, NULL, NULL},
+    {"MatMul", "", ST_CUDA_DT, st_cuda_matmul, linalg_accepts, NULL, NULL},
+    {"Gemm", "", ST_CUDA_DT, st_cuda_gemm, linalg_accepts, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL}
 };

@@ -129,9 +129,22 @@ st_status st_cl_gemm(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
+/* The bias and activation epilogue is the CPU's (ST_CAP_MATMUL_EPI). */
+static bool no_epilogue(const st_knode *n, char *why, size_t len)
+{
+    const st_matmul_state *s = (const st_matmul_state *)n->state;
+    if (s && (s->bias || s->act.act)) return st_kernel_refuse(why, len, "a fused bias or activation");
+    return true;
+}
+
+static bool gemm_accepts(const st_knode *n, char *why, size_t len)
+{
+    return no_epilogue(n, why, len) && st_cl_accepts_f32_family(n, why, len);
+}
+
 static bool matmul_accepts(const st_knode *n, char *why, size_t len)
 {
-    if (!st_cl_accepts_f32_family(n, why, len)) return false;
+    if (!no_epilogue(n, why, len) || !st_cl_accepts_f32_family(n, why, len)) return false;
     const st_view *a = &n->views[0], *b = &n->views[1], *y = &n->views[n->n_in];
     int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
     if (nb > 6) return st_kernel_refuse(why, len, "MatMul with %d batch dims (6 at most on OpenCL)", nb);
@@ -140,6 +153,6 @@ static bool matmul_accepts(const st_knode *n, char *why, size_t len)
 
 const st_kernel st_cl_k_linalg[] = {
     {"MatMul", "", ST_DT_FLOATS, st_cl_matmul, matmul_accepts, NULL, NULL},
-    {"Gemm", "", ST_DT_FLOATS, st_cl_gemm, st_cl_accepts_f32_family, NULL, NULL},
+    {"Gemm", "", ST_DT_FLOATS, st_cl_gemm, gemm_accepts, NULL, NULL},
     {NULL}
 };

@@ -10,7 +10,10 @@ Each case is a one-node model run with `--backend BACKEND --no-fallback
 refusal here).  Inputs are random, with odd shapes (no multiple of 4 or
 8), zero points per tensor and per row / column / output channel, u8 and
 i8, batched and broadcast matmuls, grouped, dilated, strided and
-asymmetrically padded convs in 1, 2 and 3 spatial dims, a QLinearMatMul
+asymmetrically padded convs in 1, 2 and 3 spatial dims (small ones for
+the direct kernels and, named *_fast_*, ones with 16+ output channels per
+group and K 16+ for CUDA's implicit GEMM, each with partial tiles), a
+QLinearMatMul
 whose multiplier is exactly 0.5 (ties: half to even decides) with
 saturation at 255, and for
 DynamicQuantizeLinear a strided (transposed) input, an all-positive one
@@ -221,9 +224,17 @@ def cases(rng):
     conv_cases = (("convint_2d_group", u8(2, 6, 9, 11), u8(8, 3, 3, 3), 2, [1, 0, 2, 1], [2, 1], [1, 2], True, "chan"),
                   ("convint_1d_depthwise", i8(1, 4, 13), i8(4, 1, 5), 4, [2, 1], [1], [1], False, None),
                   ("convint_19_channels", u8(2, 5, 7, 9), u8(19, 5, 3, 2), 1, [1, 0, 1, 1], [1, 1], [1, 1], True, "chan"),
-                  ("convint_3d", u8(1, 2, 4, 5, 6), i8(3, 2, 2, 2, 3), 1, [0, 1, 1, 1, 0, 0], [1, 2, 1], [1, 1, 2], True, "scalar"))
+                  ("convint_3d", u8(1, 2, 4, 5, 6), i8(3, 2, 2, 2, 3), 1, [0, 1, 1, 1, 0, 0], [1, 2, 1], [1, 1, 2], True, "scalar"),
+                  # the CUDA implicit GEMM's shapes (16+ output channels per
+                  # group, K 16+): tiles of 64 channels x 128 positions x 64
+                  # of K, each case with a partial tile in every dimension
+                  ("convint_fast_group", u8(2, 24, 13, 17), u8(70, 12, 3, 3), 2, [1, 2, 0, 1], [2, 1], [1, 2], True, "chan"),
+                  ("convint_fast_1x1_i8", i8(1, 37, 20, 19), i8(130, 37, 1, 1), 1, [0, 0, 0, 0], [1, 1], [1, 1], True, "chan"),
+                  ("convint_fast_3d", u8(1, 5, 6, 7, 8), i8(17, 5, 2, 3, 3), 1, [1, 0, 1, 0, 1, 2], [1, 2, 1], [2, 1, 1], True, "scalar"),
+                  ("convint_fast_1d_long_k", u8(3, 40, 50), u8(33, 40, 7), 1, [3, 2], [1], [2], True, "chan"),
+                  ("convint_fast_i8_nozp", i8(2, 16, 11, 10), i8(32, 8, 3, 2), 2, [1, 1, 1, 1], [1, 2], [1, 1], False, None))
     for name, x, w, group, pads, strides, dils, has_xz, wz_kind in conv_cases:
-        xz = np.array(rng.integers(0, 256), np.uint8) if has_xz and x.dtype == np.uint8 else None
+        xz = np.array((u8 if x.dtype == np.uint8 else i8)(1)[0], x.dtype) if has_xz else None
         wz = None
         if wz_kind == "chan":
             wz = (u8 if w.dtype == np.uint8 else i8)(w.shape[0])
@@ -244,7 +255,9 @@ def cases(rng):
     # QLinearConv: u8 x, i8 w per channel, bias, u8 y; i8 throughout, per tensor, no bias
     for name, x, w, group, pads, strides, dils, per, bias in (
             ("qlconv_u8_chan_bias", u8(2, 5, 10, 7), i8(6, 5, 3, 3), 1, [1, 1, 0, 2], [1, 2], [1, 1], True, True),
-            ("qlconv_i8_group", i8(1, 6, 8, 9), i8(9, 2, 2, 3), 3, [0, 1, 1, 0], [2, 1], [2, 1], False, False)):
+            ("qlconv_i8_group", i8(1, 6, 8, 9), i8(9, 2, 2, 3), 3, [0, 1, 1, 0], [2, 1], [2, 1], False, False),
+            ("qlconv_fast_u8_chan_bias", u8(1, 20, 15, 14), i8(48, 20, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, True),
+            ("qlconv_fast_i8_group", i8(2, 32, 9, 9), i8(64, 16, 3, 3), 2, [2, 0, 1, 1], [2, 2], [1, 2], False, False)):
         m = w.shape[0]
         xdt, ydt = x.dtype.type, x.dtype.type
         gx = u8 if x.dtype == np.uint8 else i8

@@ -23,7 +23,7 @@
  * against.  Padding contributes nothing (the spec pads with x's zero
  * point): padded taps are skipped.
  */
-#include "backends/cuda/common.cuh"
+#include "backends/cuda/qint.cuh"
 #include "ops/misc.h"
 
 #define THREADS 256
@@ -73,21 +73,6 @@ static bool accepts_qconv(const st_knode *n, char *why, size_t len)
     const st_qconv_state *s = (const st_qconv_state *)n->state;
     if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
     return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
-}
-
-/* one 8-bit element, signed or not */
-__device__ __forceinline__ int ld8(const void *p, int64_t i, bool is_signed)
-{
-    return is_signed ? (int)((const int8_t *)p)[i] : (int)((const uint8_t *)p)[i];
-}
-
-/* round half to even, NaN to 0, saturate to [lo, hi] less zp, add zp */
-__device__ __forceinline__ int requant(float f, int zp, int lo, int hi)
-{
-    float r = isnan(f) ? 0.0f : rintf(f);
-    float flo = (float)(lo - zp), fhi = (float)(hi - zp);
-    r = r < flo ? flo : r > fhi ? fhi : r;
-    return (int)r + zp;
 }
 
 /* ---- DynamicQuantizeLinear ---- */
@@ -306,17 +291,6 @@ static st_status st_cuda_qmatmul(const st_kctx *k)
 
 /* ---- ConvInteger, QLinearConv ---- */
 
-/* Spatial dims are three, the missing leading ones of size 1 (stride 0). */
-struct qconv_args {
-    int64_t total, nimg, groups, cg, mg;
-    int64_t is[3], os[3], k[3], s[3], d[3], pb[3];
-    int64_t xs[5], ws[5], ys[5];
-    const void *x, *w, *xz, *wz, *bias, *xsc, *wsc, *ysc, *yz;   /* NULL: absent */
-    void *y;
-    st_dtype x_dt, w_dt, y_dt, xz_dt, wz_dt, b_dt, xsc_dt, wsc_dt, ysc_dt, yz_dt;
-    int64_t wz_step, b_step, wsc_step;
-};
-
 __global__ void qconv_kernel(qconv_args p)
 {
     for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < p.total; idx += (int64_t)gridDim.x * blockDim.x) {
@@ -350,17 +324,7 @@ __global__ void qconv_kernel(qconv_args p)
                 }
             }
         }
-        int64_t off = n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
-        if (p.y_dt == ST_I32) {
-            ((int32_t *)p.y)[off] = (int32_t)acc;
-            continue;
-        }
-        if (p.bias) acc += (uint32_t)st_ldi(p.b_dt, p.bias, m * p.b_step);
-        float s = __fmul_rn(st_ldf(p.xsc_dt, p.xsc, 0), st_ldf(p.wsc_dt, p.wsc, m * p.wsc_step));
-        s = __fdiv_rn(s, st_ldf(p.ysc_dt, p.ysc, 0));
-        int zy = p.yz ? (int)st_ldi(p.yz_dt, p.yz, 0) : 0;
-        bool s8 = p.y_dt == ST_I8;
-        ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+        qconv_store(p, acc, m, n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4]);
     }
 }
 
@@ -435,7 +399,10 @@ static st_status st_cuda_qconv(const st_kctx *k)
     chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
     chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz, &p.yz_dt, NULL);
-    qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
+    if (st_qconv_igemm_takes(p))
+        st_qconv_igemm(p, st_stream(k));
+    else
+        qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }
 

@@ -11,11 +11,11 @@ refusal here).  Inputs are random, with odd shapes (no multiple of 4 or
 8), zero points per tensor and per row / column / output channel, u8 and
 i8, batched and broadcast matmuls, grouped, dilated, strided and
 asymmetrically padded convs in 1, 2 and 3 spatial dims (small ones for
-the direct kernels and, named *_fast_*, ones with 16+ output channels per
-group and K 16+ for CUDA's implicit GEMM, each with partial tiles), a
-QLinearMatMul
-whose multiplier is exactly 0.5 (ties: half to even decides) with
-saturation at 255, and for
+the direct kernels; named *_fast_*, ones with 16+ output channels per
+group and K 16+ for CUDA's implicit GEMM, each with partial tiles; named
+*_split_k_*, ones with few output tiles and a long K, which it splits
+over K), a QLinearMatMul whose multiplier is exactly 0.5 (ties: half to
+even decides) with saturation at 255, and for
 DynamicQuantizeLinear a strided (transposed) input, an all-positive one
 (the range's min is 0) and one with a NaN (ignored by the range,
 quantized to the zero point).
@@ -232,7 +232,10 @@ def cases(rng):
                   ("convint_fast_1x1_i8", i8(1, 37, 20, 19), i8(130, 37, 1, 1), 1, [0, 0, 0, 0], [1, 1], [1, 1], True, "chan"),
                   ("convint_fast_3d", u8(1, 5, 6, 7, 8), i8(17, 5, 2, 3, 3), 1, [1, 0, 1, 0, 1, 2], [1, 2, 1], [2, 1, 1], True, "scalar"),
                   ("convint_fast_1d_long_k", u8(3, 40, 50), u8(33, 40, 7), 1, [3, 2], [1], [2], True, "chan"),
-                  ("convint_fast_i8_nozp", i8(2, 16, 11, 10), i8(32, 8, 3, 2), 2, [1, 1, 1, 1], [1, 2], [1, 1], False, None))
+                  ("convint_fast_i8_nozp", i8(2, 16, 11, 10), i8(32, 8, 3, 2), 2, [1, 1, 1, 1], [1, 2], [1, 1], False, None),
+                  # few output tiles and a long K: split over K on CUDA
+                  ("convint_split_k_head", u8(1, 300, 6, 5), u8(1, 300, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, "scalar"),
+                  ("convint_split_k_i8_group", i8(1, 320, 4, 4), i8(40, 160, 3, 3), 2, [1, 0, 1, 2], [1, 1], [1, 1], True, "chan"))
     for name, x, w, group, pads, strides, dils, has_xz, wz_kind in conv_cases:
         xz = np.array((u8 if x.dtype == np.uint8 else i8)(1)[0], x.dtype) if has_xz else None
         wz = None
@@ -257,7 +260,8 @@ def cases(rng):
             ("qlconv_u8_chan_bias", u8(2, 5, 10, 7), i8(6, 5, 3, 3), 1, [1, 1, 0, 2], [1, 2], [1, 1], True, True),
             ("qlconv_i8_group", i8(1, 6, 8, 9), i8(9, 2, 2, 3), 3, [0, 1, 1, 0], [2, 1], [2, 1], False, False),
             ("qlconv_fast_u8_chan_bias", u8(1, 20, 15, 14), i8(48, 20, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, True),
-            ("qlconv_fast_i8_group", i8(2, 32, 9, 9), i8(64, 16, 3, 3), 2, [2, 0, 1, 1], [2, 2], [1, 2], False, False)):
+            ("qlconv_fast_i8_group", i8(2, 32, 9, 9), i8(64, 16, 3, 3), 2, [2, 0, 1, 1], [2, 2], [1, 2], False, False),
+            ("qlconv_split_k_u8", u8(1, 256, 5, 4), i8(40, 256, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, True)):
         m = w.shape[0]
         xdt, ydt = x.dtype.type, x.dtype.type
         gx = u8 if x.dtype == np.uint8 else i8

@@ -400,7 +400,7 @@ static st_status st_cuda_qconv(const st_kctx *k)
     chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz, &p.yz_dt, NULL);
     if (st_qconv_igemm_takes(p))
-        st_qconv_igemm(p, st_stream(k));
+        st_qconv_igemm(p, (const st_cuda_ctx *)k->dev);
     else
         qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;

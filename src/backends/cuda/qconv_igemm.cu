@@ -39,6 +39,7 @@
 #define IG_BK 64
 #define IG_LD 80
 #define IG_THREADS 256
+#define IG_MAX_SPLIT 16
 
 /* A position in K: input channel c of the group, window tap (k0, k1, k2). */
 struct ig_kpos {
@@ -84,7 +85,11 @@ __device__ __forceinline__ void ig_mma(uint32_t *c, const uint32_t *a, const uin
 #endif
 }
 
-__global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, int K, long long N)
+/* Block (x, y, z): positions x * 128.., channels y * 64.. of group
+ * z / nsplit, K tiles (z % nsplit) * kts.. (all of K when nsplit is 1).
+ * part NULL: the block stores its outputs; else it adds its share of the
+ * sums into part[channel * N + position] for qconv_split_finish. */
+__global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, int K, long long N, int nsplit, int kts, uint32_t *part)
 {
     __shared__ __align__(16) uint8_t as[IG_BM * IG_LD];
     __shared__ __align__(16) uint8_t bs[IG_BN * IG_LD];
@@ -92,7 +97,7 @@ __global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, i
     __shared__ uint32_t sw_row[IG_BM];
     __shared__ long long ybase[IG_BN];
 
-    const int tid = threadIdx.x, grp = blockIdx.z;
+    const int tid = threadIdx.x, grp = blockIdx.z / nsplit, split = blockIdx.z % nsplit;
     const int mg = (int)p.mg, cg = (int)p.cg;
     const int m0 = blockIdx.y * IG_BM;
     const long long n0 = (long long)blockIdx.x * IG_BN;
@@ -172,14 +177,16 @@ __global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, i
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0;
 
-    const int kt_n = (K + IG_BK - 1) / IG_BK;
-    load(0);
-    for (int kt = 0; kt < kt_n; kt++) {
+    const int kt_lo = split * kts, kt_hi = min((K + IG_BK - 1) / IG_BK, kt_lo + kts);
+    /* this block's count of K, for the K * zx * zw term */
+    const int kcount = max(0, min(K, kt_hi * IG_BK) - kt_lo * IG_BK);
+    if (kt_lo < kt_hi) load(kt_lo);
+    for (int kt = kt_lo; kt < kt_hi; kt++) {
         *(uint4 *)&bs[bn_l * IG_LD + bh * 32] = make_uint4(breg[0], breg[1], breg[2], breg[3]);
         *(uint4 *)&bs[bn_l * IG_LD + bh * 32 + 16] = make_uint4(breg[4], breg[5], breg[6], breg[7]);
         *(uint4 *)&as[am * IG_LD + aq * 16] = make_uint4(areg[0], areg[1], areg[2], areg[3]);
         __syncthreads();
-        if (kt + 1 < kt_n) load(kt + 1);
+        if (kt + 1 < kt_hi) load(kt + 1);
 #pragma unroll
         for (int ks = 0; ks < IG_BK / 32; ks++) {
             uint32_t af[2][4], bf[4][2];
@@ -222,7 +229,7 @@ __global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, i
             if (m0 + ml >= mg) continue;
             const long long m = (long long)grp * mg + m0 + ml;
             const uint32_t zwu = (uint32_t)(p.wz ? (int)st_ldi(p.wz_dt, p.wz, m * p.wz_step) : 0) + flipzw;
-            const uint32_t corr = (uint32_t)K * zxu * zwu - zxu * sw_row[ml];
+            const uint32_t corr = (uint32_t)kcount * zxu * zwu - zxu * sw_row[ml];
 #pragma unroll
             for (int ni = 0; ni < 4; ni++) {
 #pragma unroll
@@ -230,10 +237,28 @@ __global__ void __launch_bounds__(IG_THREADS) qconv_igemm_kernel(qconv_args p, i
                     const int nl = wn * 32 + ni * 8 + tq * 2 + e;
                     if (n0 + nl >= N) continue;
                     uint32_t s = acc[mi][ni][h * 2 + e] - zwu * (sx_part[0][nl] + sx_part[1][nl]) + corr;
-                    qconv_store(p, s, m, ybase[nl] + m * p.ys[1]);
+                    if (part)
+                        atomicAdd(&part[m * N + n0 + nl], s);
+                    else
+                        qconv_store(p, s, m, ybase[nl] + m * p.ys[1]);
                 }
             }
         }
+    }
+}
+
+/* Split K's outputs: the sums are complete in part, channel-major. */
+__global__ void qconv_split_finish(qconv_args p, long long N, const uint32_t *part)
+{
+    long long total = p.groups * p.mg * N;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+        long long m = i / N, r = i % N;
+        long long o2 = r % p.os[2];
+        r /= p.os[2];
+        long long o1 = r % p.os[1];
+        r /= p.os[1];
+        long long o0 = r % p.os[0], img = r / p.os[0];
+        qconv_store(p, part[i], m, img * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4]);
     }
 }
 
@@ -250,25 +275,52 @@ static int igemm_arch(void)
 }
 
 /* Takes a conv whose GEMM has at least 16 output channels per group and
- * K of at least 16 (below that, as in a depthwise conv, the 64 x 128
- * tiles are mostly empty and the direct kernel is the better one), with
- * coordinates that fit in int and a grid within CUDA's limits. */
+ * K of at least 16, or any number of channels and K of at least 256 (a
+ * 1-channel head over 512 channels: its direct kernel had 256 threads
+ * each summing 4608 products); below that, as in a depthwise conv, the
+ * 64 x 128 tiles are mostly empty and the direct kernel is the better
+ * one.  Coordinates must fit in int and the grid in CUDA's limits. */
 bool st_qconv_igemm_takes(const qconv_args &p)
 {
     int64_t k = p.cg * p.k[0] * p.k[1] * p.k[2];
     int64_t n = p.nimg * p.os[0] * p.os[1] * p.os[2];
-    if (p.mg < 16 || k < 16 || k > INT32_MAX / 2) return false;
-    if ((p.mg + IG_BM - 1) / IG_BM > 65535 || p.groups > 65535 || (n + IG_BN - 1) / IG_BN > INT32_MAX) return false;
+    if (!((p.mg >= 16 && k >= 16) || k >= 256) || k > INT32_MAX / 2) return false;
+    if ((p.mg + IG_BM - 1) / IG_BM > 65535 || p.groups * IG_MAX_SPLIT > 65535 || (n + IG_BN - 1) / IG_BN > INT32_MAX) return false;
     for (int i = 0; i < 3; i++)
         if (p.is[i] > INT32_MAX / 4 || p.os[i] * p.s[i] > INT32_MAX / 4 || p.k[i] * p.d[i] > INT32_MAX / 4 || p.pb[i] > INT32_MAX / 4)
             return false;
     return igemm_arch() >= 80;
 }
 
-void st_qconv_igemm(const qconv_args &p, cudaStream_t stream)
+/* Split K: where the output tiles are fewer than two waves of blocks
+ * (the deep, 32 x 32 layers: 512 channels x 1024 positions are 64
+ * blocks for 132 SMs, each looping over K = 4608), the K tiles are
+ * shared out over up to IG_MAX_SPLIT blocks, at least 4 tiles each,
+ * whose sums add up (atomically: integer addition wraps the same in any
+ * order, so the result stays exact) in the stream's workspace, then
+ * qconv_split_finish stores them through the same epilogue. */
+void st_qconv_igemm(const qconv_args &p, const st_cuda_ctx *ctx)
 {
-    int k = (int)(p.cg * p.k[0] * p.k[1] * p.k[2]);
+    cudaStream_t stream = (cudaStream_t)ctx->stream;
+    int k = (int)(p.cg * p.k[0] * p.k[1] * p.k[2]), kt_n = (k + IG_BK - 1) / IG_BK;
     long long n = p.nimg * p.os[0] * p.os[1] * p.os[2];
-    dim3 grid((unsigned)((n + IG_BN - 1) / IG_BN), (unsigned)((p.mg + IG_BM - 1) / IG_BM), (unsigned)p.groups);
-    qconv_igemm_kernel<<<grid, IG_THREADS, 0, stream>>>(p, k, n);
+    long long tiles = ((n + IG_BN - 1) / IG_BN) * ((p.mg + IG_BM - 1) / IG_BM) * p.groups;
+    long long want = 2LL * (ctx->sm_count > 0 ? ctx->sm_count : 1);
+    int nsplit = 1;
+    size_t bytes = (size_t)(p.groups * p.mg * n) * sizeof(uint32_t);
+    if (tiles < want && kt_n >= 8 && bytes <= ctx->workspace_bytes) {
+        nsplit = (int)((want + tiles - 1) / tiles);
+        if (nsplit > kt_n / 4) nsplit = kt_n / 4;
+        if (nsplit > IG_MAX_SPLIT) nsplit = IG_MAX_SPLIT;
+    }
+    int kts = (kt_n + nsplit - 1) / nsplit;
+    nsplit = (kt_n + kts - 1) / kts;
+    uint32_t *part = NULL;
+    if (nsplit > 1) {
+        part = (uint32_t *)ctx->workspace;
+        cudaMemsetAsync(part, 0, bytes, stream);
+    }
+    dim3 grid((unsigned)((n + IG_BN - 1) / IG_BN), (unsigned)((p.mg + IG_BM - 1) / IG_BM), (unsigned)(p.groups * nsplit));
+    qconv_igemm_kernel<<<grid, IG_THREADS, 0, stream>>>(p, k, n, nsplit, kts, part);
+    if (part) qconv_split_finish<<<st_blocks(p.groups * p.mg * n, 256), 256, 0, stream>>>(p, n, part);
 }

@@ -62,6 +62,6 @@ __device__ __forceinline__ void qconv_store(const qconv_args &p, uint32_t acc, i
 /* qconv_igemm.cu: whether the implicit-GEMM kernel takes this conv, and
  * its launch (only after it said yes). */
 bool st_qconv_igemm_takes(const qconv_args &p);
-void st_qconv_igemm(const qconv_args &p, cudaStream_t stream);
+void st_qconv_igemm(const qconv_args &p, const st_cuda_ctx *ctx);
 
 #endif

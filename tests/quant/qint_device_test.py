@@ -9,7 +9,8 @@ Each case is a one-node model run with `--backend BACKEND --no-fallback
 --sanitize`, so the device's own kernel runs (a fallback would be a
 refusal here).  Inputs are random, with odd shapes (no multiple of 4 or
 8), zero points per tensor and per row / column / output channel, u8 and
-i8, batched and broadcast matmuls, grouped, dilated, strided and
+i8, batched and broadcast matmuls (named *_fast_*, ones that CUDA runs
+as its implicit GEMM), grouped, dilated, strided and
 asymmetrically padded convs in 1, 2 and 3 spatial dims (small ones for
 the direct kernels; named *_fast_*, ones with 16+ output channels per
 group and K 16+ for CUDA's implicit GEMM, each with partial tiles; named
@@ -180,6 +181,24 @@ def cases(rng):
     out.append(("mmi_long_k", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
                 {"a": a, "b": b}, {"az": az}, [("y", np.int32)], {"y": ref_matmul_acc(a, b, az, None).astype(np.int32)}))
 
+    # the forms CUDA runs as its implicit GEMM (A's zero point one value, B
+    # not batched, 16+ columns): a batch dim and B's zero point per column;
+    # a vector A and a long K; few tiles and a long K (split over K)
+    a, b = u8(2, 37, 70), i8(70, 50)
+    az, bz = np.array(rng.integers(0, 256), np.uint8), i8(50)
+    out.append(("mmi_fast_batched_col_zp", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                {"a": a}, {"b": b, "az": az, "bz": bz}, [("y", np.int32)],
+                {"y": ref_matmul_acc(a, b, az, bz).astype(np.int32)}))
+    a, b = u8(300), u8(300, 20)
+    az = np.array(rng.integers(0, 256), np.uint8)
+    out.append(("mmi_fast_vector_a", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
+                {"a": a, "b": b}, {"az": az}, [("y", np.int32)], {"y": ref_matmul_acc(a, b, az, None).astype(np.int32)}))
+    a, b = i8(3, 2000), i8(2000, 20)
+    az, bz = np.array(i8(1)[0], np.int8), np.array(i8(1)[0], np.int8)
+    out.append(("mmi_fast_split_k", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                {"a": a, "b": b}, {"az": az, "bz": bz}, [("y", np.int32)],
+                {"y": ref_matmul_acc(a, b, az, bz).astype(np.int32)}))
+
     # zero points in the matrices' own shape with a unit column / row, per batch
     a, b = u8(2, 5, 17), u8(2, 17, 9)
     az, bz = u8(2, 5, 1), u8(2, 1, 9)
@@ -205,6 +224,17 @@ def cases(rng):
         out.append((name, [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
                     {"a": a}, {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", dt)],
                     {"y": requant(acc, np.broadcast_to(mult, acc.shape), y_z, dt)}))
+
+    # QLinearMatMul as CUDA's implicit GEMM: A per tensor, B per column
+    a, b = u8(45, 80), i8(80, 33)
+    a_s, a_z = np.array(rng.uniform(0.01, 0.05), np.float32), np.array(u8(1)[0], np.uint8)
+    b_s, b_z = rng.uniform(0.01, 0.05, size=(33,)).astype(np.float32), i8(33)
+    y_s, y_z = np.array(rng.uniform(0.02, 0.2), np.float32), np.array(u8(1)[0], np.uint8)
+    acc = ref_matmul_acc(a, b, a_z, b_z)
+    mult = ((a_s * b_s.reshape(1, -1)).astype(np.float32) / y_s).astype(np.float32)
+    out.append(("qlmm_fast_u8_col", [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
+                {"a": a}, {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", np.uint8)],
+                {"y": requant(acc, np.broadcast_to(mult, acc.shape), y_z, np.uint8)}))
 
     # exact ties: multiplier 0.25 * 2 / 1 = 0.5 and small sums, so half of
     # the products land on k + 0.5 (half to even decides), and y_zp 250

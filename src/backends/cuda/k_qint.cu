@@ -16,12 +16,14 @@
  * Why: a dynamically quantized model (ORT's quantize_dynamic) is
  * DynamicQuantizeLinear -> ConvInteger / MatMulInteger -> Cast -> Mul per
  * layer; without these kernels its every conv ran on the CPU with two
- * transfers around it.  These are direct kernels (one output per thread),
- * not cuDNN/cuBLASLt int8: those want NHWC / 4-aligned channels and have
- * no zero points, so the correction terms would need kernels of their
- * own; the direct form is the exact reference to compare a faster one
- * against.  Padding contributes nothing (the spec pads with x's zero
- * point): padded taps are skipped.
+ * transfers around it.  The convs, and the matmuls whose A has one zero
+ * point and scale and whose B is not batched, run as qconv_igemm.cu's
+ * tensor-core implicit GEMM where it takes them (not cuDNN/cuBLASLt int8:
+ * those want NHWC / 4-aligned channels and have no zero points); the rest
+ * (depthwise-like convs, per-row A parameters, batched B) run on the
+ * direct kernels here, one output per thread, which are also the exact
+ * reference the GEMM is tested against.  Padding contributes nothing (the
+ * spec pads with x's zero point): padded taps are skipped.
  */
 #include "backends/cuda/qint.cuh"
 #include "ops/misc.h"
@@ -153,6 +155,8 @@ static st_status st_cuda_dynamic_quantize(const st_kctx *k)
 
 /* ---- MatMulInteger, QLinearMatMul ---- */
 
+static void chan_param(const st_operand *v, const void **data, st_dtype *dt, int64_t *step);
+
 /* An operand's element (batch b, row i, column j) is at
  * data + sum(b[d] * bs[d]) + i * rs + j * cs; a per-row parameter (of A)
  * has cs 0, a per-column one (of B) rs 0, a scalar all strides 0.
@@ -244,11 +248,86 @@ static void qmm_param(qmm_op *p, const st_operand *o, const st_operand *mat, boo
 
 static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
 
+/* A per-column parameter of B (n columns) as one value (step 0) or a
+ * vector along its last dim; false for anything else (per batch). */
+static bool col_param(const st_operand *v, int64_t n, const void **data, st_dtype *dt, int64_t *step)
+{
+    *data = v ? v->data : NULL;
+    *dt = v ? v->dtype : ST_U8;
+    *step = 0;
+    if (!v || st_operand_numel(v) == 1) return true;
+    if (st_operand_numel(v) != n || v->sizes[v->rank - 1] != n) return false;
+    *step = v->strides[v->rank - 1];
+    return true;
+}
+
+/* A MatMulInteger / QLinearMatMul as qconv_igemm.cu's GEMM, so that the
+ * common dynamically quantized form (activations A with one zero point
+ * and scale, weights B [K, N] with one or one per column) runs on the
+ * tensor cores: Y^T = B^T A^T is a 1x1 conv over the rows of A, whose
+ * output channels are B's columns (w = B^T, w_zp and w_scale per
+ * column), input channels K (x = A^T, x_zp and x_scale A's) and images
+ * A's one batch dim, if any.  False where that does not fit: A's
+ * parameters per row, B batched, or more than one batch dim. */
+static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
+{
+    const st_operand *a = &k->in[0], *b = &k->in[qlinear ? 3 : 1], *y = &k->out[0];
+    const st_operand *az = opt_in(k, 2), *bz = opt_in(k, qlinear ? 5 : 3);
+    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
+    int nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+    if (nb > 1) return false;
+    for (int d = 0; d + 2 < b->rank; d++)
+        if (b->sizes[d] != 1) return false;
+    if (az && st_operand_numel(az) != 1) return false;
+    if (qlinear && st_operand_numel(&k->in[1]) != 1) return false;
+    int64_t m = a_vec ? 1 : a->sizes[a->rank - 2], kk = a->sizes[a->rank - 1], n = b_vec ? 1 : b->sizes[b->rank - 1];
+    memset(p, 0, sizeof *p);
+    if (!col_param(bz, n, &p->wz, &p->wz_dt, &p->wz_step)) return false;
+    if (qlinear && !col_param(&k->in[4], n, &p->wsc, &p->wsc_dt, &p->wsc_step)) return false;
+    p->total = st_operand_numel(y);
+    p->nimg = nb ? y->sizes[0] : 1;
+    p->groups = 1;
+    p->cg = kk;
+    p->mg = n;
+    for (int i = 0; i < 3; i++) {
+        p->is[i] = p->os[i] = i == 2 ? m : 1;
+        p->k[i] = p->s[i] = p->d[i] = 1;
+    }
+    int64_t abs[QMM_BATCH] = {0, 0, 0, 0};
+    batch_strides(a, nb, abs);
+    p->xs[0] = abs[0];
+    p->xs[1] = a->strides[a->rank - 1];
+    p->xs[4] = a_vec ? 0 : a->strides[a->rank - 2];
+    p->ws[0] = b_vec ? 0 : b->strides[b->rank - 1];
+    p->ws[1] = b->strides[b_vec ? 0 : b->rank - 2];
+    p->ys[0] = nb ? y->strides[0] : 0;
+    p->ys[1] = b_vec ? 0 : y->strides[y->rank - 1];
+    p->ys[4] = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)];
+    p->x = a->data;
+    p->w = b->data;
+    p->y = y->data;
+    p->x_dt = a->dtype;
+    p->w_dt = b->dtype;
+    p->y_dt = y->dtype;
+    chan_param(az, &p->xz, &p->xz_dt, NULL);
+    if (qlinear) {
+        chan_param(&k->in[1], &p->xsc, &p->xsc_dt, NULL);
+        chan_param(&k->in[6], &p->ysc, &p->ysc_dt, NULL);
+        chan_param(opt_in(k, 7), &p->yz, &p->yz_dt, NULL);
+    }
+    return true;
+}
+
 static st_status st_cuda_qmatmul(const st_kctx *k)
 {
     const st_qmatmul_state *s = (const st_qmatmul_state *)k->state;
     const st_operand *a = &k->in[0], *b = &k->in[s->qlinear ? 3 : 1], *y = &k->out[0];
     if (st_operand_numel(y) == 0) return ST_OK;
+    qconv_args c;
+    if (qmm_as_conv(k, s->qlinear, &c) && st_qconv_igemm_takes(c)) {
+        st_qconv_igemm(c, (const st_cuda_ctx *)k->dev);
+        return ST_OK;
+    }
     bool a_vec = a->rank == 1, b_vec = b->rank == 1;
     qmm_args p;
     memset(&p, 0, sizeof p);

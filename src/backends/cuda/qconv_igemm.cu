@@ -2,7 +2,8 @@
  * qconv_igemm.cu — ConvInteger / QLinearConv on CUDA as an implicit GEMM on
  * the tensor cores (mma.sync m16n8k32, u8 x u8 -> s32, sm_80+), exact:
  * bit-identical with k_qint.cu's direct kernel, which it replaces where it
- * takes a conv (st_qconv_igemm_takes), and so with the CPU.
+ * takes a conv (st_qconv_igemm_takes), and so with the CPU.  k_qint.cu
+ * also runs MatMulInteger / QLinearMatMul through it, as 1x1 convs.
  *
  * Why: the direct kernel computes one output per thread and reloads x and
  * w for it over the whole K; a dynamically quantized 1024x1024 IS-Net
@@ -32,6 +33,8 @@
  * warp's fragment loads (8 rows x 4 words) fall into 32 distinct banks.
  * The next K tile is loaded into registers while the MMAs run on this one.
  */
+#include <atomic>
+
 #include "backends/cuda/qint.cuh"
 
 #define IG_BM 64
@@ -263,15 +266,19 @@ __global__ void qconv_split_finish(qconv_args p, long long N, const uint32_t *pa
 }
 
 /* The architecture this kernel's code was built for on this process's
- * device (0: none); the MMA needs 80 or more. */
+ * device (0: none); the MMA needs 80 or more.  Asked once (the first,
+ * uncaptured run asks it; streams on several threads may race to store
+ * the same value). */
 static int igemm_arch(void)
 {
-    static int arch = -1;
-    if (arch < 0) {
+    static std::atomic<int> arch{-1};
+    int a = arch.load(std::memory_order_relaxed);
+    if (a < 0) {
         cudaFuncAttributes fa;
-        arch = cudaFuncGetAttributes(&fa, qconv_igemm_kernel) == cudaSuccess ? fa.binaryVersion : 0;
+        a = cudaFuncGetAttributes(&fa, qconv_igemm_kernel) == cudaSuccess ? fa.binaryVersion : 0;
+        arch.store(a, std::memory_order_relaxed);
     }
-    return arch;
+    return a;
 }
 
 /* Takes a conv whose GEMM has at least 16 output channels per group and

@@ -7,7 +7,9 @@ Float ops bracketed by DequantizeLinear / QuantizeLinear: Conv (weights
 int8 per channel, int32 bias) -> SiLU (Sigmoid, Mul, each with its own Q/DQ),
 MaxPool and Resize (nearest) on one scale, Split, Concat of inputs with
 different scales, a residual Add, Conv per tensor with a float bias, MatMul
-with per-column int8 weights, and a float tail (Softmax) after a last DQ.
+with per-column int8 weights, a float tail (Softmax) after a last DQ, and
+a classifier head: Reshape, then Gemm (transB, int8 weights per output
+channel, int32 bias) with its own Q/DQ.
 Scales come from a float run of the same layers on a random input, so
 values spread over the 8-bit range as in a calibrated model.
 """
@@ -165,7 +167,28 @@ nodes.append(helper.make_node("MatMul", [e, wmd], [mm]))
 mmd = qdq(mm, *params(mm_f.min(), mm_f.max()))
 nodes.append(helper.make_node("Softmax", [mmd], ["y"], axis=-1))
 nodes.append(helper.make_node("Identity", [mmd], ["logits"]))
-g_out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 10]), helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 8, 12, 10])]
+# a classifier head: Reshape on the bytes, then Gemm (transB, weights int8
+# per output channel, an int32 bias at a_scale * w_scale) as ORT's quantizer
+# writes a Linear layer
+mm_s, mm_z = params(mm_f.min(), mm_f.max())
+rsh = name("reshape")
+nodes.append(helper.make_node("Reshape", [mmd, const(np.array([8, 120], np.int64), "shape")], [rsh]))
+rshd = qdq(rsh, mm_s, mm_z)
+hf = mm_f.reshape(8, 120)
+wg = (rng.standard_normal((16, 120)) * 0.15).astype(np.float32)
+bg = (rng.standard_normal(16) * 0.3).astype(np.float32)
+wgd, wgs = wq(wg, True)
+bgs = (mm_s * wgs).astype(np.float32)
+bgd = name("bdq")
+nodes.append(helper.make_node("DequantizeLinear", [const(np.rint(bg / bgs).astype(np.int32), "b"), const(bgs, "bs"),
+                                                  const(np.zeros(16, np.int32), "bz")], [bgd], axis=0))
+gm_f = hf @ wg.T + bg
+gm = name("gemm")
+nodes.append(helper.make_node("Gemm", [rshd, wgd, bgd], [gm], transB=1))
+gmd = qdq(gm, *params(gm_f.min(), gm_f.max()))
+nodes.append(helper.make_node("Identity", [gmd], ["head"]))
+g_out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 10]), helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 8, 12, 10]),
+         helper.make_tensor_value_info("head", TensorProto.FLOAT, [8, 16])]
 graph = helper.make_graph(nodes, "qdq", [g_in], g_out, inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 7

@@ -21,17 +21,19 @@ Exits 77 (skipped) when the backend has no device here.
 
 Then the fused form: tests/quant/qdq_model.py's QDQ model (Conv per
 channel and per tensor with SiLU tables in the epilogue, Split, a residual
-Add, a Concat of different scales, MaxPool, Resize, MatMul per column, a
-Gemm head with an int32 bias) on two seeds, which the backend's QDQ fusion
-turns into QLinearConv / QLinearLookup / QLinearAdd / QLinearConcat /
-QLinearMatMul: run with --no-fallback (every fused op on the device; the
-plan, `strata inspect --plan`, must show the SiLU chains fused and every
-Conv, MatMul and Gemm writing 8-bit integers, so the fusion did happen), it must give the CPU backend's bytes in its integer-derived
-outputs (logits, head: the same integer math, DequantizeLinear exact) and
-the Softmax tail within 1e-6 (a float op, rounded by the device's exp).
-Against ONNX Runtime (when node and onnxruntime-node are here): the
-integer-derived outputs within one quantization step (fuse_qdq.c's header:
-an int32 sum requantized once may round a boundary value the other way).
+Add, a Sigmoid gate's own table times the other half, a Concat of
+different scales, MaxPool, Resize, MatMul per column, two Gemm heads with
+int32 biases) on two seeds, which the backend's QDQ fusion turns into
+QLinearConv, QLinearLookup, QLinearAdd, QLinearMul, QLinearConcat and
+QLinearMatMul.  Run with --no-fallback (every fused op on the device; the
+plan, `strata inspect --plan`, must show the SiLU chains fused and no
+Conv, MatMul or Gemm writing floats, so the fusion did happen), it must
+give the CPU backend's bytes in its integer-derived outputs (logits, head,
+head2: the same integer math, DequantizeLinear exact) and the Softmax
+tail within 1e-6 (a float op, rounded by the device's exp).  Against ONNX
+Runtime (when node and onnxruntime-node are here): the integer-derived
+outputs within one quantization step (fuse_qdq.c's header: an int32 sum
+requantized once may round a boundary value the other way).
 """
 import os
 import re
@@ -192,7 +194,7 @@ def run_model(strata, path, xfile, outdir, names, extra):
 
 
 def fused_cases(strata, backend, work):
-    names = ["y", "logits", "head"]
+    names = ["y", "logits", "head", "head2"]
     failed = 0
     ort_js = os.path.join(ROOT, "scripts", "ort", "run.js")
     for seed in (3, 7):
@@ -213,16 +215,16 @@ def fused_cases(strata, backend, work):
             print("%s FAIL: %s" % (tag, (r.stdout + r.stderr).strip() or ("not fused: " + (plan.stdout + plan.stderr)[-2000:])))
             failed += 1
             continue
-        same = all(np.array_equal(dev[n], cpu[n]) for n in ("logits", "head"))
+        same = all(np.array_equal(dev[n], cpu[n]) for n in ("logits", "head", "head2"))
         dy = float(np.abs(dev["y"].astype(np.float64) - cpu["y"]).max())
         ok = same and dy <= 1e-6
-        line = "%s: fused, logits and head vs CPU %s, y max|d| vs CPU %.3g" % (tag, "identical" if same else "DIFFERENT", dy)
+        line = "%s: fused, logits and heads vs CPU %s, y max|d| vs CPU %.3g" % (tag, "identical" if same else "DIFFERENT", dy)
         ort_dir = os.path.join(work, "fused_%d_ort" % seed)
         os.makedirs(ort_dir, exist_ok=True)
         o = subprocess.run(["node", ort_js, path, ort_dir, xfile], capture_output=True, text=True, timeout=600) \
             if os.path.exists(ort_js) else None
         if o is not None and o.returncode == 0:
-            for n in ("logits", "head"):
+            for n in ("logits", "head", "head2"):
                 ref = np.load(os.path.join(ort_dir, n + ".npy"))
                 step = float(np.diff(np.unique(ref)).min()) if np.unique(ref).size > 1 else 1.0
                 d = np.abs(dev[n].astype(np.float64) - ref)

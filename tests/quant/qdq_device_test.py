@@ -37,6 +37,7 @@ requantized once may round a boundary value the other way).
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -222,7 +223,7 @@ def fused_cases(strata, backend, work):
         ort_dir = os.path.join(work, "fused_%d_ort" % seed)
         os.makedirs(ort_dir, exist_ok=True)
         o = subprocess.run(["node", ort_js, path, ort_dir, xfile], capture_output=True, text=True, timeout=600) \
-            if os.path.exists(ort_js) else None
+            if os.path.exists(ort_js) and shutil.which("node") else None
         if o is not None and o.returncode == 0:
             for n in ("logits", "head", "head2"):
                 ref = np.load(os.path.join(ort_dir, n + ".npy"))

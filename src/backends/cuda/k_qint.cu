@@ -23,7 +23,10 @@
  * (depthwise-like convs, per-row A parameters, batched B) run on the
  * direct kernels here, one output per thread, which are also the exact
  * reference the GEMM is tested against.  Padding contributes nothing (the
- * spec pads with x's zero point): padded taps are skipped.
+ * spec pads with x's zero point): padded taps are skipped.  What the QDQ
+ * fusion (passes/fuse_qdq.c) adds is taken too: QLinearConv's
+ * requantization type and table (the elementwise ops that followed the
+ * conv), QLinearMatMul's int32 bias per column (a Gemm's).
  */
 #include "backends/cuda/qint.cuh"
 #include "ops/misc.h"
@@ -67,13 +70,13 @@ static bool accepts_qmm(const st_knode *n, char *why, size_t len)
     const st_view *a = &n->views[0], *b = &n->views[s->qlinear ? 3 : 1], *y = &n->views[n->n_in];
     int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
     if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
-    return q_accepts(n, why, len, s->qlinear, -1);
+    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
 }
 
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
     const st_qconv_state *s = (const st_qconv_state *)n->state;
-    if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    if (s->q_type && !is8((st_dtype)s->q_type)) return st_kernel_refuse(why, len, "requantization to %s", st_dtype_name((st_dtype)s->q_type));
     return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
 }
 
@@ -171,8 +174,9 @@ struct qmm_args {
     int nb;
     int64_t bn[QMM_BATCH], m, n, k, total;
     void *y;
-    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp */
-    qmm_op o[9];
+    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp, and
+     * QLinearMatMul's int32 bias per column (data NULL: none) */
+    qmm_op o[10];
 };
 
 __device__ __forceinline__ int64_t qmm_at(const qmm_op &o, const int64_t *b, int64_t i, int64_t j)
@@ -203,6 +207,7 @@ __global__ void qmatmul_kernel(qmm_args p)
             ((int32_t *)p.y)[off] = (int32_t)acc;
             continue;
         }
+        if (p.o[9].data) acc += (uint32_t)st_ldi(p.o[9].dt, p.o[9].data, qmm_at(p.o[9], bi, i, j));
         float s = __fmul_rn(st_ldf(p.o[5].dt, p.o[5].data, qmm_at(p.o[5], bi, i, j)),
                             st_ldf(p.o[6].dt, p.o[6].data, qmm_at(p.o[6], bi, i, j)));
         s = __fdiv_rn(s, st_ldf(p.o[7].dt, p.o[7].data, 0));
@@ -267,7 +272,8 @@ static bool col_param(const st_operand *v, int64_t n, const void **data, st_dtyp
  * tensor cores: Y^T = B^T A^T is a 1x1 conv over the rows of A, whose
  * output channels are B's columns (w = B^T, w_zp and w_scale per
  * column), input channels K (x = A^T, x_zp and x_scale A's) and images
- * A's one batch dim, if any.  False where that does not fit: A's
+ * A's one batch dim, if any; a bias per column is the conv's per output
+ * channel.  False where that does not fit: A's
  * parameters per row, B batched, or more than one batch dim. */
 static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
 {
@@ -284,6 +290,8 @@ static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
     memset(p, 0, sizeof *p);
     if (!col_param(bz, n, &p->wz, &p->wz_dt, &p->wz_step)) return false;
     if (qlinear && !col_param(&k->in[4], n, &p->wsc, &p->wsc_dt, &p->wsc_step)) return false;
+    /* QLinearMatMul's int32 bias per column (the QDQ fusion's Gemm) */
+    if (qlinear && !col_param(opt_in(k, 8), n, &p->bias, &p->b_dt, &p->b_step)) return false;
     p->total = st_operand_numel(y);
     p->nimg = nb ? y->sizes[0] : 1;
     p->groups = 1;
@@ -360,6 +368,12 @@ static st_status st_cuda_qmatmul(const st_kctx *k)
         qmm_param(&p.o[6], &k->in[4], b, false, p.nb);
         qmm_param(&p.o[7], &k->in[6], a, true, 0);
         qmm_param(&p.o[8], opt_in(k, 7), a, true, 0);
+        const st_operand *bias = opt_in(k, 8);
+        if (bias) {
+            p.o[9].data = bias->data;
+            p.o[9].dt = bias->dtype;
+            p.o[9].cs = bias->strides[bias->rank - 1];
+        }
     } else {
         qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
         qmm_param(&p.o[4], opt_in(k, 3), b, false, p.nb);
@@ -478,6 +492,10 @@ static st_status st_cuda_qconv(const st_kctx *k)
     chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
     chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz, &p.yz_dt, NULL);
+    p.q_dt = (st_dtype)s->q_type;
+    p.has_lut = s->has_lut;
+    /* the table's entries are bytes (the CPU stores the low byte too) */
+    for (int b = 0; s->has_lut && b < 256; b++) p.lut[b] = (uint8_t)s->lut[b];
     if (st_qconv_igemm_takes(p))
         st_qconv_igemm(p, (const st_cuda_ctx *)k->dev);
     else

@@ -9,8 +9,9 @@
  *   - QLinearConv: plus the int32 bias, then (float)sum times the
  *     multiplier (x_scale * w_scale) / y_scale, each step rounded once
  *     (__fmul_rn / __fdiv_rn: no contraction, IEEE division), rintf (half
- *     to even), NaN to 0, clamped to the range less the zero point, plus
- *     the zero point.
+ *     to even), NaN to 0, clamped to the range (of the QDQ fusion's
+ *     requantization type where it set one) less the zero point, plus the
+ *     zero point, then through the fusion's table if it made one.
  */
 #ifndef ST_CUDA_QINT_CUH
 #define ST_CUDA_QINT_CUH
@@ -26,6 +27,11 @@ struct qconv_args {
     void *y;
     st_dtype x_dt, w_dt, y_dt, xz_dt, wz_dt, b_dt, xsc_dt, wsc_dt, ysc_dt, yz_dt;
     int64_t wz_step, b_step, wsc_step;
+    /* the QDQ fusion's: the type to requantize to (y's when 0) and the
+     * table the byte then goes through */
+    st_dtype q_dt;
+    bool has_lut;
+    uint8_t lut[256];
 };
 
 /* one 8-bit element, signed or not */
@@ -55,8 +61,9 @@ __device__ __forceinline__ void qconv_store(const qconv_args &p, uint32_t acc, i
     float s = __fmul_rn(st_ldf(p.xsc_dt, p.xsc, 0), st_ldf(p.wsc_dt, p.wsc, m * p.wsc_step));
     s = __fdiv_rn(s, st_ldf(p.ysc_dt, p.ysc, 0));
     int zy = p.yz ? (int)st_ldi(p.yz_dt, p.yz, 0) : 0;
-    bool s8 = p.y_dt == ST_I8;
-    ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    bool s8 = (p.q_dt ? p.q_dt : p.y_dt) == ST_I8;
+    int q = requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    ((uint8_t *)p.y)[off] = p.has_lut ? p.lut[q & 255] : (uint8_t)q;
 }
 
 /* qconv_igemm.cu: whether the implicit-GEMM kernel takes this conv, and

@@ -47,7 +47,8 @@ static bool runs(const st_plan *p, int i, const char *name)
 static bool is_f32(const st_plan *p, int v) { return v >= 0 && p->values[v].t.dtype == ST_F32; }
 
 /* Node a (an Add reading y) adds a per-column constant to y, of y's
- * shape: the constant's n values go to bias.  False when it does not. */
+ * shape: the constant's n values go to bias (bias NULL: only check).
+ * False when it does not. */
 static bool bias_of(const st_plan *p, int a, int y, float *bias, int64_t n)
 {
     const st_graph *g = p->g;
@@ -66,7 +67,7 @@ static bool bias_of(const st_plan *p, int a, int y, float *bias, int64_t n)
         if (pc->t.dims[d] != 1) return false;
     if (numel != 1 && numel != n) return false;
     const float *v = pc->t.data;
-    for (int64_t j = 0; j < n; j++) bias[j] = v[numel == 1 ? 0 : j];
+    for (int64_t j = 0; bias && j < n; j++) bias[j] = v[numel == 1 ? 0 : j];
     return true;
 }
 
@@ -115,17 +116,15 @@ static bool fuse_one(st_plan *p, int *count, int i)
     int x = x0;
     float *bias = NULL;
     int a = st_plan_sole_reader(p, count, x);
-    if (mm && a >= 0) {
+    if (mm && a >= 0 && bias_of(p, a, x, NULL, cols)) {
+        /* the plan owns the copy (and frees it with itself) */
         bias = st_plan_alloc(p, (uint64_t)(cols > 0 ? cols : 1) * sizeof(float));
         if (!bias) return false;
-        if (bias_of(p, a, x, bias, cols)) {
-            absorb(p, count, a);
-            p->values[x].kind = ST_PV_DEAD;
-            x = g->nodes[a].out[0];
-            a = st_plan_sole_reader(p, count, x);
-        } else {
-            bias = NULL; /* the plan frees its allocations with it */
-        }
+        bias_of(p, a, x, bias, cols);
+        absorb(p, count, a);
+        p->values[x].kind = ST_PV_DEAD;
+        x = g->nodes[a].out[0];
+        a = st_plan_sole_reader(p, count, x);
     }
     st_epilogue e = {0};
     if (a >= 0 && g->nodes[a].n_out >= 1 && g->nodes[a].out[0] >= 0 && is_f32(p, g->nodes[a].out[0]) &&

@@ -13,6 +13,8 @@ mkdir -p "$D/bin" "$D/lib" "$D/models/yolo" "$D/models/ppocr"
 cp "$B/strata" "$B/libstrata_cuda.so" "$D/bin/"
 [ -x "$B/tests/conformance" ] && cp "$B/tests/conformance" "$D/bin/"
 [ -x "$B/tests/test_hazard" ] && cp "$B/tests/test_hazard" "$D/bin/"
+# FusedAttention's kernels against float64 (scripts/device/attn_tests.sh)
+[ -x "$B/tests/test_attention" ] && cp "$B/tests/test_attention" "$D/bin/"
 # issue 18's fault, cancel and soak tests (scripts/device/fault_tests.sh)
 for t in test_alloc_faults test_cancel test_device_faults test_soak; do
   [ -x "$B/tests/faults/$t" ] && cp "$B/tests/faults/$t" "$D/bin/"
@@ -28,6 +30,8 @@ tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
 cp -r "$B/models/seed" "$D/models/"
 [ -d "$B/models/mixed" ] && cp -r "$B/models/mixed" "$D/models/"
 [ -d "$B/models/staged" ] && cp -r "$B/models/staged" "$D/models/"
+# the transformer fixtures with ONNX Runtime's references (19 MB; attn_tests.sh)
+[ -d "$B/models/transformer" ] && cp -r "$B/models/transformer" "$D/models/"
 # while loops for the conditional-graph tests (scripts/device/cond_tests.sh):
 # made here, with their float64 references (numpy and onnx are here)
 /usr/bin/python3 "$ROOT/tests/models/cond_loop.py" "$D/models/cond"

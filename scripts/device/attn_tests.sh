@@ -2,8 +2,9 @@
 # attn_tests.sh — FusedAttention on the GPU (src/backends/cuda/k_attention.cu
 # and, on the GPU's own OpenCL, src/backends/opencl/attention.cl), on the
 # GPU machine, from the repository root with .device/ carried
-# (scripts/device/pack.sh copies test_attention and the transformer
-# fixtures: encoder.onnx and decoder.onnx with ONNX Runtime's references).
+# (`ATTN_ONLY=1 scripts/device/pack.sh BUILD` packs the binaries with
+# test_attention and the transformer fixtures: encoder.onnx and
+# decoder.onnx with ONNX Runtime's references).
 # Every check prints one line; details go to $OUT; the exit status is 0
 # only when every check passed.
 #   1. test_attention cuda: the kernel on the unit test's cases against a

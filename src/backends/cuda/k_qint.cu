@@ -21,7 +21,10 @@
  * no zero points, so the correction terms would need kernels of their
  * own; the direct form is the exact reference to compare a faster one
  * against.  Padding contributes nothing (the spec pads with x's zero
- * point): padded taps are skipped.
+ * point): padded taps are skipped.  What the QDQ fusion (passes/fuse_qdq.c)
+ * adds is taken too: QLinearConv's requantization type and table (the
+ * elementwise ops that followed the conv), QLinearMatMul's int32 bias per
+ * column (a Gemm's).
  */
 #include "backends/cuda/common.cuh"
 #include "ops/misc.h"
@@ -65,13 +68,13 @@ static bool accepts_qmm(const st_knode *n, char *why, size_t len)
     const st_view *a = &n->views[0], *b = &n->views[s->qlinear ? 3 : 1], *y = &n->views[n->n_in];
     int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
     if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
-    return q_accepts(n, why, len, s->qlinear, -1);
+    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
 }
 
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
     const st_qconv_state *s = (const st_qconv_state *)n->state;
-    if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    if (s->q_type && !is8((st_dtype)s->q_type)) return st_kernel_refuse(why, len, "requantization to %s", st_dtype_name((st_dtype)s->q_type));
     return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
 }
 
@@ -182,8 +185,9 @@ struct qmm_args {
     int nb;
     int64_t bn[QMM_BATCH], m, n, k, total;
     void *y;
-    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp */
-    qmm_op o[9];
+    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp, and
+     * QLinearMatMul's int32 bias per column (data NULL: none) */
+    qmm_op o[10];
 };
 
 __device__ __forceinline__ int64_t qmm_at(const qmm_op &o, const int64_t *b, int64_t i, int64_t j)
@@ -214,6 +218,7 @@ __global__ void qmatmul_kernel(qmm_args p)
             ((int32_t *)p.y)[off] = (int32_t)acc;
             continue;
         }
+        if (p.o[9].data) acc += (uint32_t)st_ldi(p.o[9].dt, p.o[9].data, qmm_at(p.o[9], bi, i, j));
         float s = __fmul_rn(st_ldf(p.o[5].dt, p.o[5].data, qmm_at(p.o[5], bi, i, j)),
                             st_ldf(p.o[6].dt, p.o[6].data, qmm_at(p.o[6], bi, i, j)));
         s = __fdiv_rn(s, st_ldf(p.o[7].dt, p.o[7].data, 0));
@@ -296,6 +301,12 @@ static st_status st_cuda_qmatmul(const st_kctx *k)
         qmm_param(&p.o[6], &k->in[4], b, false, p.nb);
         qmm_param(&p.o[7], &k->in[6], a, true, 0);
         qmm_param(&p.o[8], opt_in(k, 7), a, true, 0);
+        const st_operand *bias = opt_in(k, 8);
+        if (bias) {
+            p.o[9].data = bias->data;
+            p.o[9].dt = bias->dtype;
+            p.o[9].cs = bias->strides[bias->rank - 1];
+        }
     } else {
         qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
         qmm_param(&p.o[4], opt_in(k, 3), b, false, p.nb);
@@ -315,6 +326,11 @@ struct qconv_args {
     void *y;
     st_dtype x_dt, w_dt, y_dt, xz_dt, wz_dt, b_dt, xsc_dt, wsc_dt, ysc_dt, yz_dt;
     int64_t wz_step, b_step, wsc_step;
+    /* the QDQ fusion's: the type to requantize to (y's when 0) and the
+     * table the byte then goes through */
+    st_dtype q_dt;
+    bool has_lut;
+    uint8_t lut[256];
 };
 
 __global__ void qconv_kernel(qconv_args p)
@@ -359,8 +375,9 @@ __global__ void qconv_kernel(qconv_args p)
         float s = __fmul_rn(st_ldf(p.xsc_dt, p.xsc, 0), st_ldf(p.wsc_dt, p.wsc, m * p.wsc_step));
         s = __fdiv_rn(s, st_ldf(p.ysc_dt, p.ysc, 0));
         int zy = p.yz ? (int)st_ldi(p.yz_dt, p.yz, 0) : 0;
-        bool s8 = p.y_dt == ST_I8;
-        ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+        bool s8 = (p.q_dt ? p.q_dt : p.y_dt) == ST_I8;
+        int q = requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+        ((uint8_t *)p.y)[off] = p.has_lut ? p.lut[q & 255] : (uint8_t)q;
     }
 }
 
@@ -435,6 +452,10 @@ static st_status st_cuda_qconv(const st_kctx *k)
     chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
     chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz, &p.yz_dt, NULL);
+    p.q_dt = (st_dtype)s->q_type;
+    p.has_lut = s->has_lut;
+    /* the table's entries are bytes (the CPU stores the low byte too) */
+    for (int b = 0; s->has_lut && b < 256; b++) p.lut[b] = (uint8_t)s->lut[b];
     qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }

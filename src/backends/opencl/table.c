@@ -8,13 +8,14 @@
 
 static const st_kernel *const FAMILIES[] = {
     st_cl_k_elementwise, st_cl_k_shape, st_cl_k_linalg, st_cl_k_conv, st_cl_k_rows, st_cl_k_resize, st_cl_k_quant,
-    st_cl_k_qint, st_cl_k_attention,
+    st_cl_k_qint, st_cl_k_qlinear, st_cl_k_attention,
 };
 
 const st_kernel_table st_cl_kernel_table = {
     "opencl",
-    /* FusedAttention has a kernel here (k_attention.c) */
-    ST_CAP_ATTENTION,
+    /* every op a QDQ fusion makes has a kernel here (k_qint.c,
+     * k_qlinear.c), and FusedAttention (k_attention.c) */
+    ST_CAP_QDQ | ST_CAP_ATTENTION,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

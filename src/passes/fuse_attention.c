@@ -1,7 +1,10 @@
 /*
  * fuse_attention.c — an exported scaled dot-product attention becomes one
  * FusedAttention command (ops/linalg.h), for backends that declare
- * ST_CAP_ATTENTION (the CPU).
+ * ST_CAP_ATTENTION (the CPU, CUDA and OpenCL: plan.c asks the session
+ * backend's table; a node the device's kernel refuses goes to the CPU's,
+ * which every plan has).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
+ * the pass off, to time or check the unfused graph.
  *
  * Owns: the rewrite of the chain
  *   S = MatMul(Q, KT)                        Q [..., Tq, dh], KT [..., dh, Tk]
@@ -177,6 +180,7 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
 
 st_status st_pass_fuse_attention(st_plan *p)
 {
+    if (getenv("STRATA_NO_ATTENTION_FUSION")) return ST_OK;
     const st_graph *g = p->g;
     int *count = calloc((size_t)p->n_values + 1, sizeof *count);
     if (!count) return st_error(ST_ERR_NOMEM, "out of memory fusing attention");

@@ -190,12 +190,44 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
  * with st_att_layout's split and permutation (ops/linalg.h) in its state.
  * Q's scale (Div(Q, sqrt dh) in that export) comes in the same way. */
 
+#define MAX_TAKEN 6
+
 typedef struct absorbed {
     int value;                     /* what the fused node reads or writes instead */
     st_att_layout lay;
-    int nodes[3];                  /* the nodes taken in */
+    int nodes[MAX_TAKEN];          /* the nodes taken in */
     int n_nodes;
 } absorbed;
+
+/* The running node that makes v, when v is no graph output and every
+ * running reader of v but `reader` makes only values nobody reads (the
+ * export's Transpose of K whose output only a Shape read, folded away);
+ * those readers go into a->nodes.  Else -1. */
+static int producer_for(const st_plan *p, const int *count, int v, int reader, absorbed *a)
+{
+    const st_graph *g = p->g;
+    if (v < 0 || p->values[v].kind == ST_PV_CONST || g->values[v].is_output) return -1;
+    int n = p->values[v].producer;
+    if (!st_plan_node_runs(p, n) || p->nodes[n].out0 >= 0 || g->nodes[n].out[0] != v) return -1;
+    int seen = 0;
+    for (int i = 0; i < g->n_nodes && seen < count[v]; i++) {
+        if (!st_plan_node_runs(p, i)) continue;
+        int n_in;
+        const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
+        bool reads = false;
+        for (int k = 0; k < n_in; k++) reads |= in[k] == v;
+        if (!reads) continue;
+        seen++;
+        if (i == reader) continue;
+        for (int k = 0; k < g->nodes[i].n_out; k++) {
+            int o = st_plan_out(p, &g->nodes[i], i, k);
+            if (o >= 0 && (count[o] > 0 || g->values[o].is_output)) return -1;
+        }
+        if (a->n_nodes >= MAX_TAKEN - 3) return -1; /* room for the Transpose, the Reshape and a scale */
+        a->nodes[a->n_nodes++] = i;
+    }
+    return n;
+}
 
 /* Input x ([B*H, rows, cols], read by `reader`) as Transpose(Reshape(S)),
  * S [T, B, H*c]; *heads is H when already known (0: not yet). */
@@ -208,7 +240,8 @@ static bool absorb_input(const st_plan *p, const int *count, int x, int reader, 
     int rv = st_plan_in(p, &g->nodes[t], t, &n_in)[0];
     const int64_t *perm = st_attr_ints(&g->nodes[t], "perm", &n_perm);
     if (!perm || n_perm != 3 || perm[0] != 1) return false;
-    int rs = sole_producer(p, count, rv, t);
+    a->n_nodes = 0;
+    int rs = producer_for(p, count, rv, t, a);
     if (rs < 0 || !runs(p, rs, "Reshape") || p->nodes[rs].op) return false;
     int sv = st_plan_in(p, &g->nodes[rs], rs, &n_in)[0];
     if (sv < 0 || !is_f32(p, sv) || p->values[sv].kind == ST_PV_CONST) return false;
@@ -230,9 +263,8 @@ static bool absorb_input(const st_plan *p, const int *count, int x, int reader, 
         a->lay.size[k] = size[k];
         a->lay.perm[k] = perm4[k];
     }
-    a->nodes[0] = t;
-    a->nodes[1] = rs;
-    a->n_nodes = 2;
+    a->nodes[a->n_nodes++] = t;
+    a->nodes[a->n_nodes++] = rs;
     return true;
 }
 
@@ -412,9 +444,12 @@ st_status st_pass_fuse_attention(st_plan *p)
         }
         for (int t = 0; t < n_taken; t++)
             for (int k = 0; k < taken[t].n_nodes; k++) {
-                int n = taken[t].nodes[k], v = g->nodes[n].out[0];
+                int n = taken[t].nodes[k];
                 p->nodes[n].kind = ST_PN_FUSED;
-                if (v != out) p->values[v].kind = ST_PV_DEAD;
+                for (int o = 0; o < g->nodes[n].n_out; o++) {
+                    int v = g->nodes[n].out[o];
+                    if (v >= 0 && v != out) p->values[v].kind = ST_PV_DEAD;
+                }
             }
         if (out >= 0) {
             /* the command writes the Reshape's output; its own is never stored */

@@ -8,10 +8,17 @@
  * activations as 8-bit integers and writes every quantized op as
  * DQ -> float op -> Q; run as written, each op dequantizes its inputs to
  * f32 and quantizes its output again.  Here, for backends that declare
- * ST_CAP_QDQ (the CPU), each such group runs as one integer command:
+ * ST_CAP_QDQ (the CPU, CUDA, OpenCL), each such group runs as one integer
+ * command (a group whose op the backend has no kernel for stays as
+ * written: the plan's CPU fallback would move its integer tensors to the
+ * CPU and back for that one op):
  *   DQ(x), DQ(w const) [, bias] -> Conv -> Q      QLinearConv (int8 GEMM; requantized
  *                                                 in its epilogue)
  *   DQ(a), DQ(b const or not) -> MatMul -> Q     QLinearMatMul
+ *   DQ(a), DQ(w const) [, bias] -> Gemm -> Q      QLinearMatMul with an int32 bias per column
+ *                                                 (input 8); alpha 1, beta 1 or no bias, A not
+ *                                                 transposed (a classifier head), a transposed
+ *                                                 W stored transposed at plan time
  *   DQ(a), DQ(b) -> Add | Mul -> Q                QLinearAdd | QLinearMul
  *   DQ(x) -> elementwise float ops -> Q          QLinearLookup: the chain is a function of
  *                                                 one byte, so a 256-entry table, computed
@@ -34,7 +41,7 @@
  *
  * Exactness: Lookup, Add, Mul, Concat and the byte ops compute what the
  * Q/DQ nodes compute, step for step, so they give the same bytes.  The
- * int8 GEMMs sum exactly in int32 and requantize with one f32 multiplier
+ * int8 GEMMs (Conv, MatMul, Gemm) sum exactly in int32 and requantize with one f32 multiplier
  * (x_scale * w_scale / y_scale), as ONNX Runtime's QLinearConv does, where
  * the graph as written rounds the f32 conv's sum: a result may differ by
  * one step where the float sum lies near a rounding boundary.
@@ -46,6 +53,7 @@
 #include "graph/model.h"
 #include "ops/concat.h"
 #include "ops/conv.h"
+#include "ops/linalg.h"
 #include "ops/misc.h"
 #include "ops/qlinear.h"
 #include "plan/plan.h"
@@ -128,6 +136,14 @@ static bool same_params(const st_plan *p, const qparam *a, const qparam *b)
 {
     return a->axis < 0 && b->axis < 0 && a->type == b->type && scale_at(p, a->scale, 0) == scale_at(p, b->scale, 0) &&
            zp_at(p, a->zp, 0) == zp_at(p, b->zp, 0);
+}
+
+/* The session backend has a kernel for domain.op: else the group stays as
+ * written (see the header). */
+static bool backend_has(const st_plan *p, const char *domain, const char *op)
+{
+    const st_op_def *def = st_op_find(domain, op);
+    return def && st_kernel_dtypes(p->target.main, def) != 0;
 }
 
 /* The one error of this pass: every fuse_* below returns false without a
@@ -223,6 +239,7 @@ static bool fuse_conv(st_plan *p, const int *count, int i, st_status *err)
     int n_in;
     const int *in0 = ins(p, i, &n_in);
     if (!is_op(p, i, "Conv") || p->nodes[i].out0 >= 0 || n_in < 2 || n->out[0] < 0) return false;
+    if (!backend_has(p, "", "QLinearConv")) return false;
     const st_conv_state *cs = p->nodes[i].state;
     if (!cs || cs->epi.act || cs->ch_scale || cs->ch_shift || cs->post_scale || cs->post_shift) return false;
     qparam x, w, y;
@@ -258,6 +275,7 @@ static bool fuse_matmul(st_plan *p, const int *count, int i, st_status *err)
     int n_in;
     const int *in0 = ins(p, i, &n_in);
     if (!is_op(p, i, "MatMul") || p->nodes[i].out0 >= 0 || n->out[0] < 0 || n_in != 2) return false;
+    if (!backend_has(p, "", "QLinearMatMul")) return false;
     qparam a, b, y;
     if (!dq_of(p, in0[0], &a) || a.axis >= 0 || !is8(a.type)) return false;
     if (!dq_of(p, in0[1], &b) || !is8(b.type)) return false;
@@ -275,6 +293,62 @@ static bool fuse_matmul(st_plan *p, const int *count, int i, st_status *err)
     return true;
 }
 
+/* W [n, k] stored as [k, n]: a copy in the plan's memory (the model's
+ * initializer stays as it is). */
+static bool transpose_weight(st_plan *p, int v, st_status *err)
+{
+    st_pvalue *pv = &p->values[v];
+    int64_t n = pv->t.dims[0], k = pv->t.dims[1];
+    uint8_t *t = st_plan_alloc(p, (uint64_t)(n * k > 0 ? n * k : 1));
+    if (!t) return nomem(err, "Gemm weights");
+    const uint8_t *w = pv->t.data;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t q = 0; q < k; q++) t[q * n + j] = w[j * k + q];
+    pv->t.data = t;
+    pv->t.dims[0] = k;
+    pv->t.dims[1] = n;
+    return true;
+}
+
+/* A classifier head as ORT's quantizer writes it: DQ(a) [m, k],
+ * DQ(w const) [n, k] (transB) or [k, n], per tensor or per output column,
+ * an optional bias per column, alpha 1. */
+static bool fuse_gemm(st_plan *p, const int *count, int i, st_status *err)
+{
+    const st_node *n = &p->g->nodes[i];
+    int n_in;
+    const int *in0 = ins(p, i, &n_in);
+    if (!is_op(p, i, "Gemm") || p->nodes[i].out0 >= 0 || n->out[0] < 0 || n_in < 2) return false;
+    if (!backend_has(p, "", "QLinearMatMul")) return false;
+    const st_matmul_state *gs = p->nodes[i].state;
+    int c = n_in > 2 ? in0[2] : -1;
+    if (!gs || gs->trans_a || gs->alpha != 1.0f || (c >= 0 && gs->beta != 1.0f)) return false;
+    qparam a, w, y;
+    if (!dq_of(p, in0[0], &a) || a.axis >= 0 || !is8(a.type)) return false;
+    if (!dq_of(p, in0[1], &w) || !is_const(p, w.codes) || !is8(w.type) || p->values[w.codes].t.rank != 2) return false;
+    /* the scale per output column: W's axis 0 when transposed, else 1 */
+    if (w.axis >= 0 && w.axis != (gs->trans_b ? 0 : 1)) return false;
+    /* the transposed copy replaces the plan's value: nothing running may
+     * read it as it was (a folded DQ has been computed already) */
+    if (gs->trans_b && (count[w.codes] != 0 || p->g->values[w.codes].is_output)) return false;
+    int64_t cols = p->values[w.codes].t.dims[gs->trans_b ? 0 : 1];
+    /* a bias per column: [n] or [1, n] */
+    if (c >= 0 && (p->values[c].t.rank > 2 || (p->values[c].t.rank == 2 && p->values[c].t.dims[0] != 1))) return false;
+    int q = q_after(p, count, n->out[0], &y);
+    if (q < 0) return false;
+    int bias = conv_bias(p, count, c, &a, &w, cols, err);
+    if (bias == -2) return false;
+    /* (the bias may be retyped by now: past here, only fusing or failing) */
+    if (gs->trans_b && !transpose_weight(p, w.codes, err)) return false;
+    st_qmatmul_state *s = calloc(1, sizeof *s);
+    if (!s) return nomem(err, "Gemm");
+    s->qlinear = true;
+    int in[9] = {a.codes, a.scale, a.zp, w.codes, w.scale, w.zp, y.scale, y.zp, bias};
+    if (!rewrite(p, i, "", "QLinearMatMul", in, bias >= 0 ? 9 : 8, s, err)) return false;
+    take_output(p, i, q);
+    return true;
+}
+
 /* ---- Add, Mul ---- */
 
 static bool fuse_binary(st_plan *p, const int *count, int i, st_status *err)
@@ -284,6 +358,7 @@ static bool fuse_binary(st_plan *p, const int *count, int i, st_status *err)
     int n_in;
     const int *in0 = ins(p, i, &n_in);
     if ((!add && !is_op(p, i, "Mul")) || p->nodes[i].out0 >= 0 || n_in != 2 || n->out[0] < 0) return false;
+    if (!backend_has(p, "com.microsoft", add ? "QLinearAdd" : "QLinearMul")) return false;
     qparam a, b, y;
     if (!dq_of(p, in0[0], &a) || !dq_of(p, in0[1], &b) || a.axis >= 0 || b.axis >= 0 || !is8(a.type) || a.type != b.type)
         return false;
@@ -333,6 +408,7 @@ static bool fuse_qconcat(st_plan *p, const int *count, int i, st_status *err)
     int q = n_in > 0 && n->out[0] >= 0 ? q_after(p, count, n->out[0], &y) : -1;
     if (q < 0 || y.type != x[0].type) return false;
     if (!differ && same_params(p, &x[0], &y)) return false; /* a Concat of the bytes */
+    if (!backend_has(p, "com.microsoft", "QLinearConcat")) return false;
     const st_concat_state *cs = p->nodes[i].state;
     if (!cs) return false;
     st_qconcat_state *s = calloc(1, sizeof *s);
@@ -509,6 +585,7 @@ static bool fuse_island(st_plan *p, const int *count, int d, st_status *err)
     const st_graph *g = p->g;
     qparam src;
     if (!is_exec(p, d) || !is_op(p, d, "DequantizeLinear") || g->nodes[d].out[0] < 0) return false;
+    if (!backend_has(p, "ai.strata", "QLinearLookup")) return false;
     int d_in;
     if (!params_of(p, d, ins(p, d, &d_in)[0], &src) || src.axis >= 0 || !is8(src.type)) return false;
     bool *isl = calloc((size_t)g->n_nodes * 2 + (size_t)p->n_values, sizeof *isl);
@@ -667,7 +744,7 @@ st_status st_pass_fuse_qdq(st_plan *p)
     for (int i = 0; i < g->n_nodes && !err; i++) {
         if (!is_exec(p, i)) continue;
         /* each stops the chain with false when it fails: err says so */
-        if (fuse_conv(p, count, i, &err) || (!err && fuse_matmul(p, count, i, &err)) ||
+        if (fuse_conv(p, count, i, &err) || (!err && fuse_matmul(p, count, i, &err)) || (!err && fuse_gemm(p, count, i, &err)) ||
             (!err && fuse_binary(p, count, i, &err)) || (!err && fuse_move(p, count, i, &err)))
             st_plan_count_readers(p, count);
     }

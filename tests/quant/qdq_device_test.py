@@ -18,8 +18,26 @@ exactly; DequantizeLinear's floats exactly too (one rounding of a product
 of two floats), and the device bit-identical with the CPU backend.
 Outputs are poisoned first (a stale .npy is deleted before each run).
 Exits 77 (skipped) when the backend has no device here.
+
+Then the fused form: tests/quant/qdq_model.py's QDQ model (Conv per
+channel and per tensor with SiLU tables in the epilogue, Split, a residual
+Add, a Sigmoid gate's own table times the other half, a Concat of
+different scales, MaxPool, Resize, MatMul per column, two Gemm heads with
+int32 biases) on two seeds, which the backend's QDQ fusion turns into
+QLinearConv, QLinearLookup, QLinearAdd, QLinearMul, QLinearConcat and
+QLinearMatMul.  Run with --no-fallback (every fused op on the device; the
+plan, `strata inspect --plan`, must show the SiLU chains fused and no
+Conv, MatMul or Gemm writing floats, so the fusion did happen), it must
+give the CPU backend's bytes in its integer-derived outputs (logits, head,
+head2: the same integer math, DequantizeLinear exact) and the Softmax
+tail within 1e-6 (a float op, rounded by the device's exp).  Against ONNX
+Runtime (when node and onnxruntime-node are here): the integer-derived
+outputs within one quantization step (fuse_qdq.c's header: an int32 sum
+requantized once may round a boundary value the other way).
 """
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -157,7 +175,67 @@ def main():
             print("%-16s FAIL: %s" % (name, t.strip() or "no output"))
         failed += not ok
     print("%d of %d cases failed" % (failed, len(cases)))
+    failed += fused_cases(strata, backend, work)
     return 1 if failed else 0
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_model(strata, path, xfile, outdir, names, extra):
+    """Runs PATH on XFILE into OUTDIR (stale outputs deleted first)."""
+    os.makedirs(outdir, exist_ok=True)
+    for n in names:
+        if os.path.exists(os.path.join(outdir, n + ".npy")):
+            os.remove(os.path.join(outdir, n + ".npy"))
+    r = subprocess.run([strata, "run", path, "-i", "x=" + xfile, "-o", outdir, "-q"] + extra, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        return r, None
+    return r, {n: np.load(os.path.join(outdir, n + ".npy")) for n in names}
+
+
+def fused_cases(strata, backend, work):
+    names = ["y", "logits", "head", "head2"]
+    failed = 0
+    ort_js = os.path.join(ROOT, "scripts", "ort", "run.js")
+    for seed in (3, 7):
+        path = os.path.join(work, "qdq_model_%d.onnx" % seed)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "quant", "qdq_model.py"), path, str(seed)], check=True)
+        xfile = path.replace(".onnx", "_x.npy")
+        tag = "qdq_model seed %d %s" % (seed, backend)
+        plan = subprocess.run([strata, "inspect", path, "-i", "x=" + xfile, "--plan", "--backend", backend, "--no-fallback"], capture_output=True,
+                              text=True, timeout=600)
+        # fused: the SiLU chains went into tables, and no conv, matmul or
+        # gemm writes a float tensor (the plan names the model's ops)
+        fused = plan.returncode == 0 and re.search(r"fused +Sigmoid", plan.stdout) is not None and \
+            re.search(r"exec +(Conv|MatMul|Gemm) .*\n +-> \S+ float32", plan.stdout) is None
+        r, dev = run_model(strata, path, xfile, os.path.join(work, "fused_%d_%s" % (seed, backend)), names,
+                           ["--backend", backend, "--no-fallback", "--sanitize"])
+        _, cpu = run_model(strata, path, xfile, os.path.join(work, "fused_%d_cpu" % seed), names, ["--backend", "cpu"])
+        if dev is None or cpu is None or not fused:
+            print("%s FAIL: %s" % (tag, (r.stdout + r.stderr).strip() or ("not fused: " + (plan.stdout + plan.stderr)[-2000:])))
+            failed += 1
+            continue
+        same = all(np.array_equal(dev[n], cpu[n]) for n in ("logits", "head", "head2"))
+        dy = float(np.abs(dev["y"].astype(np.float64) - cpu["y"]).max())
+        ok = same and dy <= 1e-6
+        line = "%s: fused, logits and heads vs CPU %s, y max|d| vs CPU %.3g" % (tag, "identical" if same else "DIFFERENT", dy)
+        ort_dir = os.path.join(work, "fused_%d_ort" % seed)
+        os.makedirs(ort_dir, exist_ok=True)
+        o = subprocess.run(["node", ort_js, path, ort_dir, xfile], capture_output=True, text=True, timeout=600) \
+            if os.path.exists(ort_js) and shutil.which("node") else None
+        if o is not None and o.returncode == 0:
+            for n in ("logits", "head", "head2"):
+                ref = np.load(os.path.join(ort_dir, n + ".npy"))
+                step = float(np.diff(np.unique(ref)).min()) if np.unique(ref).size > 1 else 1.0
+                d = np.abs(dev[n].astype(np.float64) - ref)
+                line += ", %s vs ORT max|d| %.3g (%d of %d off, step %.3g)" % (n, d.max(), int((d > 0).sum()), d.size, step)
+                ok = ok and d.max() <= step * 1.0001
+        else:
+            line += ", ORT not run"
+        print(("" if ok else "FAIL ") + line)
+        failed += not ok
+    return failed
 
 
 if __name__ == "__main__":

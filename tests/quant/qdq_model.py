@@ -7,7 +7,11 @@ Float ops bracketed by DequantizeLinear / QuantizeLinear: Conv (weights
 int8 per channel, int32 bias) -> SiLU (Sigmoid, Mul, each with its own Q/DQ),
 MaxPool and Resize (nearest) on one scale, Split, Concat of inputs with
 different scales, a residual Add, Conv per tensor with a float bias, MatMul
-with per-column int8 weights, and a float tail (Softmax) after a last DQ.
+with per-column int8 weights, a float tail (Softmax) after a last DQ, and
+a classifier head: Reshape, then Gemm (transB, int8 weights per output
+channel, int32 bias) with its own Q/DQ, and a second Gemm after it (W not
+transposed, per tensor).  A Sigmoid gate after the residual Add (a table
+of its own) multiplies the other half (QLinearMul) before the Concat.
 Scales come from a float run of the same layers on a random input, so
 values spread over the 8-bit range as in a calibrated model.
 """
@@ -135,9 +139,18 @@ r = name("add")
 nodes.append(helper.make_node("Add", [b, h2d], [r]))
 rd = qdq(r, *params(r_f.min(), r_f.max()))
 scale_of[rd] = params(r_f.min(), r_f.max())[0]
-c_f = np.concatenate([a_f[:, :8], a_f[:, 8:], r_f], 1)
+# a gate not after a conv (its own table, QLinearLookup) times the other
+# half (two sources: QLinearMul)
+gt = name("sig")
+nodes.append(helper.make_node("Sigmoid", [rd], [gt]))
+gtd = qdq(gt, *params(0, 1))
+g_f = a_f[:, :8] / (1 + np.exp(-r_f))
+gm2 = name("mul")
+nodes.append(helper.make_node("Mul", [gtd, h1d], [gm2]))
+gmd2 = qdq(gm2, *params(g_f.min(), g_f.max()))
+c_f = np.concatenate([a_f[:, :8], a_f[:, 8:], g_f], 1)
 cc = name("concat")
-nodes.append(helper.make_node("Concat", [h1d, h2d, rd], [cc], axis=1))
+nodes.append(helper.make_node("Concat", [h1d, h2d, gmd2], [cc], axis=1))
 ccd = qdq(cc, *params(c_f.min(), c_f.max()))
 scale_of[ccd] = params(c_f.min(), c_f.max())[0]
 # MaxPool and Resize on one scale
@@ -165,7 +178,42 @@ nodes.append(helper.make_node("MatMul", [e, wmd], [mm]))
 mmd = qdq(mm, *params(mm_f.min(), mm_f.max()))
 nodes.append(helper.make_node("Softmax", [mmd], ["y"], axis=-1))
 nodes.append(helper.make_node("Identity", [mmd], ["logits"]))
-g_out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 10]), helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 8, 12, 10])]
+# a classifier head: Reshape on the bytes, then Gemm (transB, weights int8
+# per output channel, an int32 bias at a_scale * w_scale) as ORT's quantizer
+# writes a Linear layer
+mm_s, mm_z = params(mm_f.min(), mm_f.max())
+rsh = name("reshape")
+nodes.append(helper.make_node("Reshape", [mmd, const(np.array([8, 120], np.int64), "shape")], [rsh]))
+rshd = qdq(rsh, mm_s, mm_z)
+hf = mm_f.reshape(8, 120)
+wg = (rng.standard_normal((16, 120)) * 0.15).astype(np.float32)
+bg = (rng.standard_normal(16) * 0.3).astype(np.float32)
+wgd, wgs = wq(wg, True)
+bgs = (mm_s * wgs).astype(np.float32)
+bgd = name("bdq")
+nodes.append(helper.make_node("DequantizeLinear", [const(np.rint(bg / bgs).astype(np.int32), "b"), const(bgs, "bs"),
+                                                  const(np.zeros(16, np.int32), "bz")], [bgd], axis=0))
+gm_f = hf @ wg.T + bg
+gm = name("gemm")
+nodes.append(helper.make_node("Gemm", [rshd, wgd, bgd], [gm], transB=1))
+gmd = qdq(gm, *params(gm_f.min(), gm_f.max()))
+nodes.append(helper.make_node("Identity", [gmd], ["head"]))
+# a second head: W not transposed ([k, n]), one weight scale, int32 bias
+hf2 = np.rint(gm_f / params(gm_f.min(), gm_f.max())[0]) * params(gm_f.min(), gm_f.max())[0]
+wg2 = (rng.standard_normal((16, 4)) * 0.3).astype(np.float32)
+bg2 = (rng.standard_normal(4) * 0.3).astype(np.float32)
+wgd2, wgs2 = wq(wg2, False)
+bgs2 = np.float32(params(gm_f.min(), gm_f.max())[0] * wgs2)
+bgd2 = name("bdq")
+nodes.append(helper.make_node("DequantizeLinear", [const(np.rint(bg2 / bgs2).astype(np.int32), "b"), const(bgs2, "bs"),
+                                                  const(np.int32(0), "bz")], [bgd2]))
+g2_f = hf2 @ wg2 + bg2
+gm2h = name("gemm")
+nodes.append(helper.make_node("Gemm", [gmd, wgd2, bgd2], [gm2h]))
+gmd2h = qdq(gm2h, *params(g2_f.min(), g2_f.max()))
+nodes.append(helper.make_node("Identity", [gmd2h], ["head2"]))
+g_out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 10]), helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 8, 12, 10]),
+         helper.make_tensor_value_info("head", TensorProto.FLOAT, [8, 16]), helper.make_tensor_value_info("head2", TensorProto.FLOAT, [8, 4])]
 graph = helper.make_graph(nodes, "qdq", [g_in], g_out, inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 7

@@ -9,10 +9,14 @@ Each case is a one-node model run with `--backend BACKEND --no-fallback
 --sanitize`, so the device's own kernel runs (a fallback would be a
 refusal here).  Inputs are random, with odd shapes (no multiple of 4 or
 8), zero points per tensor and per row / column / output channel, u8 and
-i8, batched and broadcast matmuls, grouped, dilated, strided and
-asymmetrically padded convs in 1, 2 and 3 spatial dims, a QLinearMatMul
-whose multiplier is exactly 0.5 (ties: half to even decides) with
-saturation at 255, and for
+i8, batched and broadcast matmuls (named *_fast_*, ones that CUDA runs
+as its implicit GEMM), grouped, dilated, strided and
+asymmetrically padded convs in 1, 2 and 3 spatial dims (small ones for
+the direct kernels; named *_fast_*, ones with 16+ output channels per
+group and K 16+ for CUDA's implicit GEMM, each with partial tiles; named
+*_split_k_*, ones with few output tiles and a long K, which it splits
+over K), a QLinearMatMul whose multiplier is exactly 0.5 (ties: half to
+even decides) with saturation at 255, and for
 DynamicQuantizeLinear a strided (transposed) input, an all-positive one
 (the range's min is 0) and one with a NaN (ignored by the range,
 quantized to the zero point).
@@ -177,6 +181,24 @@ def cases(rng):
     out.append(("mmi_long_k", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
                 {"a": a, "b": b}, {"az": az}, [("y", np.int32)], {"y": ref_matmul_acc(a, b, az, None).astype(np.int32)}))
 
+    # the forms CUDA runs as its implicit GEMM (A's zero point one value, B
+    # not batched, 16+ columns): a batch dim and B's zero point per column;
+    # a vector A and a long K; few tiles and a long K (split over K)
+    a, b = u8(2, 37, 70), i8(70, 50)
+    az, bz = np.array(rng.integers(0, 256), np.uint8), i8(50)
+    out.append(("mmi_fast_batched_col_zp", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                {"a": a}, {"b": b, "az": az, "bz": bz}, [("y", np.int32)],
+                {"y": ref_matmul_acc(a, b, az, bz).astype(np.int32)}))
+    a, b = u8(300), u8(300, 20)
+    az = np.array(rng.integers(0, 256), np.uint8)
+    out.append(("mmi_fast_vector_a", [helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])],
+                {"a": a, "b": b}, {"az": az}, [("y", np.int32)], {"y": ref_matmul_acc(a, b, az, None).astype(np.int32)}))
+    a, b = i8(3, 2000), i8(2000, 20)
+    az, bz = np.array(i8(1)[0], np.int8), np.array(i8(1)[0], np.int8)
+    out.append(("mmi_fast_split_k", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+                {"a": a, "b": b}, {"az": az, "bz": bz}, [("y", np.int32)],
+                {"y": ref_matmul_acc(a, b, az, bz).astype(np.int32)}))
+
     # zero points in the matrices' own shape with a unit column / row, per batch
     a, b = u8(2, 5, 17), u8(2, 17, 9)
     az, bz = u8(2, 5, 1), u8(2, 1, 9)
@@ -203,6 +225,17 @@ def cases(rng):
                     {"a": a}, {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", dt)],
                     {"y": requant(acc, np.broadcast_to(mult, acc.shape), y_z, dt)}))
 
+    # QLinearMatMul as CUDA's implicit GEMM: A per tensor, B per column
+    a, b = u8(45, 80), i8(80, 33)
+    a_s, a_z = np.array(rng.uniform(0.01, 0.05), np.float32), np.array(u8(1)[0], np.uint8)
+    b_s, b_z = rng.uniform(0.01, 0.05, size=(33,)).astype(np.float32), i8(33)
+    y_s, y_z = np.array(rng.uniform(0.02, 0.2), np.float32), np.array(u8(1)[0], np.uint8)
+    acc = ref_matmul_acc(a, b, a_z, b_z)
+    mult = ((a_s * b_s.reshape(1, -1)).astype(np.float32) / y_s).astype(np.float32)
+    out.append(("qlmm_fast_u8_col", [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
+                {"a": a}, {"as": a_s, "az": a_z, "b": b, "bs": b_s, "bz": b_z, "ys": y_s, "yz": y_z}, [("y", np.uint8)],
+                {"y": requant(acc, np.broadcast_to(mult, acc.shape), y_z, np.uint8)}))
+
     # exact ties: multiplier 0.25 * 2 / 1 = 0.5 and small sums, so half of
     # the products land on k + 0.5 (half to even decides), and y_zp 250
     # saturates the large ones at 255
@@ -221,9 +254,20 @@ def cases(rng):
     conv_cases = (("convint_2d_group", u8(2, 6, 9, 11), u8(8, 3, 3, 3), 2, [1, 0, 2, 1], [2, 1], [1, 2], True, "chan"),
                   ("convint_1d_depthwise", i8(1, 4, 13), i8(4, 1, 5), 4, [2, 1], [1], [1], False, None),
                   ("convint_19_channels", u8(2, 5, 7, 9), u8(19, 5, 3, 2), 1, [1, 0, 1, 1], [1, 1], [1, 1], True, "chan"),
-                  ("convint_3d", u8(1, 2, 4, 5, 6), i8(3, 2, 2, 2, 3), 1, [0, 1, 1, 1, 0, 0], [1, 2, 1], [1, 1, 2], True, "scalar"))
+                  ("convint_3d", u8(1, 2, 4, 5, 6), i8(3, 2, 2, 2, 3), 1, [0, 1, 1, 1, 0, 0], [1, 2, 1], [1, 1, 2], True, "scalar"),
+                  # the CUDA implicit GEMM's shapes (16+ output channels per
+                  # group, K 16+): tiles of 64 channels x 128 positions x 64
+                  # of K, each case with a partial tile in every dimension
+                  ("convint_fast_group", u8(2, 24, 13, 17), u8(70, 12, 3, 3), 2, [1, 2, 0, 1], [2, 1], [1, 2], True, "chan"),
+                  ("convint_fast_1x1_i8", i8(1, 37, 20, 19), i8(130, 37, 1, 1), 1, [0, 0, 0, 0], [1, 1], [1, 1], True, "chan"),
+                  ("convint_fast_3d", u8(1, 5, 6, 7, 8), i8(17, 5, 2, 3, 3), 1, [1, 0, 1, 0, 1, 2], [1, 2, 1], [2, 1, 1], True, "scalar"),
+                  ("convint_fast_1d_long_k", u8(3, 40, 50), u8(33, 40, 7), 1, [3, 2], [1], [2], True, "chan"),
+                  ("convint_fast_i8_nozp", i8(2, 16, 11, 10), i8(32, 8, 3, 2), 2, [1, 1, 1, 1], [1, 2], [1, 1], False, None),
+                  # few output tiles and a long K: split over K on CUDA
+                  ("convint_split_k_head", u8(1, 300, 6, 5), u8(1, 300, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, "scalar"),
+                  ("convint_split_k_i8_group", i8(1, 320, 4, 4), i8(40, 160, 3, 3), 2, [1, 0, 1, 2], [1, 1], [1, 1], True, "chan"))
     for name, x, w, group, pads, strides, dils, has_xz, wz_kind in conv_cases:
-        xz = np.array(rng.integers(0, 256), np.uint8) if has_xz and x.dtype == np.uint8 else None
+        xz = np.array((u8 if x.dtype == np.uint8 else i8)(1)[0], x.dtype) if has_xz else None
         wz = None
         if wz_kind == "chan":
             wz = (u8 if w.dtype == np.uint8 else i8)(w.shape[0])
@@ -244,7 +288,10 @@ def cases(rng):
     # QLinearConv: u8 x, i8 w per channel, bias, u8 y; i8 throughout, per tensor, no bias
     for name, x, w, group, pads, strides, dils, per, bias in (
             ("qlconv_u8_chan_bias", u8(2, 5, 10, 7), i8(6, 5, 3, 3), 1, [1, 1, 0, 2], [1, 2], [1, 1], True, True),
-            ("qlconv_i8_group", i8(1, 6, 8, 9), i8(9, 2, 2, 3), 3, [0, 1, 1, 0], [2, 1], [2, 1], False, False)):
+            ("qlconv_i8_group", i8(1, 6, 8, 9), i8(9, 2, 2, 3), 3, [0, 1, 1, 0], [2, 1], [2, 1], False, False),
+            ("qlconv_fast_u8_chan_bias", u8(1, 20, 15, 14), i8(48, 20, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, True),
+            ("qlconv_fast_i8_group", i8(2, 32, 9, 9), i8(64, 16, 3, 3), 2, [2, 0, 1, 1], [2, 2], [1, 2], False, False),
+            ("qlconv_split_k_u8", u8(1, 256, 5, 4), i8(40, 256, 3, 3), 1, [1, 1, 1, 1], [1, 1], [1, 1], True, True)):
         m = w.shape[0]
         xdt, ydt = x.dtype.type, x.dtype.type
         gx = u8 if x.dtype == np.uint8 else i8

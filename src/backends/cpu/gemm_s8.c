@@ -300,6 +300,11 @@ static void run_task(void *arg, int64_t t)
         e.row_mul = rowm;
         e.col_mul = zbv;
     }
+    if (g->col_int) {
+        if (!e.col_add) memset(cola, 0, (size_t)nc * sizeof *cola);
+        for (int64_t c = 0; c < nc; c++) cola[c] = (int32_t)((uint32_t)cola[c] + (uint32_t)g->col_int[c0 + c]);
+        e.col_add = cola;
+    }
     e.out = g->out;
     e.row_scale = g->row_scale ? g->row_scale + i0 : NULL;
     e.col_scale = g->col_scale ? g->col_scale + c0 : NULL;

@@ -160,6 +160,9 @@ typedef struct st_s8_gemm {
     float div;
     int32_t zero_point;
     const float *row_bias, *col_bias;
+    /* full length n, or NULL: added to column j's int32 sum before the
+     * scales (QLinearMatMul's bias, made by the QDQ fusion of a Gemm) */
+    const int32_t *col_int;
     void *c;
     int64_t c_rs, c_cs;
 } st_s8_gemm;

@@ -400,14 +400,18 @@ st_status st_cpu_qmatmul(const st_kctx *k)
     int64_t b_rs = b_vec ? b->strides[0] : b->strides[b->rank - 2], b_cs = b_vec ? 0 : b->strides[b->rank - 1];
     int64_t a_rs = a_vec ? 0 : a->strides[a->rank - 2], a_cs = a->strides[a->rank - 1];
     int64_t y_rs = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)], y_cs = b_vec ? 0 : y->strides[y->rank - 1];
-    int32_t *ints = malloc((size_t)(m + n) * sizeof *ints);
+    /* QLinearMatMul's input 8, an int32 bias per column: only the QDQ
+     * fusion of a Gemm makes one (passes/fuse_qdq.c) */
+    const st_operand *bias = s->qlinear ? opt_in(k, 8) : NULL;
+    int32_t *ints = malloc((size_t)(m + 2 * n) * sizeof *ints);
     float *fl = malloc((size_t)(2 * (m + n)) * sizeof *fl);
     if (!ints || !fl) {
         free(ints);
         free(fl);
         return st_error(ST_ERR_NOMEM, "out of memory");
     }
-    int32_t *za = ints, *zb = ints + m;
+    int32_t *za = ints, *zb = ints + m, *bi = ints + m + n;
+    for (int64_t j = 0; bias && j < n; j++) bi[j] = (int32_t)st_load_i64(bias->dtype, st_misc_at(bias, j * bias->strides[bias->rank - 1]));
     float *asc = fl, *bsc = fl + m, *rsc = bsc + n, *csc = rsc + m;
     st_s8_packed *bp = NULL;
     st_status st = ST_OK;
@@ -454,6 +458,7 @@ st_status st_cpu_qmatmul(const st_kctx *k)
             }
             g.out = y->dtype == ST_U8 ? ST_S8_OUT_U8 : ST_S8_OUT_S8;
             g.zero_point = opt_in(k, 7) ? (int32_t)st_load_i64(k->in[7].dtype, k->in[7].data) : 0;
+            g.col_int = bias ? bi : NULL;
         }
         g.c = st_misc_at(y, yo), g.c_rs = y_rs, g.c_cs = y_cs;
         st = st_gemm_s8_run(k->pool, &g);

@@ -16,14 +16,19 @@
  * Why: a dynamically quantized model (ORT's quantize_dynamic) is
  * DynamicQuantizeLinear -> ConvInteger / MatMulInteger -> Cast -> Mul per
  * layer; without these kernels its every conv ran on the CPU with two
- * transfers around it.  These are direct kernels (one output per thread),
- * not cuDNN/cuBLASLt int8: those want NHWC / 4-aligned channels and have
- * no zero points, so the correction terms would need kernels of their
- * own; the direct form is the exact reference to compare a faster one
- * against.  Padding contributes nothing (the spec pads with x's zero
- * point): padded taps are skipped.
+ * transfers around it.  The convs, and the matmuls whose A has one zero
+ * point and scale and whose B is not batched, run as qconv_igemm.cu's
+ * tensor-core implicit GEMM where it takes them (not cuDNN/cuBLASLt int8:
+ * those want NHWC / 4-aligned channels and have no zero points); the rest
+ * (depthwise-like convs, per-row A parameters, batched B) run on the
+ * direct kernels here, one output per thread, which are also the exact
+ * reference the GEMM is tested against.  Padding contributes nothing (the
+ * spec pads with x's zero point): padded taps are skipped.  What the QDQ
+ * fusion (passes/fuse_qdq.c) adds is taken too: QLinearConv's
+ * requantization type and table (the elementwise ops that followed the
+ * conv), QLinearMatMul's int32 bias per column (a Gemm's).
  */
-#include "backends/cuda/common.cuh"
+#include "backends/cuda/qint.cuh"
 #include "ops/misc.h"
 
 #define THREADS 256
@@ -65,29 +70,14 @@ static bool accepts_qmm(const st_knode *n, char *why, size_t len)
     const st_view *a = &n->views[0], *b = &n->views[s->qlinear ? 3 : 1], *y = &n->views[n->n_in];
     int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
     if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
-    return q_accepts(n, why, len, s->qlinear, -1);
+    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
 }
 
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
     const st_qconv_state *s = (const st_qconv_state *)n->state;
-    if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    if (s->q_type && !is8((st_dtype)s->q_type)) return st_kernel_refuse(why, len, "requantization to %s", st_dtype_name((st_dtype)s->q_type));
     return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
-}
-
-/* one 8-bit element, signed or not */
-__device__ __forceinline__ int ld8(const void *p, int64_t i, bool is_signed)
-{
-    return is_signed ? (int)((const int8_t *)p)[i] : (int)((const uint8_t *)p)[i];
-}
-
-/* round half to even, NaN to 0, saturate to [lo, hi] less zp, add zp */
-__device__ __forceinline__ int requant(float f, int zp, int lo, int hi)
-{
-    float r = isnan(f) ? 0.0f : rintf(f);
-    float flo = (float)(lo - zp), fhi = (float)(hi - zp);
-    r = r < flo ? flo : r > fhi ? fhi : r;
-    return (int)r + zp;
 }
 
 /* ---- DynamicQuantizeLinear ---- */
@@ -168,6 +158,8 @@ static st_status st_cuda_dynamic_quantize(const st_kctx *k)
 
 /* ---- MatMulInteger, QLinearMatMul ---- */
 
+static void chan_param(const st_operand *v, const void **data, st_dtype *dt, int64_t *step);
+
 /* An operand's element (batch b, row i, column j) is at
  * data + sum(b[d] * bs[d]) + i * rs + j * cs; a per-row parameter (of A)
  * has cs 0, a per-column one (of B) rs 0, a scalar all strides 0.
@@ -182,8 +174,9 @@ struct qmm_args {
     int nb;
     int64_t bn[QMM_BATCH], m, n, k, total;
     void *y;
-    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp */
-    qmm_op o[9];
+    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp, and
+     * QLinearMatMul's int32 bias per column (data NULL: none) */
+    qmm_op o[10];
 };
 
 __device__ __forceinline__ int64_t qmm_at(const qmm_op &o, const int64_t *b, int64_t i, int64_t j)
@@ -214,6 +207,7 @@ __global__ void qmatmul_kernel(qmm_args p)
             ((int32_t *)p.y)[off] = (int32_t)acc;
             continue;
         }
+        if (p.o[9].data) acc += (uint32_t)st_ldi(p.o[9].dt, p.o[9].data, qmm_at(p.o[9], bi, i, j));
         float s = __fmul_rn(st_ldf(p.o[5].dt, p.o[5].data, qmm_at(p.o[5], bi, i, j)),
                             st_ldf(p.o[6].dt, p.o[6].data, qmm_at(p.o[6], bi, i, j)));
         s = __fdiv_rn(s, st_ldf(p.o[7].dt, p.o[7].data, 0));
@@ -259,11 +253,89 @@ static void qmm_param(qmm_op *p, const st_operand *o, const st_operand *mat, boo
 
 static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
 
+/* A per-column parameter of B (n columns) as one value (step 0) or a
+ * vector along its last dim; false for anything else (per batch). */
+static bool col_param(const st_operand *v, int64_t n, const void **data, st_dtype *dt, int64_t *step)
+{
+    *data = v ? v->data : NULL;
+    *dt = v ? v->dtype : ST_U8;
+    *step = 0;
+    if (!v || st_operand_numel(v) == 1) return true;
+    if (st_operand_numel(v) != n || v->sizes[v->rank - 1] != n) return false;
+    *step = v->strides[v->rank - 1];
+    return true;
+}
+
+/* A MatMulInteger / QLinearMatMul as qconv_igemm.cu's GEMM, so that the
+ * common dynamically quantized form (activations A with one zero point
+ * and scale, weights B [K, N] with one or one per column) runs on the
+ * tensor cores: Y^T = B^T A^T is a 1x1 conv over the rows of A, whose
+ * output channels are B's columns (w = B^T, w_zp and w_scale per
+ * column), input channels K (x = A^T, x_zp and x_scale A's) and images
+ * A's one batch dim, if any; a bias per column is the conv's per output
+ * channel.  False where that does not fit: A's
+ * parameters per row, B batched, or more than one batch dim. */
+static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
+{
+    const st_operand *a = &k->in[0], *b = &k->in[qlinear ? 3 : 1], *y = &k->out[0];
+    const st_operand *az = opt_in(k, 2), *bz = opt_in(k, qlinear ? 5 : 3);
+    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
+    int nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+    if (nb > 1) return false;
+    for (int d = 0; d + 2 < b->rank; d++)
+        if (b->sizes[d] != 1) return false;
+    if (az && st_operand_numel(az) != 1) return false;
+    if (qlinear && st_operand_numel(&k->in[1]) != 1) return false;
+    int64_t m = a_vec ? 1 : a->sizes[a->rank - 2], kk = a->sizes[a->rank - 1], n = b_vec ? 1 : b->sizes[b->rank - 1];
+    memset(p, 0, sizeof *p);
+    if (!col_param(bz, n, &p->wz, &p->wz_dt, &p->wz_step)) return false;
+    if (qlinear && !col_param(&k->in[4], n, &p->wsc, &p->wsc_dt, &p->wsc_step)) return false;
+    /* QLinearMatMul's int32 bias per column (the QDQ fusion's Gemm) */
+    if (qlinear && !col_param(opt_in(k, 8), n, &p->bias, &p->b_dt, &p->b_step)) return false;
+    p->total = st_operand_numel(y);
+    p->nimg = nb ? y->sizes[0] : 1;
+    p->groups = 1;
+    p->cg = kk;
+    p->mg = n;
+    for (int i = 0; i < 3; i++) {
+        p->is[i] = p->os[i] = i == 2 ? m : 1;
+        p->k[i] = p->s[i] = p->d[i] = 1;
+    }
+    int64_t abs[QMM_BATCH] = {0, 0, 0, 0};
+    batch_strides(a, nb, abs);
+    p->xs[0] = abs[0];
+    p->xs[1] = a->strides[a->rank - 1];
+    p->xs[4] = a_vec ? 0 : a->strides[a->rank - 2];
+    p->ws[0] = b_vec ? 0 : b->strides[b->rank - 1];
+    p->ws[1] = b->strides[b_vec ? 0 : b->rank - 2];
+    p->ys[0] = nb ? y->strides[0] : 0;
+    p->ys[1] = b_vec ? 0 : y->strides[y->rank - 1];
+    p->ys[4] = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)];
+    p->x = a->data;
+    p->w = b->data;
+    p->y = y->data;
+    p->x_dt = a->dtype;
+    p->w_dt = b->dtype;
+    p->y_dt = y->dtype;
+    chan_param(az, &p->xz, &p->xz_dt, NULL);
+    if (qlinear) {
+        chan_param(&k->in[1], &p->xsc, &p->xsc_dt, NULL);
+        chan_param(&k->in[6], &p->ysc, &p->ysc_dt, NULL);
+        chan_param(opt_in(k, 7), &p->yz, &p->yz_dt, NULL);
+    }
+    return true;
+}
+
 static st_status st_cuda_qmatmul(const st_kctx *k)
 {
     const st_qmatmul_state *s = (const st_qmatmul_state *)k->state;
     const st_operand *a = &k->in[0], *b = &k->in[s->qlinear ? 3 : 1], *y = &k->out[0];
     if (st_operand_numel(y) == 0) return ST_OK;
+    qconv_args c;
+    if (qmm_as_conv(k, s->qlinear, &c) && st_qconv_igemm_takes(c)) {
+        st_qconv_igemm(c, (const st_cuda_ctx *)k->dev);
+        return ST_OK;
+    }
     bool a_vec = a->rank == 1, b_vec = b->rank == 1;
     qmm_args p;
     memset(&p, 0, sizeof p);
@@ -296,6 +368,12 @@ static st_status st_cuda_qmatmul(const st_kctx *k)
         qmm_param(&p.o[6], &k->in[4], b, false, p.nb);
         qmm_param(&p.o[7], &k->in[6], a, true, 0);
         qmm_param(&p.o[8], opt_in(k, 7), a, true, 0);
+        const st_operand *bias = opt_in(k, 8);
+        if (bias) {
+            p.o[9].data = bias->data;
+            p.o[9].dt = bias->dtype;
+            p.o[9].cs = bias->strides[bias->rank - 1];
+        }
     } else {
         qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
         qmm_param(&p.o[4], opt_in(k, 3), b, false, p.nb);
@@ -305,17 +383,6 @@ static st_status st_cuda_qmatmul(const st_kctx *k)
 }
 
 /* ---- ConvInteger, QLinearConv ---- */
-
-/* Spatial dims are three, the missing leading ones of size 1 (stride 0). */
-struct qconv_args {
-    int64_t total, nimg, groups, cg, mg;
-    int64_t is[3], os[3], k[3], s[3], d[3], pb[3];
-    int64_t xs[5], ws[5], ys[5];
-    const void *x, *w, *xz, *wz, *bias, *xsc, *wsc, *ysc, *yz;   /* NULL: absent */
-    void *y;
-    st_dtype x_dt, w_dt, y_dt, xz_dt, wz_dt, b_dt, xsc_dt, wsc_dt, ysc_dt, yz_dt;
-    int64_t wz_step, b_step, wsc_step;
-};
 
 __global__ void qconv_kernel(qconv_args p)
 {
@@ -350,17 +417,7 @@ __global__ void qconv_kernel(qconv_args p)
                 }
             }
         }
-        int64_t off = n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
-        if (p.y_dt == ST_I32) {
-            ((int32_t *)p.y)[off] = (int32_t)acc;
-            continue;
-        }
-        if (p.bias) acc += (uint32_t)st_ldi(p.b_dt, p.bias, m * p.b_step);
-        float s = __fmul_rn(st_ldf(p.xsc_dt, p.xsc, 0), st_ldf(p.wsc_dt, p.wsc, m * p.wsc_step));
-        s = __fdiv_rn(s, st_ldf(p.ysc_dt, p.ysc, 0));
-        int zy = p.yz ? (int)st_ldi(p.yz_dt, p.yz, 0) : 0;
-        bool s8 = p.y_dt == ST_I8;
-        ((uint8_t *)p.y)[off] = (uint8_t)requant(__fmul_rn((float)(int32_t)acc, s), zy, s8 ? -128 : 0, s8 ? 127 : 255);
+        qconv_store(p, acc, m, n * p.ys[0] + m * p.ys[1] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4]);
     }
 }
 
@@ -435,7 +492,14 @@ static st_status st_cuda_qconv(const st_kctx *k)
     chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
     chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz, &p.yz_dt, NULL);
-    qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
+    p.q_dt = (st_dtype)s->q_type;
+    p.has_lut = s->has_lut;
+    /* the table's entries are bytes (the CPU stores the low byte too) */
+    for (int b = 0; s->has_lut && b < 256; b++) p.lut[b] = (uint8_t)s->lut[b];
+    if (st_qconv_igemm_takes(p))
+        st_qconv_igemm(p, (const st_cuda_ctx *)k->dev);
+    else
+        qconv_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }
 

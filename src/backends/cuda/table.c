@@ -10,12 +10,13 @@
 static const st_kernel *const FAMILIES[] = {
     st_cuda_k_elementwise, st_cuda_k_shape, st_cuda_k_linalg, st_cuda_k_conv,
     st_cuda_k_norm,        st_cuda_k_reduce, st_cuda_k_resize, st_cuda_k_quant,
-    st_cuda_k_qint,
+    st_cuda_k_qint, st_cuda_k_qlinear,
 };
 
 const st_kernel_table st_cuda_kernel_table = {
     "cuda",
-    0,
+    /* every op a QDQ fusion makes has a kernel here (k_qint.cu, k_qlinear.cu) */
+    ST_CAP_QDQ,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

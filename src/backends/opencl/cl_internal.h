@@ -35,6 +35,8 @@
     X(dynq_apply)            \
     X(qmatmul)               \
     X(qconv)                 \
+    X(qlut)                  \
+    X(qbinary)               \
     X(copy)                  \
     X(gemm)                  \
     X(conv_gemm)             \

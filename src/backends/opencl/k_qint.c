@@ -8,9 +8,10 @@
  * -> Cast -> Mul) otherwise runs its every conv on the CPU, with two
  * transfers around each.  The kernels are direct ones with int32 sums
  * (the matmul one output per work-item, the conv QCB output channels of
- * one pixel); what they do not take (a float64 scale, more
- * than 4 batch dims, a QDQ fusion's requantization table, which only CPU
- * plans make) stays on the CPU: accepts refuses it.
+ * one pixel); what they do not take (a float64 scale, more than 4 batch
+ * dims) stays on the CPU: accepts refuses it.  QLinearConv also takes
+ * what the QDQ fusion (passes/fuse_qdq.c) sets in its state: the type to
+ * requantize to and a table of the elementwise ops that followed it.
  */
 #include <string.h>
 
@@ -59,7 +60,7 @@ static bool accepts_qmm(const st_knode *n, char *why, size_t len)
     int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
     if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
     static const int QL_SCALES[] = {1, 4, 6};
-    return s->qlinear ? q_accepts(n, why, len, QL_SCALES, 3, -1) : q_accepts(n, why, len, NULL, 0, -1);
+    return s->qlinear ? q_accepts(n, why, len, QL_SCALES, 3, 8) : q_accepts(n, why, len, NULL, 0, -1);
 }
 
 /* The largest element offset in v from its element [0, ..., 0]. */
@@ -73,7 +74,7 @@ static int64_t span(const st_view *v)
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
     const st_qconv_state *s = n->state;
-    if (s->has_lut || s->q_type) return st_kernel_refuse(why, len, "a QDQ fusion's requantization");
+    if (s->q_type && !is8((st_dtype)s->q_type)) return st_kernel_refuse(why, len, "requantization to %s", st_dtype_name((st_dtype)s->q_type));
     /* st_qconv indexes within x and w in 32 bits */
     if (span(&n->views[0]) >= INT32_MAX || span(&n->views[s->qlinear ? 3 : 1]) >= INT32_MAX)
         return st_kernel_refuse(why, len, "an x or w of 2^31 elements or more");
@@ -150,9 +151,9 @@ typedef struct st_cl_qmm_op {
 
 typedef struct st_cl_qmm_p {
     cl_long nb, bn[QMM_BATCH], m, n, k;
-    st_cl_qmm_op o[9];
+    st_cl_qmm_op o[10];
 } st_cl_qmm_p;
-_Static_assert(sizeof(st_cl_qmm_p) == (8 + 9 * 8) * 8, "st_cl_qmm_p has no padding");
+_Static_assert(sizeof(st_cl_qmm_p) == (8 + 10 * 8) * 8, "st_cl_qmm_p has no padding");
 
 /* A matrix's batch strides over the output's nb batch dims (right-aligned,
  * 0 where broadcast). */
@@ -225,7 +226,7 @@ static st_status st_cl_qmatmul(const st_kctx *k)
     p.o[2].rs = b_vec ? b->strides[0] : b->strides[b->rank - 2];
     p.o[2].cs = b_vec ? 0 : b->strides[b->rank - 1];
     batch_strides(b, (int)p.nb, p.o[2].bs);
-    const st_view *az, *bz, *as = NULL, *bs = NULL, *ys = NULL, *yz = NULL;
+    const st_view *az, *bz, *as = NULL, *bs = NULL, *ys = NULL, *yz = NULL, *bias = NULL;
     if (s->qlinear) {
         as = &k->views[1];
         az = opt_view(k, 2);
@@ -233,6 +234,7 @@ static st_status st_cl_qmatmul(const st_kctx *k)
         bz = opt_view(k, 5);
         ys = &k->views[6];
         yz = opt_view(k, 7);
+        bias = opt_view(k, 8);
     } else {
         az = opt_view(k, 2);
         bz = opt_view(k, 3);
@@ -243,16 +245,22 @@ static st_status st_cl_qmatmul(const st_kctx *k)
     qmm_param(&p.o[6], bs, b, false, (int)p.nb);
     qmm_param(&p.o[7], ys, a, true, 0);
     qmm_param(&p.o[8], yz, a, true, 0);
+    /* the bias: one int32 per column, [n] or [1, n] */
+    if (bias) {
+        p.o[9].off = elem_off(bias);
+        p.o[9].dt = bias->dtype;
+        p.o[9].cs = bias->strides[bias->rank - 1];
+    }
     /* absent operands get a real buffer (a, never read) */
-    const st_view *ops[9] = {y, a, b, az, bz, as, bs, ys, yz};
-    cl_mem mem[9];
-    for (int i = 0; i < 9; i++) mem[i] = st_cl_mem(ops[i] ? ops[i] : a);
+    const st_view *ops[10] = {y, a, b, az, bz, as, bs, ys, yz, bias};
+    cl_mem mem[10];
+    for (int i = 0; i < 10; i++) mem[i] = st_cl_mem(ops[i] ? ops[i] : a);
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_qmatmul, &kern));
-    st_cl_arg args[10];
-    for (int i = 0; i < 9; i++) args[i] = ST_CLA(mem[i]);
-    args[9] = ST_CLA(p);
-    ST_TRY(st_cl_set_args(kern, ST_CLK_qmatmul, 10, args));
+    st_cl_arg args[11];
+    for (int i = 0; i < 10; i++) args[i] = ST_CLA(mem[i]);
+    args[10] = ST_CLA(p);
+    ST_TRY(st_cl_set_args(kern, ST_CLK_qmatmul, 11, args));
     size_t global[3] = {(size_t)p.n, (size_t)p.m, (size_t)batches};
     return st_cl_run(c, kern, ST_CLK_qmatmul, 3, global, NULL, true);
 }
@@ -267,8 +275,14 @@ typedef struct st_cl_qconv_p {
     cl_long x_dt, w_dt, y_dt;
     cl_long xz_o, xz_dt, wz_o, wz_dt, wz_step, b_o, b_dt, b_step;
     cl_long xsc_o, xsc_dt, wsc_o, wsc_dt, wsc_step, ysc_o, ysc_dt, yz_o, yz_dt;
+    cl_long q_dt, has_lut;
 } st_cl_qconv_p;
-_Static_assert(sizeof(st_cl_qconv_p) == 60 * 8, "st_cl_qconv_p has no padding");
+_Static_assert(sizeof(st_cl_qconv_p) == 62 * 8, "st_cl_qconv_p has no padding");
+
+/* Same layout as st_qtab in qint.cl. */
+typedef struct st_cl_qtab {
+    cl_uchar t[256];
+} st_cl_qtab;
 
 /* An N, C, spatial... operand's element offset and strides, the spatial
  * ones right-aligned to 3 (0 on the padding dims). */
@@ -343,15 +357,22 @@ static st_status st_cl_qconv(const st_kctx *k)
     chan_param(ws, &p.wsc_o, &p.wsc_dt, &p.wsc_step);
     chan_param(ys, &p.ysc_o, &p.ysc_dt, NULL);
     chan_param(yz, &p.yz_o, &p.yz_dt, NULL);
+    p.q_dt = s->q_type;
+    p.has_lut = s->has_lut;
+    /* the table's entries are bytes (the CPU stores the low byte too) */
+    st_cl_qtab lut;
+    memset(&lut, 0, sizeof lut);
+    for (int b = 0; s->has_lut && b < 256; b++) lut.t[b] = (cl_uchar)s->lut[b];
     const st_view *ops[10] = {y, x, w, xz, wz, bias, xs, ws, ys, yz};
     cl_mem mem[10];
     for (int i = 0; i < 10; i++) mem[i] = st_cl_mem(ops[i] ? ops[i] : x);
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_qconv, &kern));
-    st_cl_arg args[11];
+    st_cl_arg args[12];
     for (int i = 0; i < 10; i++) args[i] = ST_CLA(mem[i]);
     args[10] = ST_CLA(p);
-    ST_TRY(st_cl_set_args(kern, ST_CLK_qconv, 11, args));
+    args[11] = ST_CLA(lut);
+    ST_TRY(st_cl_set_args(kern, ST_CLK_qconv, 12, args));
     /* QCB channels of one pixel per work-item (qint.cl) */
     size_t global[3] = {(size_t)(p.os[0] * p.os[1] * p.os[2]), (size_t)(p.groups * ((p.mg + QCB - 1) / QCB)), (size_t)p.nimg};
     return st_cl_run(c, kern, ST_CLK_qconv, 3, global, NULL, true);

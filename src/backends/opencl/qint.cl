@@ -18,7 +18,19 @@
  *     built with -cl-fp32-correctly-rounded-divide-sqrt (cl_program.c).
  * Padding of the integer convs contributes nothing (the spec pads with
  * x's zero point), so padded taps are skipped.
+ * The QDQ fusion's ops (passes/fuse_qdq.c, host side k_qlinear.c) are
+ * here too, as the CPU's backends/cpu/k_qlinear.c computes them:
+ * QLinearLookup (a 256-byte table), QLinearConcat (a table per input),
+ * QLinearAdd / QLinearMul ((float)(x - zp) * scale per input, the float op,
+ * then x / scale quantized), and QLinearConv's requantization to the
+ * fusion's type followed by its table.
  */
+
+/* A 256-entry byte table, by value (a kernel argument), indexed by the
+ * stored byte. */
+typedef struct st_qtab {
+    uchar t[256];
+} st_qtab;
 
 /* one 8-bit element, signed or not */
 inline int ld8(gcp p, long i, int is_signed) { return is_signed ? (int)((global const char *)p)[i] : (int)p[i]; }
@@ -98,8 +110,9 @@ typedef struct st_qmm_op {
 /* Same layout as st_cl_qmm_p in k_qint.c. */
 typedef struct st_qmm_p {
     long nb, bn[QMM_BATCH], m, n, k;
-    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp */
-    st_qmm_op o[9];
+    /* y, a, b, a_zp, b_zp, a_scale, b_scale, y_scale, y_zp, and
+     * QLinearMatMul's int32 bias per column (the QDQ fusion's, of a Gemm) */
+    st_qmm_op o[10];
 } st_qmm_p;
 
 inline long qmm_at(const st_qmm_op *o, const long *b, long i, long j)
@@ -109,7 +122,7 @@ inline long qmm_at(const st_qmm_op *o, const long *b, long i, long j)
 
 /* One output element per work-item: dimension 0 the column, 1 the row,
  * 2 the batch. */
-kernel void st_qmatmul(gp y, gcp a, gcp b, gcp az, gcp bz, gcp as, gcp bs, gcp ys, gcp yz, st_qmm_p p)
+kernel void st_qmatmul(gp y, gcp a, gcp b, gcp az, gcp bz, gcp as, gcp bs, gcp ys, gcp yz, gcp bias, st_qmm_p p)
 {
     long j = get_global_id(0), i = get_global_id(1), t = get_global_id(2);
     if (j >= p.n || i >= p.m) return;
@@ -131,6 +144,7 @@ kernel void st_qmatmul(gp y, gcp a, gcp b, gcp az, gcp bz, gcp as, gcp bs, gcp y
         ((global int *)y)[off] = as_int(acc);
         return;
     }
+    if (p.o[9].dt) acc += (uint)ld_l(bias, qmm_at(&p.o[9], bi, i, j), (int)p.o[9].dt);
     float s = ld_f(as, qmm_at(&p.o[5], bi, i, j), (int)p.o[5].dt) * ld_f(bs, qmm_at(&p.o[6], bi, i, j), (int)p.o[6].dt);
     s = s / ld_f(ys, p.o[7].off, (int)p.o[7].dt);
     int zy = p.o[8].dt ? (int)ld_l(yz, p.o[8].off, (int)p.o[8].dt) : 0;
@@ -151,6 +165,9 @@ typedef struct st_qconv_p {
     /* scalars at their offsets (dt 0: absent); per channel with step */
     long xz_o, xz_dt, wz_o, wz_dt, wz_step, b_o, b_dt, b_step;
     long xsc_o, xsc_dt, wsc_o, wsc_dt, wsc_step, ysc_o, ysc_dt, yz_o, yz_dt;
+    /* the QDQ fusion's: the type y_scale and y_zp requantize to (0: y's),
+     * and whether the byte then goes through the table */
+    long q_dt, has_lut;
 } st_qconv_p;
 
 /* QCB output channels of one pixel per work-item: dimension 0 the pixel
@@ -162,7 +179,8 @@ typedef struct st_qconv_p {
  * work-item would make (the order of an integer sum does not matter). */
 #define QCB 8
 
-inline void qconv_store(gp y, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, const st_qconv_p *p, long off, long m, uint acc)
+inline void qconv_store(gp y, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, const st_qconv_p *p, const st_qtab *lut, long off,
+                        long m, uint acc)
 {
     if (p->y_dt == DT_I32) {
         ((global int *)y)[off] = as_int(acc);
@@ -172,11 +190,12 @@ inline void qconv_store(gp y, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, const
     float s = ld_f(xsc, p->xsc_o, (int)p->xsc_dt) * ld_f(wsc, p->wsc_o + m * p->wsc_step, (int)p->wsc_dt);
     s = s / ld_f(ysc, p->ysc_o, (int)p->ysc_dt);
     int zy = p->yz_dt ? (int)ld_l(yz, p->yz_o, (int)p->yz_dt) : 0;
-    bool s8 = p->y_dt == DT_I8;
-    y[off] = (uchar)requant((float)as_int(acc) * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    bool s8 = (p->q_dt ? p->q_dt : p->y_dt) == DT_I8;
+    int q = requant((float)as_int(acc) * s, zy, s8 ? -128 : 0, s8 ? 127 : 255);
+    y[off] = p->has_lut ? lut->t[q & 255] : (uchar)q;
 }
 
-kernel void st_qconv(gp y, gcp x, gcp w, gcp xz, gcp wz, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, st_qconv_p p)
+kernel void st_qconv(gp y, gcp x, gcp w, gcp xz, gcp wz, gcp bias, gcp xsc, gcp wsc, gcp ysc, gcp yz, st_qconv_p p, st_qtab lut)
 {
     long pix = get_global_id(0), blk = get_global_id(1), n = get_global_id(2);
     long nblk = (p.mg + QCB - 1) / QCB;
@@ -230,5 +249,42 @@ kernel void st_qconv(gp y, gcp x, gcp w, gcp xz, gcp wz, gcp bias, gcp xsc, gcp 
     }
     for (int j = 0; j < QCB; j++) acc[j] -= (uint)zw[j] * xsum;
     long off = p.yo + n * p.ys[0] + o0 * p.ys[2] + o1 * p.ys[3] + o2 * p.ys[4];
-    for (int j = 0; j < nm; j++) qconv_store(y, bias, xsc, wsc, ysc, yz, &p, off + (m0 + j) * p.ys[1], m0 + j, acc[j]);
+    for (int j = 0; j < nm; j++) qconv_store(y, bias, xsc, wsc, ysc, yz, &p, &lut, off + (m0 + j) * p.ys[1], m0 + j, acc[j]);
+}
+
+/* ---- QLinearLookup, QLinearConcat: y = table[x] ---- */
+
+kernel void st_qlut(gp y, st_td yd, gcp x, st_td xd, st_qtab t)
+{
+    long i = get_global_id(0), r = get_global_id(1);
+    if (td_outside(&yd, i, r)) return;
+    long oy = td_row(&yd, &yd, r) + i * TD_INNER(yd), ox = td_row(&yd, &xd, r) + i * TD_INNER(xd);
+    y[oy] = t.t[x[ox]];
+}
+
+/* ---- QLinearAdd, QLinearMul ---- */
+
+/* Same layout as st_cl_qbin_p in k_qlinear.c: the constant scales and
+ * zero points, read on the host when the command was prepared. */
+typedef struct st_qbin_p {
+    float sa, sb, sc;
+    int za, zb, zc;
+    int a_signed, c_signed, mul, pad;
+} st_qbin_p;
+
+kernel void st_qbinary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, st_qbin_p p)
+{
+    /* each product and sum rounded on its own, as the CPU's C does: a
+     * contracted fma would round once and move ties */
+#pragma OPENCL FP_CONTRACT OFF
+    long i = get_global_id(0), r = get_global_id(1), oy, oa, ob;
+    if (td_outside(&yd, i, r)) return;
+    td_row3(&yd, &ad, &bd, r, &oy, &oa, &ob);
+    oy += i * TD_INNER(yd);
+    oa += i * TD_INNER(ad);
+    ob += i * TD_INNER(bd);
+    float fa = (float)(ld8(a, oa, p.a_signed) - p.za) * p.sa;
+    float fb = (float)(ld8(b, ob, p.a_signed) - p.zb) * p.sb;
+    float f = p.mul ? fa * fb : fa + fb;
+    y[oy] = (uchar)requant(f / p.sc, p.zc, p.c_signed ? -128 : 0, p.c_signed ? 127 : 255);
 }

@@ -7,12 +7,13 @@
 
 static const st_kernel *const FAMILIES[] = {
     st_cl_k_elementwise, st_cl_k_shape, st_cl_k_linalg, st_cl_k_conv, st_cl_k_rows, st_cl_k_resize, st_cl_k_quant,
-    st_cl_k_qint,
+    st_cl_k_qint, st_cl_k_qlinear,
 };
 
 const st_kernel_table st_cl_kernel_table = {
     "opencl",
-    0,
+    /* every op a QDQ fusion makes has a kernel here (k_qint.c, k_qlinear.c) */
+    ST_CAP_QDQ,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

@@ -70,6 +70,9 @@ enum {
     /* FusedAttention, which a transformer's MatMul -> scale -> mask ->
      * Softmax -> MatMul becomes: passes/fuse_attention.c */
     ST_CAP_ATTENTION = 1 << 2,
+    /* that FusedAttention kernel also takes st_att_layout and Q's scale
+     * (ops/linalg.h), so the pass may fold the head Reshapes around it */
+    ST_CAP_ATTENTION_VIEWS = 1 << 3,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

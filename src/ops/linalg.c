@@ -1,7 +1,8 @@
 /*
  * linalg.c — shape rules of MatMul (numpy matmul: batch broadcasting, 1-D
  * operands promoted and the unit dim dropped again), Gemm, and strata's
- * FusedAttention.  Kernels: backends/cpu/k_linalg.c, k_attention.c.
+ * FusedAttention.  Kernels: backends/cpu/k_linalg.c, k_attention.c (and
+ * FusedAttention's on CUDA and OpenCL: cuda/k_attention.cu, opencl/attention.cl).
  */
 #include "ops/linalg.h"
 #include "ops/ops.h"

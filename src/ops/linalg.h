@@ -22,7 +22,8 @@ typedef struct st_matmul_state {
  *   output  [..., Tq, dv]
  * Each step rounds as the separate ops do (the score, then the scale,
  * then the mask), so the scores are those the unfused graph computes;
- * the scores are never stored whole (backends/cpu/k_attention.c). */
+ * the scores are never stored whole (backends/cpu/k_attention.c,
+ * backends/cuda/k_attention.cu, backends/opencl/attention.cl). */
 enum { ST_ATT_SCALE_NONE = 0, ST_ATT_SCALE_MUL, ST_ATT_SCALE_DIV };
 enum { ST_ATT_MASK_NONE = 0, ST_ATT_MASK_ADD, ST_ATT_MASK_WHERE };
 

@@ -1,7 +1,10 @@
 /*
  * fuse_attention.c — an exported scaled dot-product attention becomes one
  * FusedAttention command (ops/linalg.h), for backends that declare
- * ST_CAP_ATTENTION (the CPU).
+ * ST_CAP_ATTENTION (the CPU, CUDA and OpenCL: plan.c asks the session
+ * backend's table; a node the device's kernel refuses goes to the CPU's,
+ * which every plan has).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
+ * the pass off, to time or check the unfused graph.
  *
  * Owns: the rewrite of the chain
  *   S = MatMul(Q, KT)                        Q [..., Tq, dh], KT [..., dh, Tk]
@@ -401,8 +404,9 @@ static void absorb_layouts(const st_plan *p, const int *count, int y, match *m, 
     m->s = s;
 }
 
-st_status st_pass_fuse_attention(st_plan *p)
+st_status st_pass_fuse_attention(st_plan *p, bool views)
 {
+    if (getenv("STRATA_NO_ATTENTION_FUSION")) return ST_OK;
     const st_graph *g = p->g;
     int *count = calloc((size_t)p->n_values + 1, sizeof *count);
     if (!count) return st_error(ST_ERR_NOMEM, "out of memory fusing attention");
@@ -413,7 +417,11 @@ st_status st_pass_fuse_attention(st_plan *p)
         if (!st_plan_node_runs(p, y) || !match_at(p, count, y, &m)) continue;
         absorbed taken[4];
         int n_taken, out;
-        absorb_layouts(p, count, y, &m, taken, &n_taken, &out);
+        n_taken = 0;
+        out = -1;
+        /* only a kernel that takes layouts is given them (the CPU's; the
+         * CUDA and OpenCL kernels read the operands as they are) */
+        if (views) absorb_layouts(p, count, y, &m, taken, &n_taken, &out);
         int n_in = m.mask >= 0 ? 4 : 3;
         int *in = malloc((size_t)n_in * sizeof *in);
         st_attention_state *s = malloc(sizeof *s);

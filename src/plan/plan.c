@@ -348,7 +348,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     if (s == ST_OK) s = st_pass_fuse(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_QDQ)) s = st_pass_fuse_qdq(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_ATTENTION)) s = st_pass_fuse_attention(p);
+    if (s == ST_OK && (t->main->caps & ST_CAP_ATTENTION))
+        s = st_pass_fuse_attention(p, (t->main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
     /* devices and kernels, concat placement and the final layout */
     if (s == ST_OK) s = st_plan_place(p);
     if (s == ST_OK) s = st_plan_transfers(p);

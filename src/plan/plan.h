@@ -269,7 +269,8 @@ st_status st_specialize(st_plan *p);
 st_status st_pass_fuse(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
-st_status st_pass_fuse_attention(st_plan *p);
+/* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
+st_status st_pass_fuse_attention(st_plan *p, bool views);
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);

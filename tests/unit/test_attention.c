@@ -10,11 +10,21 @@
  * K^T as a transposed view (packed by the kernel), a padded and a
  * transposed output; a causal mask through Where with fill -inf, both
  * polarities; sequence lengths that are not multiples of 16, one long
- * enough for several row blocks, and a single query row.  The same
+ * enough for several row blocks, dh and dv wider than the GPU kernels'
+ * tiles, and a single query row.  The same
  * binary runs as unit_attention_portable with STRATA_CPU_NO_AVX512=1
  * (the st_sgemm path).  The layout form the fusion pass plans for
- * nn.MultiheadAttention (heads split out of a QKV slice by strides, Q's
- * scale, the output written through its Reshape) has its own cases.
+ * nn.MultiheadAttention on the CPU (heads split out of a QKV slice by
+ * strides, Q's scale, the output written through its Reshape) has its
+ * own cases, on the CPU's kernel only (the GPU kernels are not given it).
+ *
+ * `test_attention opencl` and `test_attention cuda` run the same cases
+ * on that backend's kernel (backends/opencl/attention.cl,
+ * backends/cuda/k_attention.cu): each operand in its own device storage
+ * at a byte offset of 64 (views that do not start at the base), the
+ * output storage poisoned by an upload, the kernel enqueued with a
+ * hand-made context, the output read back whole.  They exit 77 (skipped)
+ * where the backend has no device.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +34,14 @@
 #include "check.h"
 #include "ops/kernel.h"
 #include "ops/linalg.h"
+#ifdef ST_TEST_OPENCL
+#include "backends/opencl/cl_internal.h"
+#endif
+#ifdef ST_TEST_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_ctx.h"
+#endif
 
 #define POISON 12345.0f
 
@@ -45,9 +63,12 @@ typedef struct acase {
     bool full_row_masked;         /* ADD: row 1 of the first head all -inf */
 } acase;
 
-static const st_kernel *find_kernel(void)
+/* Where the operands' views start in their device storages. */
+#define DEV_PAD 64
+
+static const st_kernel *find_kernel(st_backend_kind kind)
 {
-    const st_kernel_table *t = st_backend_kernels(ST_BACKEND_CPU);
+    const st_kernel_table *t = st_backend_kernels(kind);
     for (int i = 0; t && i < st_kernel_count(t); i++) {
         const st_kernel *k = st_kernel_at(t, i);
         if (!strcmp(k->op, "FusedAttention")) return k;
@@ -67,7 +88,80 @@ static void set_op(st_operand *o, void *data, st_dtype dt, int rank, const int64
     }
 }
 
-static void run_case(const st_kernel *kern, test_rng *rng, const acase *c)
+/* Runs kern on dev with kc's operands (host data, host layouts) moved
+ * into device storages, one per operand, each view starting DEV_PAD
+ * bytes in; bytes[i] is operand i's host extent (the output last), and
+ * the output's device storage starts as out_host (the poison), whose
+ * whole extent is read back into it. */
+static st_status run_on_device(st_backend *dev, const st_kernel *kern, st_kctx *kc, const size_t *bytes, float *out_host)
+{
+    int n = kc->n_in + kc->n_out;
+    st_storage *sto[5] = {0};
+    st_view views[5];
+    st_operand ops[5];
+    st_status st = ST_OK;
+    for (int i = 0; i < n && st == ST_OK; i++) {
+        const st_operand *src = i < kc->n_in ? &kc->in[i] : &kc->out[0];
+        size_t b = i < kc->n_in ? bytes[i] : bytes[4];
+        st = dev->storage_alloc(dev, DEV_PAD + b, "attention test", &sto[i]);
+        if (st == ST_OK && b) st = dev->write(dev, sto[i], DEV_PAD, src->data, b);
+        if (st != ST_OK) break;
+        memset(&views[i], 0, sizeof views[i]);
+        views[i].storage = sto[i];
+        views[i].offset = DEV_PAD;
+        views[i].dtype = src->dtype;
+        views[i].rank = src->rank;
+        ops[i] = *src;
+        ops[i].data = sto[i]->dev ? (char *)sto[i]->dev + DEV_PAD : NULL;
+        for (int d = 0; d < src->rank; d++) {
+            views[i].sizes[d] = src->sizes[d];
+            views[i].strides[d] = src->strides[d];
+        }
+    }
+    st_kctx k = *kc;
+    k.in = ops;
+    k.out = &ops[kc->n_in];
+    k.views = views;
+#ifdef ST_TEST_OPENCL
+    if (st == ST_OK && dev->kind == ST_BACKEND_OPENCL) {
+        st_cl_device *d = (st_cl_device *)dev;
+        cl_int err;
+        cl_command_queue q = clCreateCommandQueue(d->context, d->device, 0, &err);
+        cl_kernel kernels[ST_CLK_COUNT] = {0};
+        st_cl_ctx c = {0};
+        c.dev = d;
+        c.queue = q;
+        c.kernels = kernels;
+        k.dev = &c;
+        st = st_cl_check(err, "clCreateCommandQueue");
+        if (st == ST_OK) st = kern->run(&k);
+        if (st == ST_OK) st = st_cl_check(clFinish(q), "clFinish");
+        for (int i = 0; i < c.n_tails; i++) clReleaseEvent(c.tails[i]);
+        free(c.tails);
+        for (int i = 0; i < ST_CLK_COUNT; i++)
+            if (kernels[i]) clReleaseKernel(kernels[i]);
+        if (q) clReleaseCommandQueue(q);
+    }
+#endif
+#ifdef ST_TEST_CUDA
+    if (st == ST_OK && dev->kind == ST_BACKEND_CUDA) {
+        /* the default stream; the uploads ran on the backend's copy
+         * stream, so wait for the whole device before and after */
+        st_cuda_ctx c = {0};
+        k.dev = &c;
+        if (cudaDeviceSynchronize() != cudaSuccess) st = st_error(ST_ERR_BACKEND, "cuda: the uploads failed");
+        if (st == ST_OK) st = kern->run(&k);
+        cudaError_t e = cudaDeviceSynchronize();
+        if (st == ST_OK && e != cudaSuccess) st = st_error(ST_ERR_BACKEND, "cuda: the kernel failed: %s", cudaGetErrorString(e));
+    }
+#endif
+    if (st == ST_OK && bytes[4]) st = dev->read(dev, sto[n - 1], DEV_PAD, out_host, bytes[4]);
+    for (int i = 0; i < n; i++)
+        if (sto[i]) dev->storage_free(dev, sto[i]);
+    return st;
+}
+
+static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, const acase *c)
 {
     int r = c->lead + 2;
     int64_t nb = 1;
@@ -156,7 +250,9 @@ static void run_case(const st_kernel *kern, test_rng *rng, const acase *c)
     kc.n_out = 1;
     kc.in = in;
     kc.out = &out;
-    st_status st = kern->run(&kc);
+    size_t bytes[5] = {(size_t)(nb * tq * dh) * 4, (size_t)(nb * tk * dh) * 4, (size_t)(nb * tk * dv) * 4,
+                       (size_t)mn * (mf ? 4 : 1), (size_t)(nb * oslab) * 4};
+    st_status st = dev ? run_on_device(dev, kern, &kc, bytes, o) : kern->run(&kc);
     CHECKF(st == ST_OK, "%s: %s", c->name, st_last_error());
 
     /* the float64 reference, every element */
@@ -323,9 +419,36 @@ static void run_heads_case(const st_kernel *kern, test_rng *rng, const char *nam
     free(o);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    const st_kernel *kern = find_kernel();
+    /* the CPU's kernel, or a device backend's (argv[1]: opencl or cuda) */
+    st_backend *dev = NULL;
+    st_backend_kind kind = ST_BACKEND_CPU;
+    if (argc > 1) {
+        kind = !strcmp(argv[1], "opencl") ? ST_BACKEND_OPENCL : !strcmp(argv[1], "cuda") ? ST_BACKEND_CUDA : ST_BACKEND_CPU;
+        if (kind == ST_BACKEND_CPU) {
+            fprintf(stderr, "usage: test_attention [opencl|cuda]\n");
+            return 2;
+        }
+#ifndef ST_TEST_OPENCL
+        if (kind == ST_BACKEND_OPENCL) {
+            printf("SKIP: built without OpenCL\n");
+            return 77;
+        }
+#endif
+#ifndef ST_TEST_CUDA
+        if (kind == ST_BACKEND_CUDA) {
+            printf("SKIP: built without CUDA\n");
+            return 77;
+        }
+#endif
+        dev = st_backend_get(kind, 0);
+        if (!dev) {
+            printf("SKIP: %s\n", st_last_error());
+            return 77;
+        }
+    }
+    const st_kernel *kern = find_kernel(kind);
     CHECK(kern != NULL);
     if (!kern) return check_exit("attention");
     test_rng rng = {0x5eed0a77u};
@@ -345,14 +468,21 @@ int main(void)
          false},
         /* several row blocks (32768 / 300 rows each) */
         {"long_300x301", 1, {2, 1}, 300, 301, 64, 64, ST_ATT_SCALE_DIV, 8.0f, ST_ATT_MASK_NONE, 0, 0, 0, 0, false, false},
+        /* a full-size mask, dh and dv past the GPU kernels' tiles (32 of
+         * dh, 64 columns) and more queries than one GPU block of 64 */
+        {"wide_70x40_dh72_dv80", 1, {2, 1}, 70, 40, 72, 80, ST_ATT_SCALE_MUL, 0.125f, ST_ATT_MASK_ADD, 3, 0, 0, 0, true,
+         false},
         /* one query row (a decoder's next token) */
         {"one_row", 1, {4, 1}, 1, 45, 32, 32, ST_ATT_SCALE_MUL, 0.17677669f, ST_ATT_MASK_WHERE, 2, 0, -INFINITY, true,
          false, false},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(kern, &rng, &cases[i]);
-    /* the encoder's 2 x 77 (4 heads of 64); 300 tokens for several row blocks */
-    run_heads_case(kern, &rng, "heads_2x77_h4", 2, 4, 77, 64, true);
-    run_heads_case(kern, &rng, "heads_1x300_h3_mask2", 1, 3, 300, 32, false);
-    run_heads_case(kern, &rng, "heads_3x19_h2", 3, 2, 19, 24, true);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(dev, kern, &rng, &cases[i]);
+    /* the layout form, which only the CPU's plans make: the encoder's
+     * 2 x 77 (4 heads of 64); 300 tokens for several row blocks */
+    if (kind == ST_BACKEND_CPU) {
+        run_heads_case(kern, &rng, "heads_2x77_h4", 2, 4, 77, 64, true);
+        run_heads_case(kern, &rng, "heads_1x300_h3_mask2", 1, 3, 300, 32, false);
+        run_heads_case(kern, &rng, "heads_3x19_h2", 3, 2, 19, 24, true);
+    }
     return check_exit("attention");
 }

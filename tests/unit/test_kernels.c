@@ -9,7 +9,8 @@
  * The other half of the contract, that a kernel never refuses at run time
  * what its accepts took, is checked by running: executors turn such a
  * refusal into ST_ERR_INTERNAL, which the conformance runs on each backend
- * report as a failure.
+ * report as a failure.  A table that declares ST_CAP_ATTENTION has a
+ * FusedAttention entry (the op its pass makes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,13 @@ static void check_table(const st_kernel_table *t)
         if (op && op->types)
             CHECKF((k->dtypes & op->types) != 0, "backend '%s': entry for '%s' takes none of the op's dtypes", t->backend,
                    k->op);
+    }
+    /* a capability that makes a pass rewrite the plan into an op this
+     * table must run (passes/fuse_attention.c makes FusedAttention) */
+    if (t->caps & ST_CAP_ATTENTION) {
+        const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
+        CHECKF(fa && st_kernel_dtypes(t, fa) != 0, "backend '%s' declares ST_CAP_ATTENTION without a FusedAttention kernel",
+               t->backend);
     }
     printf("backend %-7s %3d entries\n", t->backend, n);
 }

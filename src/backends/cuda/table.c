@@ -10,13 +10,14 @@
 static const st_kernel *const FAMILIES[] = {
     st_cuda_k_elementwise, st_cuda_k_shape, st_cuda_k_linalg, st_cuda_k_conv,
     st_cuda_k_norm,        st_cuda_k_reduce, st_cuda_k_resize, st_cuda_k_quant,
-    st_cuda_k_qint, st_cuda_k_qlinear,
+    st_cuda_k_qint,        st_cuda_k_qlinear, st_cuda_k_attention,
 };
 
 const st_kernel_table st_cuda_kernel_table = {
     "cuda",
-    /* every op a QDQ fusion makes has a kernel here (k_qint.cu, k_qlinear.cu) */
-    ST_CAP_QDQ,
+    /* every op a QDQ fusion makes has a kernel here (k_qint.cu,
+     * k_qlinear.cu), and FusedAttention (k_attention.cu) */
+    ST_CAP_QDQ | ST_CAP_ATTENTION,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

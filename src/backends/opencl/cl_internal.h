@@ -49,7 +49,8 @@
     X(softmax_serial)        \
     X(softmax_group)         \
     X(batchnorm)             \
-    X(reduce)
+    X(reduce)                \
+    X(attention)
 
 typedef enum st_clk {
 #define ST_CLK_ENUM(n) ST_CLK_##n,

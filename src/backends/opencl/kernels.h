@@ -34,7 +34,7 @@ st_status st_cl_reduce(const st_kctx *k);
 st_status st_cl_transfer(const st_kctx *k);
 
 extern const st_kernel st_cl_k_elementwise[], st_cl_k_shape[], st_cl_k_linalg[], st_cl_k_conv[], st_cl_k_resize[],
-    st_cl_k_rows[], st_cl_k_quant[], st_cl_k_qint[], st_cl_k_qlinear[];
+    st_cl_k_rows[], st_cl_k_quant[], st_cl_k_qint[], st_cl_k_qlinear[], st_cl_k_attention[];
 extern const st_kernel_table st_cl_kernel_table;
 
 #endif

@@ -1,19 +1,21 @@
 /*
  * table.c — the OpenCL backend's kernel table: one entry list per family
  * file.  An op with no entry here runs on the CPU in a mixed plan
- * (plan/place.c), or is refused with --no-fallback.
+ * (plan/place.c), or is refused with --no-fallback.  caps: the passes
+ * that rewrite a plan for this table's kernels (ops/kernel.h).
  */
 #include "backends/opencl/kernels.h"
 
 static const st_kernel *const FAMILIES[] = {
     st_cl_k_elementwise, st_cl_k_shape, st_cl_k_linalg, st_cl_k_conv, st_cl_k_rows, st_cl_k_resize, st_cl_k_quant,
-    st_cl_k_qint, st_cl_k_qlinear,
+    st_cl_k_qint, st_cl_k_qlinear, st_cl_k_attention,
 };
 
 const st_kernel_table st_cl_kernel_table = {
     "opencl",
-    /* every op a QDQ fusion makes has a kernel here (k_qint.c, k_qlinear.c) */
-    ST_CAP_QDQ,
+    /* every op a QDQ fusion makes has a kernel here (k_qint.c,
+     * k_qlinear.c), and FusedAttention (k_attention.c) */
+    ST_CAP_QDQ | ST_CAP_ATTENTION,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

@@ -1,9 +1,10 @@
 /*
  * fuse_attention.c — an exported scaled dot-product attention becomes one
  * FusedAttention command (ops/linalg.h), for backends that declare
- * ST_CAP_ATTENTION (the CPU, CUDA and OpenCL: plan.c asks the session
- * backend's table; a node the device's kernel refuses goes to the CPU's,
- * which every plan has).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
+ * ST_CAP_ATTENTION (the CPU and OpenCL: plan.c asks the session backend's
+ * table; CUDA has the kernel but fuses only with STRATA_ATTENTION_FUSION=1;
+ * a node the device's kernel refuses goes to the CPU's, which every plan
+ * has).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
  * the pass off, to time or check the unfused graph.
  *
  * Owns: the rewrite of the chain

@@ -264,6 +264,19 @@ st_status st_plan_own_graph(st_plan *p)
     return ST_OK;
 }
 
+/* Whether the attention pass runs for the session backend: when its table
+ * asks for it (ST_CAP_ATTENTION: the CPU, OpenCL), or, with
+ * STRATA_ATTENTION_FUSION=1, when the table has a FusedAttention kernel
+ * it does not ask for by default (CUDA: slower there than the unfused
+ * graph on the sizes measured; the switch is for checking and timing it). */
+static bool attention_fusion(const st_kernel_table *t)
+{
+    if (t->caps & ST_CAP_ATTENTION) return true;
+    const char *e = getenv("STRATA_ATTENTION_FUSION");
+    const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
+    return e && strcmp(e, "1") == 0 && fa && st_kernel_dtypes(t, fa) != 0;
+}
+
 st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_session_options *o,
                         const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
                         const int *in_elems, st_plan **out)
@@ -348,7 +361,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     if (s == ST_OK) s = st_pass_fuse(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_QDQ)) s = st_pass_fuse_qdq(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_ATTENTION))
+    if (s == ST_OK && attention_fusion(t->main))
         s = st_pass_fuse_attention(p, (t->main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
     /* devices and kernels, concat placement and the final layout */
     if (s == ST_OK) s = st_plan_place(p);

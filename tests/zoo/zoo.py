@@ -188,6 +188,25 @@ def gen_text(rng, shape, lo, hi):
     return lo + (hi - lo) * np.clip(out, 0, 1)
 
 
+def gen_picture(rng, g, shape, spec, lo, hi):
+    """An image or text page of the input's shape.  "layout": "nhwc" for a
+    channels-last input (TensorFlow exports), drawn as NCHW and transposed;
+    "alpha": v for a last channel held at v (an RGBA input whose alpha the
+    application sets: M-LSD's is 1), the picture filling the others."""
+    nhwc = spec.get("layout", "nchw") == "nhwc"
+    if spec.get("layout", "nchw") not in ("nchw", "nhwc"):
+        raise RuntimeError("input layout '%s': nchw or nhwc" % spec["layout"])
+    lead = [int(np.prod(shape[:-3]))]
+    h, w, c = (shape[-3], shape[-2], shape[-1]) if nhwc else (shape[-2], shape[-1], shape[-3])
+    drawn = c - 1 if "alpha" in spec else c
+    a = (gen_image if g == "image" else gen_text)(rng, lead + [drawn, h, w], lo, hi)
+    if "alpha" in spec:
+        a = np.concatenate([a, np.full(lead + [1, h, w], float(spec["alpha"]))], axis=1)
+    if nhwc:
+        a = a.transpose(0, 2, 3, 1)
+    return a.reshape(shape)
+
+
 def gen_inputs(m):
     """Per step, {name: array}.  Inputs marked 'stream' are slices of one long
     signal (consecutive chunks); the others are drawn once and fed at every
@@ -209,12 +228,9 @@ def gen_inputs(m):
         elif g == "audio":
             lo, hi = spec["range"]
             a = gen_audio(rng, int(np.prod(shape)), lo, hi).reshape(shape)
-        elif g == "image":
+        elif g in ("image", "text"):
             lo, hi = spec["range"]
-            a = gen_image(rng, [int(np.prod(shape[:-3]))] + shape[-3:], lo, hi).reshape(shape)
-        elif g == "text":
-            lo, hi = spec["range"]
-            a = gen_text(rng, [int(np.prod(shape[:-3]))] + shape[-3:], lo, hi).reshape(shape)
+            a = gen_picture(rng, g, shape, spec, lo, hi)
         else:
             raise RuntimeError("%s: input %s: unknown gen '%s'" % (m["id"], name, g))
         a = np.array(a, dtype=dt, order="C")  # (ascontiguousarray would make a scalar 1-d)

@@ -46,6 +46,7 @@
     X(pool_global)           \
     X(conv_transpose)        \
     X(resize)                \
+    X(pad)                   \
     X(softmax_serial)        \
     X(softmax_group)         \
     X(batchnorm)             \

@@ -70,12 +70,15 @@ enum {
     /* FusedAttention, which a transformer's MatMul -> scale -> mask ->
      * Softmax -> MatMul becomes: passes/fuse_attention.c */
     ST_CAP_ATTENTION = 1 << 2,
+    /* that FusedAttention kernel also takes st_att_layout and Q's scale
+     * (ops/linalg.h), so the pass may fold the head Reshapes around it */
+    ST_CAP_ATTENTION_VIEWS = 1 << 3,
     /* MatMul and Gemm kernels take a per-column bias and an activation
      * (st_matmul_state.bias, .act): passes/fuse_matmul.c */
-    ST_CAP_MATMUL_EPI = 1 << 3,
+    ST_CAP_MATMUL_EPI = 1 << 4,
     /* AddLayerNormalization, which an Add read only by a LayerNorm
      * becomes: passes/fuse_add_norm.c */
-    ST_CAP_ADD_NORM = 1 << 4,
+    ST_CAP_ADD_NORM = 1 << 5,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "strata.h"
 #include "ops/elementwise.h"
 
 typedef struct st_matmul_state {
@@ -35,12 +36,39 @@ typedef struct st_matmul_state {
 enum { ST_ATT_SCALE_NONE = 0, ST_ATT_SCALE_MUL, ST_ATT_SCALE_DIV };
 enum { ST_ATT_MASK_NONE = 0, ST_ATT_MASK_ADD, ST_ATT_MASK_WHERE };
 
+/* How the kernel sees one operand when the fusion pass took the layout
+ * ops around it in (passes/fuse_attention.c): the operand as passed (say
+ * the [T, B, H*dh] slice of a QKV projection that the exported graph
+ * Reshapes to [T, B*H, dh], a copy, then Transposes) is first split into
+ * finer dims (view dim k of size size[k] comes from operand dim from[k];
+ * the dims one operand dim splits into are consecutive, outermost first),
+ * then permuted: the kernel's dim c is view dim perm[c].  A split and a
+ * permutation of a strided operand are always strides again, so no byte
+ * moves.  n 0: the operand is taken as it is. */
+typedef struct st_att_layout {
+    int n;                       /* the kernel's rank; 0: no layout */
+    int8_t from[ST_MAX_RANK];
+    int8_t perm[ST_MAX_RANK];
+    int64_t size[ST_MAX_RANK];
+} st_att_layout;
+
+enum { ST_ATT_Q = 0, ST_ATT_KT, ST_ATT_V, ST_ATT_MASK, ST_ATT_OUT, ST_ATT_N_OPERANDS };
+
 typedef struct st_attention_state {
     int scale_kind;      /* ST_ATT_SCALE_*: score * scale or score / scale */
     float scale;
     int mask_kind;       /* ST_ATT_MASK_* (input 3 present unless NONE) */
     float fill;          /* WHERE: the value a masked score takes */
     bool fill_when;      /* WHERE: the mask value that selects fill */
+    /* Q * q_scale or Q / q_scale (ST_ATT_SCALE_*) before the product,
+     * rounded per element as the separate Mul/Div rounds it: what
+     * nn.MultiheadAttention exports (Q / sqrt(dh)) */
+    int q_scale_kind;
+    float q_scale;
+    /* the operands' layouts (ST_ATT_Q .. ST_ATT_OUT); when any is set,
+     * every present operand has one of the same rank, so the leading dims
+     * agree (the exported [B*H] split into [B, H]) */
+    st_att_layout lay[ST_ATT_N_OPERANDS];
 } st_attention_state;
 
 #endif

@@ -361,7 +361,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     if (s == ST_OK) s = st_pass_fuse(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_QDQ)) s = st_pass_fuse_qdq(p);
-    if (s == ST_OK && attention_fusion(t->main)) s = st_pass_fuse_attention(p);
+    if (s == ST_OK && attention_fusion(t->main))
+        s = st_pass_fuse_attention(p, (t->main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
     if (s == ST_OK && (t->main->caps & ST_CAP_MATMUL_EPI)) s = st_pass_fuse_matmul(p);
     if (s == ST_OK && (t->main->caps & ST_CAP_ADD_NORM)) s = st_pass_fuse_add_norm(p);
     /* devices and kernels, concat placement and the final layout */

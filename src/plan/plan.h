@@ -273,7 +273,8 @@ st_status st_specialize(st_plan *p);
 st_status st_pass_fuse(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
-st_status st_pass_fuse_attention(st_plan *p);
+/* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
+st_status st_pass_fuse_attention(st_plan *p, bool views);
 st_status st_pass_fuse_matmul(st_plan *p);
 st_status st_pass_fuse_add_norm(st_plan *p);
 st_status st_plan_place(st_plan *p);

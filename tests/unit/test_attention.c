@@ -13,7 +13,10 @@
  * enough for several row blocks, dh and dv wider than the GPU kernels'
  * tiles, and a single query row.  The same
  * binary runs as unit_attention_portable with STRATA_CPU_NO_AVX512=1
- * (the st_sgemm path).
+ * (the st_sgemm path).  The layout form the fusion pass plans for
+ * nn.MultiheadAttention on the CPU (heads split out of a QKV slice by
+ * strides, Q's scale, the output written through its Reshape) has its
+ * own cases, on the CPU's kernel only (the GPU kernels are not given it).
  *
  * `test_attention opencl` and `test_attention cuda` run the same cases
  * on that backend's kernel (backends/opencl/attention.cl,
@@ -311,6 +314,111 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     free(o);
 }
 
+/* The layout form (linalg.h's st_att_layout) as passes/fuse_attention.c
+ * plans nn.MultiheadAttention: Q, K and V are the three [T, B, H*d]
+ * slices of one QKV buffer [T, B, 3*H*d] (row stride 3*H*d + pad), split
+ * into heads by the layouts (Q's and V's [B, H, T, d], K's [B, H, d, T]),
+ * Q divided by a constant first, the padding mask [B*H, 1, T] split into
+ * [B, H, 1, T], and the output written through its layout into
+ * [T*B, H*dv] rows padded by 5 (the gaps must keep the poison). */
+static void set_lay(st_att_layout *l, const int8_t *from, const int64_t *size, const int8_t *perm)
+{
+    l->n = 4;
+    for (int k = 0; k < 4; k++) {
+        l->from[k] = from[k];
+        l->size[k] = size[k];
+        l->perm[k] = perm[k];
+    }
+}
+
+static void run_heads_case(const st_kernel *kern, test_rng *rng, const char *name, int64_t b, int64_t h, int64_t t,
+                           int64_t d, bool mask_rank3)
+{
+    int64_t dm = h * d, row = 3 * dm + 7, pad = 5, orow = dm + pad;
+    float qdiv = 8.0f;
+    float *qkv = malloc((size_t)(t * b * row) * sizeof *qkv);
+    for (int64_t i = 0; i < t * b * row; i++) qkv[i] = frand(rng) * 2.0f;
+    float *mf = malloc((size_t)(b * h * t) * sizeof *mf);
+    /* padding: sequence s has its last s*3 keys masked */
+    for (int64_t bh = 0; bh < b * h; bh++)
+        for (int64_t j = 0; j < t; j++) mf[bh * t + j] = j >= t - (bh / h) * 3 ? -INFINITY : 0.0f;
+    float *o = malloc((size_t)(t * b * orow) * sizeof *o);
+    for (int64_t i = 0; i < t * b * orow; i++) o[i] = POISON;
+    st_operand in[4], out;
+    int64_t ssz[3] = {t, b, dm}, sst[3] = {b * row, row, 1};
+    for (int k = 0; k < 3; k++) set_op(&in[k], qkv + k * dm, ST_F32, 3, ssz, sst);
+    int64_t msz3[3] = {b * h, 1, t}, mst3[3] = {t, t, 1}, msz2[2] = {1, t}, mst2[2] = {t, 1};
+    /* a rank-2 mask is one row for every head (the first sequence's) */
+    if (mask_rank3) set_op(&in[3], mf, ST_F32, 3, msz3, mst3);
+    else set_op(&in[3], mf, ST_F32, 2, msz2, mst2);
+    int64_t osz[2] = {t * b, dm}, ost[2] = {orow, 1};
+    set_op(&out, o, ST_F32, 2, osz, ost);
+
+    st_attention_state s = {ST_ATT_SCALE_NONE, 1.0f, ST_ATT_MASK_ADD, 0, false};
+    s.q_scale_kind = ST_ATT_SCALE_DIV;
+    s.q_scale = qdiv;
+    const int8_t from_s[4] = {0, 1, 2, 2}, perm_qv[4] = {1, 2, 0, 3}, perm_k[4] = {1, 2, 3, 0};
+    const int64_t size_s[4] = {t, b, h, d};
+    set_lay(&s.lay[ST_ATT_Q], from_s, size_s, perm_qv);
+    set_lay(&s.lay[ST_ATT_KT], from_s, size_s, perm_k);
+    set_lay(&s.lay[ST_ATT_V], from_s, size_s, perm_qv);
+    const int8_t from_o[4] = {0, 0, 1, 1}, ident[4] = {0, 1, 2, 3}, from_m[4] = {0, 0, 1, 2};
+    set_lay(&s.lay[ST_ATT_OUT], from_o, size_s, perm_qv);
+    const int64_t size_m[4] = {b, h, 1, t};
+    if (mask_rank3) set_lay(&s.lay[ST_ATT_MASK], from_m, size_m, ident);
+    st_node node = {0};
+    node.name = (char *)name;
+    st_kctx kc = {0};
+    kc.node = &node;
+    kc.state = &s;
+    kc.n_in = 4;
+    kc.n_out = 1;
+    kc.in = in;
+    kc.out = &out;
+    st_status st = kern->run(&kc);
+    CHECKF(st == ST_OK, "%s: %s", name, st_last_error());
+
+    double *sc = malloc((size_t)t * sizeof *sc);
+    long bad = 0;
+    double worst = 0;
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t hi = 0; hi < h; hi++)
+            for (int64_t i = 0; i < t; i++) {
+                const float *mrow = mf + (mask_rank3 ? (bi * h + hi) * t : 0);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < t; j++) {
+                    double acc = 0;
+                    for (int64_t p = 0; p < d; p++)
+                        acc += (double)qkv[(i * b + bi) * row + hi * d + p] / qdiv * qkv[(j * b + bi) * row + dm + hi * d + p];
+                    sc[j] = acc + mrow[j];
+                    if (sc[j] > mx) mx = sc[j];
+                }
+                for (int64_t j = 0; j < t; j++) sum += sc[j] = exp(sc[j] - mx);
+                for (int64_t c = 0; c < d; c++) {
+                    double ref = 0;
+                    for (int64_t j = 0; j < t; j++) ref += sc[j] / sum * qkv[(j * b + bi) * row + 2 * dm + hi * d + c];
+                    float got = o[(i * b + bi) * orow + hi * d + c];
+                    if (fabs(got - ref) > worst) worst = fabs(got - ref);
+                    if (!(fabs(got - ref) <= 1e-5 + 1e-5 * fabs(ref)) && bad++ < 5)
+                        fprintf(stderr, "%s: [b %lld, h %lld, %lld, %lld] = %.9g, reference %.9g\n", name, (long long)bi,
+                                (long long)hi, (long long)i, (long long)c, got, ref);
+                }
+            }
+    for (int64_t r = 0; r < t * b; r++)
+        for (int64_t g = dm; g < orow; g++)
+            if (o[r * orow + g] != POISON && bad++ < 5) fprintf(stderr, "%s: gap written\n", name);
+    CHECKF(bad == 0, "%s: %ld elements wrong", name, bad);
+    printf("%-28s max |d| %.2e\n", name, worst);
+
+    /* an operand that does not fit its layout is refused, not read */
+    in[0].sizes[2] = dm - 1;
+    CHECKF(kern->run(&kc) != ST_OK, "%s: a mismatched layout was accepted", name);
+    free(sc);
+    free(qkv);
+    free(mf);
+    free(o);
+}
+
 int main(int argc, char **argv)
 {
     /* the CPU's kernel, or a device backend's (argv[1]: opencl or cuda) */
@@ -369,5 +477,12 @@ int main(int argc, char **argv)
          false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(dev, kern, &rng, &cases[i]);
+    /* the layout form, which only the CPU's plans make: the encoder's
+     * 2 x 77 (4 heads of 64); 300 tokens for several row blocks */
+    if (kind == ST_BACKEND_CPU) {
+        run_heads_case(kern, &rng, "heads_2x77_h4", 2, 4, 77, 64, true);
+        run_heads_case(kern, &rng, "heads_1x300_h3_mask2", 1, 3, 300, 32, false);
+        run_heads_case(kern, &rng, "heads_3x19_h2", 3, 2, 19, 24, true);
+    }
     return check_exit("attention");
 }

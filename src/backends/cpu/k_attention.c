@@ -20,6 +20,13 @@
  * it) and k_norm_math.h's operations in its order elsewhere; the second
  * product sums over Tk in MatMul's k blocks.
  * Results do not depend on the thread count: a task owns its output rows.
+ *
+ * The operands come through their layouts first (st_att_layout,
+ * linalg.h): nn.MultiheadAttention's heads are strided views of the QKV
+ * projection's slices, and the output is written straight into the
+ * out-projection's [T*B, H*dv] input, where the exported graph copied each
+ * through a Reshape.  A fused scale of Q (Q / sqrt(dh) in that export) is
+ * applied to each row block as it is copied into scratch for the product.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +153,29 @@ static void pack_whole(const float *b, int64_t rs, int64_t cs, int64_t k, int64_
         st_gemm_pack_b(b + k0 * rs, rs, cs, k - k0 < kcb ? k - k0 : kcb, n, dst + k0 * cols);
 }
 
+/* dst[i * dh + c] = Q[i, c] * or / q_scale, for m rows.  Cloned and
+ * with a unit-stride loop of its own, so the divisions vectorise: as a
+ * scalar loop they made the layout form 10% slower than main's separate
+ * Div at 512 tokens. */
+ST_CLONES static void att_scale_rows(float *restrict dst, const float *restrict q, int64_t rs, int64_t cs, int64_t m,
+                                     int64_t dh, const st_attention_state *st)
+{
+    float c = st->q_scale;
+    bool div = st->q_scale_kind == ST_ATT_SCALE_DIV;
+    for (int64_t i = 0; i < m; i++) {
+        const float *restrict src = q + i * rs;
+        float *restrict d = dst + i * dh;
+        if (cs == 1 && div)
+            for (int64_t k = 0; k < dh; k++) d[k] = src[k] / c;
+        else if (cs == 1)
+            for (int64_t k = 0; k < dh; k++) d[k] = src[k] * c;
+        else if (div)
+            for (int64_t k = 0; k < dh; k++) d[k] = src[k * cs] / c;
+        else
+            for (int64_t k = 0; k < dh; k++) d[k] = src[k * cs] * c;
+    }
+}
+
 static void att_fail(att_job *j) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); }
 
 static void att_task(void *arg, int64_t t)
@@ -169,34 +199,48 @@ static void att_task(void *arg, int64_t t)
      * (scratch.h), so a warm run allocates nothing */
     size_t n_sc = (size_t)(rows * (tk > 0 ? tk : 1)), n_ob = direct ? 0 : (size_t)(rows * dv);
     size_t n_kp = j->fast ? packed_floats(dh, tk) : 0, n_vp = j->fast ? packed_floats(tk, dv) : 0;
+    /* a block of scaled Q rows, when Q's scale was fused in */
+    bool qscaled = st->q_scale_kind != ST_ATT_SCALE_NONE;
+    size_t n_qb = qscaled ? (size_t)(rows * dh) : 0;
     n_sc = (n_sc + 15) / 16 * 16;
     n_ob = (n_ob + 15) / 16 * 16;
     n_kp = (n_kp + 15) / 16 * 16;
-    float *sc = st_scratch_take((n_sc + n_ob + n_kp + n_vp) * sizeof *sc);
+    n_vp = (n_vp + 15) / 16 * 16;
+    float *sc = st_scratch_take((n_sc + n_ob + n_kp + n_vp + n_qb) * sizeof *sc);
     float *own_q = NULL, *own_k = NULL, *own_v = NULL;   /* portable: copies st_mat_f32 made */
     st_mat km = {0}, vm = {0}, qm = {0};
     if (!sc) goto nomem;
-    float *ob = sc + n_sc, *kp = ob + n_ob, *vp = kp + n_kp;
+    float *ob = sc + n_sc, *kp = ob + n_ob, *vp = kp + n_kp, *qb = vp + n_vp;
     if (j->fast) {
         pack_whole(kt, j->kt->strides[r - 2], j->kt->strides[r - 1], dh, tk, kp);
         pack_whole(v, j->v->strides[r - 2], j->v->strides[r - 1], tk, dv, vp);
     } else {
-        if (st_mat_f32(j->q, r - 2, r - 1, qo, &qm, &own_q) != ST_OK) goto nomem;
+        if (!qscaled && st_mat_f32(j->q, r - 2, r - 1, qo, &qm, &own_q) != ST_OK) goto nomem;
         if (st_mat_f32(j->kt, r - 2, r - 1, ko, &km, &own_k) != ST_OK) goto nomem;
         if (st_mat_f32(j->v, r - 2, r - 1, vo, &vm, &own_v) != ST_OK) goto nomem;
     }
     for (int64_t i0 = 0; i0 < tq; i0 += rows) {
         int64_t m = tq - i0 < rows ? tq - i0 : rows;
+        /* Q's rows of this block, scaled as the separate Mul/Div would
+         * (one rounding per element) when that op was fused in */
+        const float *qa = q + i0 * qrs;
+        int64_t ars = qrs, acs = qcs;
+        if (qscaled) {
+            att_scale_rows(qb, qa, qrs, qcs, m, dh, st);
+            qa = qb;
+            ars = dh;
+            acs = 1;
+        }
         /* scores = Q[i0 .. i0 + m) K^T */
         if (dh == 0 || tk == 0) {
             memset(sc, 0, (size_t)(m * tk) * sizeof *sc);
         } else if (j->fast) {
-            if (!st_sgemm_fast_prepacked(q + i0 * qrs, qrs, qcs, kp, tk, 0, 1.0f, 0.0f, sc, tk, m, tk, dh)) goto nomem;
+            if (!st_sgemm_fast_prepacked(qa, ars, acs, kp, tk, 0, 1.0f, 0.0f, sc, tk, m, tk, dh)) goto nomem;
         } else {
-            st_mat qb = qm;
-            qb.p += i0 * qm.rs;
-            qb.rows = m;
-            if (st_sgemm(&qb, false, &km, false, 1.0f, 0.0f, sc, tk, m, tk, dh) != ST_OK) goto nomem;
+            st_mat qa_m = qscaled ? (st_mat){qb, m, dh, dh, 1} : qm;
+            if (!qscaled) qa_m.p += i0 * qm.rs;
+            qa_m.rows = m;
+            if (st_sgemm(&qa_m, false, &km, false, 1.0f, 0.0f, sc, tk, m, tk, dh) != ST_OK) goto nomem;
         }
         for (int64_t i = 0; i < m; i++) {
             const void *mrow = NULL;
@@ -229,13 +273,52 @@ done:
     free(own_v);
 }
 
+/* The operand x as the kernel sees it through layout l (linalg.h): its
+ * dims split, then permuted; strides only.  False when x's sizes are not
+ * what the plan's layout was made for. */
+static bool att_view(const st_operand *x, const st_att_layout *l, st_operand *out)
+{
+    *out = *x;
+    if (l->n == 0) return true;
+    if (l->n > ST_MAX_RANK) return false;
+    int64_t es[ST_MAX_RANK], made[ST_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) made[d] = 1;
+    /* innermost first: a split dim's inner parts step by the operand's stride */
+    for (int e = l->n - 1; e >= 0; e--) {
+        int d = l->from[e];
+        if (d < 0 || d >= x->rank) return false;
+        es[e] = x->strides[d] * made[d];
+        made[d] *= l->size[e];
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (made[d] != x->sizes[d]) return false;
+    out->rank = l->n;
+    for (int c = 0; c < l->n; c++) {
+        int e = l->perm[c];
+        if (e < 0 || e >= l->n) return false;
+        out->sizes[c] = l->size[e];
+        out->strides[c] = es[e];
+    }
+    return true;
+}
+
 static st_status cpu_attention(const st_kctx *k)
 {
     const st_attention_state *s = k->state;
-    att_job j = {.s = s, .q = &k->in[0], .kt = &k->in[1], .v = &k->in[2], .o = &k->out[0]};
-    j.m = k->n_in > 3 && k->in[3].data ? &k->in[3] : NULL;
+    /* the operands as the kernel's loops see them: layouts applied */
+    st_operand ops[ST_ATT_N_OPERANDS];
+    const st_operand *given[ST_ATT_N_OPERANDS] = {&k->in[0], &k->in[1], &k->in[2], k->n_in > 3 ? &k->in[3] : NULL, &k->out[0]};
+    for (int i = 0; i < ST_ATT_N_OPERANDS; i++)
+        if (given[i] && !att_view(given[i], &s->lay[i], &ops[i]))
+            return st_error(ST_ERR_INTERNAL, "node '%s': operand %d (rank %d) does not fit the planned attention layout",
+                            k->node->name, i, given[i]->rank);
+    att_job j = {.s = s, .q = &ops[ST_ATT_Q], .kt = &ops[ST_ATT_KT], .v = &ops[ST_ATT_V], .o = &ops[ST_ATT_OUT]};
+    j.m = given[ST_ATT_MASK] && given[ST_ATT_MASK]->data ? &ops[ST_ATT_MASK] : NULL;
     if (s->mask_kind == ST_ATT_MASK_NONE) j.m = NULL;
     int r = j.o->rank;
+    if (j.q->rank != r || j.kt->rank != r || j.v->rank != r)
+        return st_error(ST_ERR_INTERNAL, "node '%s': Q, KT, V and the output have ranks %d, %d, %d, %d", k->node->name,
+                        j.q->rank, j.kt->rank, j.v->rank, r);
     j.lead = r - 2;
     j.tq = j.q->sizes[r - 2];
     j.dh = j.q->sizes[r - 1];

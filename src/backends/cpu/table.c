@@ -19,7 +19,7 @@ static const st_kernel *const FAMILIES[] = {
 
 const st_kernel_table st_cpu_kernel_table = {
     "cpu",
-    ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION | ST_CAP_MATMUL_EPI | ST_CAP_ADD_NORM,
+    ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION | ST_CAP_ATTENTION_VIEWS | ST_CAP_MATMUL_EPI | ST_CAP_ADD_NORM,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

@@ -215,6 +215,10 @@ static st_status cuda_attention(const st_kctx *k)
  * (65535 at most each): larger ones run on the CPU. */
 static bool attention_accepts(const st_knode *n, char *why, size_t len)
 {
+    /* operand layouts and Q's scale are the CPU kernel's (ST_CAP_ATTENTION_VIEWS) */
+    const st_attention_state *s = (const st_attention_state *)n->state;
+    if (s && (s->q_scale_kind != ST_ATT_SCALE_NONE || s->lay[ST_ATT_OUT].n || s->lay[ST_ATT_Q].n))
+        return st_kernel_refuse(why, len, "FusedAttention with operand layouts (the CPU kernel's form)");
     const st_view *o = &n->views[n->n_in];
     int64_t heads = st_numel(o->rank - 2, o->sizes);
     if (heads > 65535 || (o->sizes[o->rank - 1] + ATT_DV - 1) / ATT_DV > 65535)

@@ -101,6 +101,10 @@ static st_status cl_attention(const st_kctx *k)
  * device that runs fewer leaves the op to the CPU's kernel. */
 static bool attention_accepts(const st_knode *n, char *why, size_t len)
 {
+    /* operand layouts and Q's scale are the CPU kernel's (ST_CAP_ATTENTION_VIEWS) */
+    const st_attention_state *s = n->state;
+    if (s && (s->q_scale_kind != ST_ATT_SCALE_NONE || s->lay[ST_ATT_OUT].n || s->lay[ST_ATT_Q].n))
+        return st_kernel_refuse(why, len, "FusedAttention with operand layouts (the CPU kernel's form)");
     const st_cl_device *d = n->device;
     if (d && d->max_wg < ATT_BQ)
         return st_kernel_refuse(why, len, "FusedAttention needs work-groups of %d; '%s' runs %zu", ATT_BQ, d->name,

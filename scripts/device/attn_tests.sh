@@ -84,7 +84,8 @@ for k in 0 1; do
   best_on=; best_off=
   for round in 1 2 3; do
     for off in "" 1; do
-      t=$(env ${off:+STRATA_NO_ATTENTION_FUSION=1} ${off:-STRATA_ATTENTION_FUSION=1} $S bench $M/encoder.onnx $IN --backend $b --runs 200 --warmup 20 -q 2>&1 |
+      if [ -z "$off" ]; then ev=STRATA_ATTENTION_FUSION=1; else ev=STRATA_NO_ATTENTION_FUSION=1; fi
+      t=$(env $ev $S bench $M/encoder.onnx $IN --backend $b --runs 200 --warmup 20 -q 2>&1 |
           tee -a $OUT/attn_bench.log | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
       echo "$b encoder_$k round $round fusion ${off:+off}${off:-on}: ${t:-?} ms" >> $OUT/attn_bench.log
       [ -n "$t" ] || continue

@@ -326,13 +326,13 @@ static void exec_done(void *ctx, int c)
     else release(e, c);
     if (e->n_late && e->n_executed == e->dag->n_cmds)
         while (e->n_late) release_late(e, 0);
-    /* Wake other workers (there may be new work for them) and exec_wait
-     * when what it waits for may be done.  With one worker nobody else
-     * takes work, and a wake per command sent the thread in exec_wait
-     * through a futex wake, two context switches and back to sleep for
-     * each node: 10% of a transformer encoder's CPU time on one thread. */
-    if (st_pool_threads(e->pool) > 1 || e->n_wait_list > 0 || e->n_executed == e->dag->n_cmds)
-        st_pool_broadcast(e->pool);
+    /* Wake other workers (there may be new work for them), and exec_wait
+     * only when what it waits for may be done: a wake per command sent
+     * the thread in exec_wait through a futex wake, two context switches
+     * and back to sleep for each node (10% of a transformer encoder's CPU
+     * time on one thread).  With one worker nobody else takes work. */
+    if (st_pool_threads(e->pool) > 1) st_pool_broadcast(e->pool);
+    if (e->n_wait_list > 0 || e->n_executed == e->dag->n_cmds) st_pool_notify(e->pool);
 }
 
 static st_status exec_submit(st_exec *base, const st_dag *d)

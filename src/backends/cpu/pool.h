@@ -55,9 +55,16 @@ void st_pool_set_observer(st_pool *p, st_pool_observer fn, void *ctx);
 /* Lock for the task source's own state, and the signal it uses. */
 void st_pool_lock(st_pool *p);
 void st_pool_unlock(st_pool *p);
-/* Wakes workers (new tasks) and waiters (tasks done). */
+/* Wakes workers: there are new tasks.  Idle workers spin a short while
+ * (STRATA_CPU_SPIN_US, default 50) before they sleep, so most of these
+ * cost no system call. */
 void st_pool_broadcast(st_pool *p);
-/* Waits on the pool's condition with the lock held. */
+/* Wakes the threads in st_pool_wait: tasks are done.  Kept apart from
+ * the workers' wake so that a worker finishing a command does not wake
+ * the submitting thread unless it waits for that. */
+void st_pool_notify(st_pool *p);
+/* Waits, with the lock held, for st_pool_notify (for threads outside
+ * the pool). */
 void st_pool_wait(st_pool *p);
 
 /* Runs fn(arg, i) for i in [0, n).  Serial when p is NULL or has one

@@ -56,6 +56,26 @@ void st_rows_offsets(const st_rows *r, int64_t o, int64_t *offs)
     }
 }
 
+void st_rows_seek(const st_rows *r, int64_t o, st_rows_walk *w)
+{
+    for (int k = 0; k < r->nops; k++) w->offs[k] = 0;
+    for (int d = r->outer_rank - 1; d >= 0; d--) {
+        w->idx[d] = o % r->outer_sizes[d];
+        o /= r->outer_sizes[d];
+        for (int k = 0; k < r->nops; k++) w->offs[k] += w->idx[d] * r->outer_strides[k][d];
+    }
+}
+
+void st_rows_step(const st_rows *r, st_rows_walk *w)
+{
+    for (int d = r->outer_rank - 1; d >= 0; d--) {
+        for (int k = 0; k < r->nops; k++) w->offs[k] += r->outer_strides[k][d];
+        if (++w->idx[d] < r->outer_sizes[d]) return;
+        for (int k = 0; k < r->nops; k++) w->offs[k] -= w->idx[d] * r->outer_strides[k][d];
+        w->idx[d] = 0;
+    }
+}
+
 bool st_rows_flat(const st_rows *r, int k, int64_t *step)
 {
     if (r->row_rank > 1) return false;

@@ -39,6 +39,17 @@ void st_rows_init(st_rows *r, int rank, const int64_t *sizes, uint32_t row_mask,
 /* Element offsets (one per operand) of the first element of outer row o. */
 void st_rows_offsets(const st_rows *r, int64_t o, int64_t *offs);
 
+/* Outer rows one after another: st_rows_seek puts the walk at row o
+ * (its offsets in offs), st_rows_step moves it to the next row.  A task
+ * walking its rows this way does one division per dim per task instead
+ * of per row (they were 1.6% of a transformer encoder's time). */
+typedef struct st_rows_walk {
+    int64_t idx[ST_MAX_RANK];
+    int64_t offs[ST_ITER_MAX];
+} st_rows_walk;
+void st_rows_seek(const st_rows *r, int64_t o, st_rows_walk *w);
+void st_rows_step(const st_rows *r, st_rows_walk *w);
+
 /* True when operand k's row is one run; *step receives its stride. */
 bool st_rows_flat(const st_rows *r, int k, int64_t *step);
 

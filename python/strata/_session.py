@@ -1,6 +1,7 @@
 """Models, sessions and their metadata over strata's C API."""
 import ctypes
 import os
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -20,6 +21,37 @@ BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
 SCHEDULES = {"default": 0, "random": 1}
 HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}
+
+
+def _refs(arrays, i):
+    """The reference count of arrays[i] as this function sees it."""
+    return sys.getrefcount(arrays[i])
+
+
+# what _refs says of an array that only a list holds: an output array the
+# caller has dropped (with every view of it) reads this, one it still
+# holds reads more.  Measured rather than assumed, so it stays right
+# whatever the interpreter counts of its own temporaries.
+_UNHELD = _refs([np.empty(1)], 0)
+
+
+# numpy asks the kernel for huge pages (madvise) on arrays of 4 MB and
+# more.  On a VM the kernel's work to assemble them (compaction, page
+# collapses, the TLB flushes they send to every thread of the process)
+# made the session's runs 1.5-2.5x slower in a loop that read a
+# segmentation model's 12 outputs of 4 MB.  Output arrays are made
+# without it; the caller's own arrays are left as numpy makes them.
+_set_madvise = getattr(getattr(getattr(np, "core", None), "multiarray", None), "_set_madvise_hugepage", None)
+
+
+def _empty(shape, dtype):
+    if _set_madvise is None:
+        return np.empty(shape, dtype=dtype)
+    was = _set_madvise(False)
+    try:
+        return np.empty(shape, dtype=dtype)
+    finally:
+        _set_madvise(was)
 
 
 class ValueInfo(namedtuple("ValueInfo", "name dtype shape")):
@@ -163,6 +195,13 @@ class Session:
         check(lib.st_session_create(self.model._m, ctypes.byref(o), ctypes.byref(self._s)))
         if profile is not None:
             self.profile = os.fspath(profile)
+        # The arrays the last runs returned.  A run reads an output into
+        # one of them that the caller has dropped (same shape and dtype)
+        # instead of a new one: fresh memory for every output of every
+        # run (48 MB a run for a 1024x1024 segmentation model) went back
+        # to the OS and was faulted in again, which cost as much as the
+        # run itself on a VM.  At most _KEEP runs' worth are kept.
+        self._returned = []
 
     @property
     def inputs(self):
@@ -220,11 +259,32 @@ class Session:
                 out = np.empty(n, dtype=object)
                 out[:] = [strs[i].decode("utf-8", "surrogateescape") for i in range(n)]
                 return out.reshape(shape)
-            out = np.empty(shape, dtype=ST_DTYPES[st])
+            out = self._array(shape, np.dtype(ST_DTYPES[st]))
             check(lib.st_tensor_read(t, st, out.ctypes.data_as(ctypes.c_void_p), out.nbytes))
         finally:
             lib.st_tensor_free(t)
         return out
+
+    _KEEP = 3
+
+    def _array(self, shape, dtype):
+        """An array for an output: a dropped one of an earlier run, or new."""
+        kept = self._returned
+        for i in range(len(kept)):
+            a = kept[i]
+            if a.shape == shape and a.dtype == dtype and a.flags.writeable:
+                del a
+                if _refs(kept, i) == _UNHELD:
+                    a = kept.pop(i)
+                    kept.append(a)
+                    return a
+        a = _empty(shape, dtype)
+        if a.nbytes >= 65536:   # small ones cost little to make
+            kept.append(a)
+            limit = self._KEEP * max(len(self.outputs), 1)
+            if len(kept) > limit:
+                del kept[:len(kept) - limit]
+        return a
 
     def write_profile(self):
         """Writes the runs recorded since the session was made (or since the

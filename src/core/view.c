@@ -267,6 +267,8 @@ void st_copy_strided(const st_operand *dst, const st_operand *src)
         } else if (dst->dtype == src->dtype) {
             for (int64_t i = 0; i < it.inner; i++)
                 memcpy(d + i * it.step[0] * (int64_t)ds, s + i * it.step[1] * (int64_t)ss, ds);
+        } else if (it.step[0] == 1 && it.step[1] == 1) {
+            st_convert(dst->dtype, d, src->dtype, s, (size_t)it.inner); /* a row at a time: vectorised */
         } else {
             for (int64_t i = 0; i < it.inner; i++)
                 st_convert(dst->dtype, d + i * it.step[0] * (int64_t)ds, src->dtype,

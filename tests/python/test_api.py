@@ -67,6 +67,30 @@ def test_run_shapes_and_names(mlp, rng):
     assert np.array_equal(rows[0], y0[:3]) and np.array_equal(rows[1], y1[:3])
 
 
+def test_outputs_reuse_only_dropped_arrays(mlp, rng):
+    """A run reads its outputs into arrays of earlier runs that the caller
+    dropped, never into one it (or a view of it) still holds."""
+    s = strata.Session(mlp)
+    xa, xb = (rng.standard_normal((2048, 64), dtype=np.float32) for _ in range(2))
+    want_b = strata.Session(mlp).run(None, {"x": xb})
+    held = s.run(None, {"x": xa})
+    want_a = [h.copy() for h in held]
+    view = held[1][3:]
+    del held[1]                                  # only a view of output 1 is left
+    for _ in range(4):
+        got = s.run(None, {"x": xb})
+        assert all(np.array_equal(g, w) for g, w in zip(got, want_b))
+    assert np.array_equal(held[0], want_a[0]) and np.array_equal(view, want_a[1][3:])
+    assert not np.array_equal(want_a[0], want_b[0])   # a clobbered array would show
+    for _ in range(6):
+        kept = {id(a) for a in s._returned}      # alive, so no new array can share an id
+        got = s.run(None, {"x": xb})
+        assert id(got[0]) in kept and id(got[1]) in kept   # dropped ones, reused
+        assert all(np.array_equal(g, w) for g, w in zip(got, want_b))
+        del got
+    assert np.array_equal(held[0], want_a[0]) and np.array_equal(view, want_a[1][3:])
+
+
 def test_errors_carry_strata_message(mlp, models_dir):
     s = strata.Session(mlp)
     with pytest.raises(strata.Error) as e:

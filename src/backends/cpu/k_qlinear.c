@@ -49,12 +49,54 @@ static inline int32_t q_round(float v, int32_t zp, bool u8)
 
 static inline int32_t ld8(const uint8_t *p, bool u8) { return u8 ? (int32_t)*p : (int32_t)(int8_t)*p; }
 
+/* The tasks of an elementwise loop over an iterator's rows: whole rows, per_task
+ * of them, or, when a row is longer than ROW_TASK_ELEMS, pieces of
+ * chunk elements of one row (a contiguous tensor is one row: a QDQ
+ * YOLOv8n's residual QLinearAdds ran as one task on one thread).  Each
+ * element is computed alone, so the split changes no result. */
+typedef struct row_split {
+    int64_t rows, per_task, pieces, chunk;
+} row_split;
+
+static row_split split_rows(const st_iter *it)
+{
+    row_split r = {st_iter_rows(it), 1, 1, it->inner};
+    if (it->inner > ROW_TASK_ELEMS) {
+        r.pieces = (it->inner + ROW_TASK_ELEMS - 1) / ROW_TASK_ELEMS;
+        r.chunk = (it->inner + r.pieces - 1) / r.pieces;
+    } else {
+        r.per_task = ROW_TASK_ELEMS / (it->inner > 0 ? it->inner : 1);
+    }
+    return r;
+}
+
+static int64_t split_tasks(const row_split *r)
+{
+    return r->pieces > 1 ? r->rows * r->pieces : (r->rows + r->per_task - 1) / r->per_task;
+}
+
+/* Task t's rows [*r0, *r1) and, within each, elements [*i0, *i0 + *n). */
+static void split_task(const row_split *r, int64_t inner, int64_t t, int64_t *r0, int64_t *r1, int64_t *i0, int64_t *n)
+{
+    if (r->pieces > 1) {
+        *r0 = t / r->pieces;
+        *r1 = *r0 + 1;
+        *i0 = t % r->pieces * r->chunk;
+        *n = inner - *i0 < r->chunk ? inner - *i0 : r->chunk;
+        return;
+    }
+    *r0 = t * r->per_task;
+    *r1 = *r0 + r->per_task < r->rows ? *r0 + r->per_task : r->rows;
+    *i0 = 0;
+    *n = inner;
+}
+
 /* ---- QLinearAdd, QLinearMul ---- */
 
 typedef struct qb_job {
     const st_kctx *k;
     st_iter it;
-    int64_t rows, per_task;
+    row_split split;
     qp a, b, c;
     bool au, cu, mul;
 } qb_job;
@@ -77,16 +119,18 @@ static void qb_rows(void *arg, int64_t task)
     const qb_job *j = arg;
     const st_operand *a = &j->k->in[0], *b = &j->k->in[3], *y = &j->k->out[0];
     st_iter it = j->it;
-    int64_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    int64_t r0, r1, i0, n;
+    split_task(&j->split, it.inner, task, &r0, &r1, &i0, &n);
     st_iter_seek(&it, r0);
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
-        const uint8_t *ap = (const uint8_t *)a->data + it.off[1], *bp = (const uint8_t *)b->data + it.off[2];
-        uint8_t *yp = (uint8_t *)y->data + it.off[0];
+        const uint8_t *ap = (const uint8_t *)a->data + it.off[1] + i0 * it.step[1];
+        const uint8_t *bp = (const uint8_t *)b->data + it.off[2] + i0 * it.step[2];
+        uint8_t *yp = (uint8_t *)y->data + it.off[0] + i0 * it.step[0];
         if (j->au && j->cu && it.step[0] == 1 && it.step[1] == 1 && it.step[2] == 1) {
-            qb_row_u8(ap, bp, yp, it.inner, j->a, j->b, j->c, j->mul);
+            qb_row_u8(ap, bp, yp, n, j->a, j->b, j->c, j->mul);
             continue;
         }
-        for (int64_t i = 0; i < it.inner; i++) {
+        for (int64_t i = 0; i < n; i++) {
             float fa = (float)(ld8(ap + i * it.step[1], j->au) - j->a.zp) * j->a.scale;
             float fb = (float)(ld8(bp + i * it.step[2], j->au) - j->b.zp) * j->b.scale;
             float f = j->mul ? fa * fb : fa + fb;
@@ -99,16 +143,14 @@ static st_status cpu_qbinary(const st_kctx *k)
 {
     const st_qbinary_state *s = k->state;
     const st_operand *y = &k->out[0];
-    qb_job j = {k, {0}, 0, 0, qp_of(k, 1, 2), qp_of(k, 4, 5), qp_of(k, 6, 7), k->in[0].dtype == ST_U8, y->dtype == ST_U8,
+    qb_job j = {k, {0}, {0}, qp_of(k, 1, 2), qp_of(k, 4, 5), qp_of(k, 6, 7), k->in[0].dtype == ST_U8, y->dtype == ST_U8,
                 s->op == ST_QL_MUL};
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     st_broadcast_strides(&k->in[0], y, sa);
     st_broadcast_strides(&k->in[3], y, sb);
     if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return ST_OK;
-    j.rows = st_iter_rows(&j.it);
-    j.per_task = ROW_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
-    if (j.per_task < 1) j.per_task = 1;
-    st_parallel_for(k->pool, (j.rows + j.per_task - 1) / j.per_task, qb_rows, &j);
+    j.split = split_rows(&j.it);
+    st_parallel_for(k->pool, split_tasks(&j.split), qb_rows, &j);
     return ST_OK;
 }
 
@@ -131,33 +173,32 @@ typedef struct lut_job {
     const st_operand *x, *y;
     const uint8_t *table;
     st_iter it;
-    int64_t rows, per_task;
+    row_split split;
 } lut_job;
 
 static void lut_rows(void *arg, int64_t task)
 {
     const lut_job *j = arg;
     st_iter it = j->it;
-    int64_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    int64_t r0, r1, i0, n;
+    split_task(&j->split, it.inner, task, &r0, &r1, &i0, &n);
     st_iter_seek(&it, r0);
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
-        const uint8_t *xp = (const uint8_t *)j->x->data + it.off[1];
-        uint8_t *yp = (uint8_t *)j->y->data + it.off[0];
-        if (it.step[0] == 1 && it.step[1] == 1) st_lut_u8(j->table, xp, yp, it.inner);
+        const uint8_t *xp = (const uint8_t *)j->x->data + it.off[1] + i0 * it.step[1];
+        uint8_t *yp = (uint8_t *)j->y->data + it.off[0] + i0 * it.step[0];
+        if (it.step[0] == 1 && it.step[1] == 1) st_lut_u8(j->table, xp, yp, n);
         else
-            for (int64_t i = 0; i < it.inner; i++) yp[i * it.step[0]] = j->table[xp[i * it.step[1]]];
+            for (int64_t i = 0; i < n; i++) yp[i * it.step[0]] = j->table[xp[i * it.step[1]]];
     }
 }
 
 /* y = table[x] elementwise over x's shape (y may be strided). */
 static void map_table(st_pool *pool, const st_operand *x, const st_operand *y, const uint8_t *table)
 {
-    lut_job j = {x, y, table, {0}, 0, 0};
+    lut_job j = {x, y, table, {0}, {0}};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return;
-    j.rows = st_iter_rows(&j.it);
-    j.per_task = ROW_TASK_ELEMS / (j.it.inner > 0 ? j.it.inner : 1);
-    if (j.per_task < 1) j.per_task = 1;
-    st_parallel_for(pool, (j.rows + j.per_task - 1) / j.per_task, lut_rows, &j);
+    j.split = split_rows(&j.it);
+    st_parallel_for(pool, split_tasks(&j.split), lut_rows, &j);
 }
 
 static st_status cpu_qlut(const st_kctx *k)

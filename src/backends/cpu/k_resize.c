@@ -68,48 +68,36 @@ static void row_next(const st_resize_state *s, int64_t *o)
         }                                                                                          \
     } while (0)
 
-/* d[2i] = d[2i + 1] = s[i] for i < n: the 4-byte rows of a nearest 2x
- * upsampling (YOLO's necks), in a loop the compiler vectorises. */
-ST_CLONES
-static void dup2_u32(uint32_t *restrict d, const uint32_t *restrict s, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        d[2 * i] = s[i];
-        d[2 * i + 1] = s[i];
+/* d[2i] = d[2i + 1] = s[i] for i < n: the rows of a nearest 2x
+ * upsampling (YOLO's necks), in a loop the compiler vectorises: 4-byte
+ * rows (f32), and 1-byte ones (a QDQ model's u8, which the byte loop of
+ * GATHER ran at half the f32 model's time for a quarter of its bytes). */
+#define DUP2(T)                                                                                                        \
+    ST_CLONES static void dup2_##T(T *restrict d, const T *restrict s, int64_t n)                                     \
+    {                                                                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                                              \
+            d[2 * i] = s[i];                                                                                           \
+            d[2 * i + 1] = s[i];                                                                                       \
+        }                                                                                                              \
     }
-}
-
-/* The same for 1-byte rows: a QDQ model's u8 upsampling, which the byte
- * loop of GATHER ran at half the f32 model's time for a quarter of its
- * bytes. */
-ST_CLONES
-static void dup2_u8(uint8_t *restrict d, const uint8_t *restrict s, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        d[2 * i] = s[i];
-        d[2 * i + 1] = s[i];
-    }
-}
+DUP2(uint8_t)
+DUP2(uint32_t)
+#undef DUP2
 
 /* Output row: element i from src[lt[i].idx * xs] (strides in elements). */
 static void gather_row(size_t es, char *dst, int64_t ys, const char *src, int64_t xs, const st_resize_tap *lt, int64_t n,
                        int64_t in, int64_t rep, const unsigned char *ext)
 {
+    bool dup2 = rep == 2 && xs == 1 && ys == 1 && n == 2 * in;
     switch (es) {
     case 1:
-        if (rep == 2 && xs == 1 && ys == 1 && n == 2 * in) {
-            dup2_u8((uint8_t *)dst, (const uint8_t *)src, in);
-            break;
-        }
-        GATHER(uint8_t);
+        if (dup2) dup2_uint8_t((uint8_t *)dst, (const uint8_t *)src, in);
+        else GATHER(uint8_t);
         break;
     case 2: GATHER(uint16_t); break;
     case 4:
-        if (rep == 2 && xs == 1 && ys == 1 && n == 2 * in) {
-            dup2_u32((uint32_t *)dst, (const uint32_t *)src, in);
-            break;
-        }
-        GATHER(uint32_t);
+        if (dup2) dup2_uint32_t((uint32_t *)dst, (const uint32_t *)src, in);
+        else GATHER(uint32_t);
         break;
     case 8: GATHER(uint64_t); break;
     default:

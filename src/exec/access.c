@@ -141,28 +141,26 @@ static bool host_direct(const st_view *v, st_operand *op)
     return true;
 }
 
+/* The caller's packed buffer p as an operand of dtype over t's shape. */
+static st_operand packed_operand(const st_tensor *t, st_dtype dtype, void *p)
+{
+    st_view packed;
+    st_view_init(&packed, dtype, t->view.rank, t->view.sizes);
+    return st_operand_of(&packed, p);
+}
+
 static st_status tensor_read_locked(const st_tensor *t, st_dtype dtype, void *dst, int64_t lo, int64_t hi)
 {
     if (t->tracker) ST_TRY(st_tracker_wait_range_locked(t->tracker, t->view.storage, lo, hi, false));
-    st_operand direct;
-    if (host_direct(&t->view, &direct)) {
-        st_view packed;
-        st_view_init(&packed, dtype, t->view.rank, t->view.sizes);
-        st_operand d = st_operand_of(&packed, dst);
-        st_copy_strided(&d, &direct);
-        return ST_OK;
+    st_operand src, d = packed_operand(t, dtype, dst);
+    void *buf = NULL;
+    st_status s = ST_OK;
+    if (!host_direct(&t->view, &src)) {
+        st_backend *b = t->view.storage->backend;
+        ST_TRY(stage(&t->view, lo, hi, &buf, &src));
+        s = b->read(b, t->view.storage, (uint64_t)lo, buf, (uint64_t)(hi - lo));
     }
-    st_backend *b = t->view.storage->backend;
-    void *buf;
-    st_operand src;
-    ST_TRY(stage(&t->view, lo, hi, &buf, &src));
-    st_status s = b->read(b, t->view.storage, (uint64_t)lo, buf, (uint64_t)(hi - lo));
-    if (s == ST_OK) {
-        st_view packed;
-        st_view_init(&packed, dtype, t->view.rank, t->view.sizes);
-        st_operand d = st_operand_of(&packed, dst);
-        st_copy_strided(&d, &src);
-    }
+    if (s == ST_OK) st_copy_strided(&d, &src);
     free(buf);
     return s;
 }
@@ -182,25 +180,18 @@ st_status st_tensor_read(const st_tensor *t, st_dtype dtype, void *dst, size_t d
 static st_status tensor_write_locked(st_tensor *t, st_dtype dtype, const void *src, int64_t lo, int64_t hi)
 {
     if (t->tracker) ST_TRY(st_tracker_wait_range_locked(t->tracker, t->view.storage, lo, hi, true));
-    st_operand direct;
-    if (host_direct(&t->view, &direct)) {
-        st_view packed;
-        st_view_init(&packed, dtype, t->view.rank, t->view.sizes);
-        st_operand sop = st_operand_of(&packed, (void *)src);
-        st_copy_strided(&direct, &sop);
+    st_operand dst, sop = packed_operand(t, dtype, (void *)src);
+    if (host_direct(&t->view, &dst)) {
+        st_copy_strided(&dst, &sop);
         return ST_OK;
     }
     st_backend *b = t->view.storage->backend;
     void *buf;
-    st_operand dst;
     ST_TRY(stage(&t->view, lo, hi, &buf, &dst));
     /* a strided view leaves gaps in [lo, hi): read them first so the write
      * puts back exactly what it found there */
     st_status s = st_view_is_contiguous(&t->view) ? ST_OK : b->read(b, t->view.storage, (uint64_t)lo, buf, (uint64_t)(hi - lo));
     if (s == ST_OK) {
-        st_view packed;
-        st_view_init(&packed, dtype, t->view.rank, t->view.sizes);
-        st_operand sop = st_operand_of(&packed, (void *)src);
         st_copy_strided(&dst, &sop);
         s = b->write(b, t->view.storage, (uint64_t)lo, buf, (uint64_t)(hi - lo));
     }

@@ -286,8 +286,7 @@ static void conv_task(void *arg, int64_t t)
 {
     cs8 *f = arg;
     const st_conv_s8_args *a = f->a;
-    int64_t unit = t / f->mchunks;
-    int64_t mc = t % f->mchunks, rest = t / f->mchunks, band = rest % f->bands;
+    int64_t mc = t % f->mchunks, unit = t / f->mchunks, rest = unit, band = rest % f->bands;
     rest /= f->bands;
     int64_t oz = rest % f->out[0];
     rest /= f->out[0];

@@ -17,6 +17,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/pool.h"
+#include "backends/cpu/rows.h"
 #include "ops/elementwise.h"
 
 #define BLOCK 256
@@ -206,35 +207,9 @@ void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
     unary_f32(&s, x, x, n, e->alpha, e->beta);
 }
 
-/* A row longer than two budgets is split into pieces of the budget (a
- * multiple of BLOCK), a task each: a packed tensor coalesces into a single
- * row, which would otherwise run as one task on one thread (YOLO11n's
- * residual Adds, 400K elements).  Elementwise: any split gives the same
- * bits. */
+/* Long rows split into pieces of the budget (st_row_tasks, rows.h), a
+ * multiple of BLOCK. */
 #define PIECE ROWS_PER_TASK_MIN_ELEMS
-static int64_t row_pieces(int64_t inner) { return inner > 2 * PIECE ? (inner + PIECE - 1) / PIECE : 1; }
-
-static int64_t ew_tasks(int64_t rows, int64_t rows_per_task, int64_t pieces)
-{
-    return pieces > 1 ? rows * pieces : (rows + rows_per_task - 1) / rows_per_task;
-}
-
-/* Task t's rows [*r0, *r1) and, of each, the elements [*i0, *i1). */
-static void ew_span(int64_t t, int64_t rows, int64_t rows_per_task, int64_t pieces, int64_t inner, int64_t *r0,
-                    int64_t *r1, int64_t *i0, int64_t *i1)
-{
-    if (pieces > 1) {
-        *r0 = t / pieces;
-        *r1 = *r0 + 1;
-        *i0 = t % pieces * PIECE;
-        *i1 = *i0 + PIECE < inner ? *i0 + PIECE : inner;
-        return;
-    }
-    *r0 = t * rows_per_task;
-    *r1 = *r0 + rows_per_task < rows ? *r0 + rows_per_task : rows;
-    *i0 = 0;
-    *i1 = inner;
-}
 
 /* ---- unary driver ---- */
 
@@ -244,7 +219,7 @@ typedef struct unary_job {
     bool vec;                /* Sigmoid and SiLU: the AVX-512 forms (gemm_avx512.c), not libm per element */
     st_epilogue vact;
     st_iter it;
-    int64_t rows, rows_per_task, pieces;
+    st_row_tasks tasks;
     double lo, hi;
 } unary_job;
 
@@ -254,7 +229,7 @@ static void unary_rows(void *arg, int64_t task)
     const st_operand *x = &j->k->in[0], *y = &j->k->out[0];
     st_iter it = j->it;
     int64_t r0, r1, i0, i1;
-    ew_span(task, j->rows, j->rows_per_task, j->pieces, it.inner, &r0, &r1, &i0, &i1);
+    st_row_tasks_span(&j->tasks, it.inner, task, &r0, &r1, &i0, &i1);
     st_iter_seek(&it, r0);
     size_t xs = st_dtype_size(x->dtype), ys = st_dtype_size(y->dtype);
     bool flt = x->dtype == ST_F32 || x->dtype == ST_F16 || x->dtype == ST_BF16 || x->dtype == ST_BOOL;
@@ -305,16 +280,6 @@ static void long_inner(st_iter *it)
         it->step[k] = it->strides[k][last];
     }
     it->inner = it->sizes[last];
-}
-
-/* Splits rows into tasks of a fixed element budget, so the split is the same
- * whatever the thread count (bit-identical results). */
-static int64_t rows_per_task(int64_t rows, int64_t inner)
-{
-    int64_t per = ROWS_PER_TASK_MIN_ELEMS / (inner > 0 ? inner : 1);
-    if (per < 1) per = 1;
-    if (per > rows) per = rows > 0 ? rows : 1;
-    return per;
 }
 
 /* A unary op on f32 whose input is a transposed view: the packed output's
@@ -404,16 +369,14 @@ static bool unary_transposed(const st_kctx *k, const unary_job *j)
 static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, double hi)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    unary_job j = {k, s, false, {0}, {0}, 0, 0, 0, lo, hi};
+    unary_job j = {k, s, false, {0}, {0}, {0}, lo, hi};
     j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU || s->code == ST_U_GELU;
     j.vact.act = s->code + 1;
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
     if (unary_transposed(k, &j)) return ST_OK;
     long_inner(&j.it);
-    j.rows = st_iter_rows(&j.it);
-    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
-    j.pieces = row_pieces(j.it.inner);
-    st_parallel_for(k->pool, ew_tasks(j.rows, j.rows_per_task, j.pieces), unary_rows, &j);
+    j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, PIECE);
+    st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), unary_rows, &j);
     return ST_OK;
 }
 
@@ -557,7 +520,7 @@ typedef struct binary_job {
     int code;
     bool fmod_mode;
     st_iter it;
-    int64_t rows, rows_per_task, pieces;
+    st_row_tasks tasks;
 } binary_job;
 
 static bool f32_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
@@ -568,7 +531,7 @@ static void binary_rows(void *arg, int64_t task)
     const st_operand *a = j->a, *b = j->b, *y = j->y;
     st_iter it = j->it;
     int64_t r0, r1, i0, i1;
-    ew_span(task, j->rows, j->rows_per_task, j->pieces, it.inner, &r0, &r1, &i0, &i1);
+    st_row_tasks_span(&j->tasks, it.inner, task, &r0, &r1, &i0, &i1);
     st_iter_seek(&it, r0);
     size_t as = st_dtype_size(a->dtype), bs = st_dtype_size(b->dtype), ys = st_dtype_size(y->dtype);
     bool flt = f32_class(a->dtype) && f32_class(b->dtype);
@@ -620,13 +583,11 @@ static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *
     int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
     st_broadcast_strides(a, y, sa);
     st_broadcast_strides(b, y, sb);
-    binary_job j = {a, b, y, code, fmod_mode, {0}, 0, 0, 0};
+    binary_job j = {a, b, y, code, fmod_mode, {0}, {0}};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return;
     long_inner(&j.it);
-    j.rows = st_iter_rows(&j.it);
-    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
-    j.pieces = row_pieces(j.it.inner);
-    st_parallel_for(k->pool, ew_tasks(j.rows, j.rows_per_task, j.pieces), binary_rows, &j);
+    j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, PIECE);
+    st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), binary_rows, &j);
 }
 
 st_status st_cpu_binary(const st_kctx *k)
@@ -708,7 +669,7 @@ st_status st_cpu_where(const st_kctx *k)
     where_job j = {&k->in[0], &k->in[1], &k->in[2], out, {0}, 0, 0};
     if (!st_iter_init(&j.it, out->rank, out->sizes, 4, (const int64_t *[]){out->strides, sc, sx, sy})) return ST_OK;
     j.rows = st_iter_rows(&j.it);
-    j.rows_per_task = rows_per_task(j.rows, j.it.inner);
+    j.rows_per_task = st_rows_per_task(j.it.inner, ROWS_PER_TASK_MIN_ELEMS);
     st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, where_rows, &j);
     return ST_OK;
 }

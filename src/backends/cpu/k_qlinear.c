@@ -21,6 +21,7 @@
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/lut_u8.h"
 #include "backends/cpu/pool.h"
+#include "backends/cpu/rows.h"
 #include "ops/qlinear.h"
 
 #define ROW_TASK_ELEMS 32768
@@ -49,54 +50,12 @@ static inline int32_t q_round(float v, int32_t zp, bool u8)
 
 static inline int32_t ld8(const uint8_t *p, bool u8) { return u8 ? (int32_t)*p : (int32_t)(int8_t)*p; }
 
-/* The tasks of an elementwise loop over an iterator's rows: whole rows, per_task
- * of them, or, when a row is longer than ROW_TASK_ELEMS, pieces of
- * chunk elements of one row (a contiguous tensor is one row: a QDQ
- * YOLOv8n's residual QLinearAdds ran as one task on one thread).  Each
- * element is computed alone, so the split changes no result. */
-typedef struct row_split {
-    int64_t rows, per_task, pieces, chunk;
-} row_split;
-
-static row_split split_rows(const st_iter *it)
-{
-    row_split r = {st_iter_rows(it), 1, 1, it->inner};
-    if (it->inner > ROW_TASK_ELEMS) {
-        r.pieces = (it->inner + ROW_TASK_ELEMS - 1) / ROW_TASK_ELEMS;
-        r.chunk = (it->inner + r.pieces - 1) / r.pieces;
-    } else {
-        r.per_task = ROW_TASK_ELEMS / (it->inner > 0 ? it->inner : 1);
-    }
-    return r;
-}
-
-static int64_t split_tasks(const row_split *r)
-{
-    return r->pieces > 1 ? r->rows * r->pieces : (r->rows + r->per_task - 1) / r->per_task;
-}
-
-/* Task t's rows [*r0, *r1) and, within each, elements [*i0, *i0 + *n). */
-static void split_task(const row_split *r, int64_t inner, int64_t t, int64_t *r0, int64_t *r1, int64_t *i0, int64_t *n)
-{
-    if (r->pieces > 1) {
-        *r0 = t / r->pieces;
-        *r1 = *r0 + 1;
-        *i0 = t % r->pieces * r->chunk;
-        *n = inner - *i0 < r->chunk ? inner - *i0 : r->chunk;
-        return;
-    }
-    *r0 = t * r->per_task;
-    *r1 = *r0 + r->per_task < r->rows ? *r0 + r->per_task : r->rows;
-    *i0 = 0;
-    *n = inner;
-}
-
 /* ---- QLinearAdd, QLinearMul ---- */
 
 typedef struct qb_job {
     const st_kctx *k;
     st_iter it;
-    row_split split;
+    st_row_tasks tasks;       /* long rows in pieces (rows.h) */
     qp a, b, c;
     bool au, cu, mul;
 } qb_job;
@@ -119,8 +78,9 @@ static void qb_rows(void *arg, int64_t task)
     const qb_job *j = arg;
     const st_operand *a = &j->k->in[0], *b = &j->k->in[3], *y = &j->k->out[0];
     st_iter it = j->it;
-    int64_t r0, r1, i0, n;
-    split_task(&j->split, it.inner, task, &r0, &r1, &i0, &n);
+    int64_t r0, r1, i0, i1;
+    st_row_tasks_span(&j->tasks, it.inner, task, &r0, &r1, &i0, &i1);
+    int64_t n = i1 - i0;
     st_iter_seek(&it, r0);
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
         const uint8_t *ap = (const uint8_t *)a->data + it.off[1] + i0 * it.step[1];
@@ -149,8 +109,8 @@ static st_status cpu_qbinary(const st_kctx *k)
     st_broadcast_strides(&k->in[0], y, sa);
     st_broadcast_strides(&k->in[3], y, sb);
     if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return ST_OK;
-    j.split = split_rows(&j.it);
-    st_parallel_for(k->pool, split_tasks(&j.split), qb_rows, &j);
+    j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, ROW_TASK_ELEMS);
+    st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), qb_rows, &j);
     return ST_OK;
 }
 
@@ -173,15 +133,16 @@ typedef struct lut_job {
     const st_operand *x, *y;
     const uint8_t *table;
     st_iter it;
-    row_split split;
+    st_row_tasks tasks;
 } lut_job;
 
 static void lut_rows(void *arg, int64_t task)
 {
     const lut_job *j = arg;
     st_iter it = j->it;
-    int64_t r0, r1, i0, n;
-    split_task(&j->split, it.inner, task, &r0, &r1, &i0, &n);
+    int64_t r0, r1, i0, i1;
+    st_row_tasks_span(&j->tasks, it.inner, task, &r0, &r1, &i0, &i1);
+    int64_t n = i1 - i0;
     st_iter_seek(&it, r0);
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
         const uint8_t *xp = (const uint8_t *)j->x->data + it.off[1] + i0 * it.step[1];
@@ -197,8 +158,8 @@ static void map_table(st_pool *pool, const st_operand *x, const st_operand *y, c
 {
     lut_job j = {x, y, table, {0}, {0}};
     if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return;
-    j.split = split_rows(&j.it);
-    st_parallel_for(pool, split_tasks(&j.split), lut_rows, &j);
+    j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, ROW_TASK_ELEMS);
+    st_parallel_for(pool, st_row_tasks_count(&j.tasks), lut_rows, &j);
 }
 
 static st_status cpu_qlut(const st_kctx *k)

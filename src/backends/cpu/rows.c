@@ -48,12 +48,9 @@ void st_rows_init(st_rows *r, int rank, const int64_t *sizes, uint32_t row_mask,
 
 void st_rows_offsets(const st_rows *r, int64_t o, int64_t *offs)
 {
-    for (int k = 0; k < r->nops; k++) offs[k] = 0;
-    for (int d = r->outer_rank - 1; d >= 0 && o; d--) {
-        int64_t i = o % r->outer_sizes[d];
-        o /= r->outer_sizes[d];
-        for (int k = 0; k < r->nops; k++) offs[k] += i * r->outer_strides[k][d];
-    }
+    st_rows_walk w;
+    st_rows_seek(r, o, &w);
+    for (int k = 0; k < r->nops; k++) offs[k] = w.offs[k];
 }
 
 void st_rows_seek(const st_rows *r, int64_t o, st_rows_walk *w)
@@ -198,4 +195,32 @@ int64_t st_rows_per_task(int64_t row_len, int64_t elems)
 {
     int64_t per = elems / (row_len > 1 ? row_len : 1);
     return per > 1 ? per : 1;
+}
+
+st_row_tasks st_row_tasks_of(int64_t rows, int64_t inner, int64_t elems)
+{
+    st_row_tasks t = {rows, st_rows_per_task(inner, elems), 1, elems};
+    if (inner > 2 * elems) t.pieces = (inner + elems - 1) / elems;
+    return t;
+}
+
+int64_t st_row_tasks_count(const st_row_tasks *t)
+{
+    return t->pieces > 1 ? t->rows * t->pieces : (t->rows + t->per_task - 1) / t->per_task;
+}
+
+void st_row_tasks_span(const st_row_tasks *t, int64_t inner, int64_t task, int64_t *r0, int64_t *r1, int64_t *i0,
+                       int64_t *i1)
+{
+    if (t->pieces > 1) {
+        *r0 = task / t->pieces;
+        *r1 = *r0 + 1;
+        *i0 = task % t->pieces * t->piece;
+        *i1 = *i0 + t->piece < inner ? *i0 + t->piece : inner;
+        return;
+    }
+    *r0 = task * t->per_task;
+    *r1 = *r0 + t->per_task < t->rows ? *r0 + t->per_task : t->rows;
+    *i0 = 0;
+    *i1 = inner;
 }

@@ -83,4 +83,20 @@ void st_load_strided_f32(st_dtype t, const void *p, int64_t step, int64_t n, flo
  * so every split is the same and results are bit-identical. */
 int64_t st_rows_per_task(int64_t row_len, int64_t elems);
 
+/* The tasks of an elementwise loop over `rows` rows of `inner` elements
+ * (an st_iter's): st_rows_per_task rows a task, or, when a row is longer
+ * than two budgets, pieces of `elems` elements of one row, a task each: a
+ * packed tensor coalesces into a single row, which would otherwise run as
+ * one task on one thread (YOLO11n's residual Adds, 400K elements; a QDQ
+ * YOLOv8n's QLinearAdds).  For elementwise loops only, where any split
+ * gives the same bits. */
+typedef struct st_row_tasks {
+    int64_t rows, per_task, pieces, piece;
+} st_row_tasks;
+st_row_tasks st_row_tasks_of(int64_t rows, int64_t inner, int64_t elems);
+int64_t st_row_tasks_count(const st_row_tasks *t);
+/* Task `task`'s rows [*r0, *r1) and, of each, the elements [*i0, *i1). */
+void st_row_tasks_span(const st_row_tasks *t, int64_t inner, int64_t task, int64_t *r0, int64_t *r1, int64_t *i0,
+                       int64_t *i1);
+
 #endif

@@ -252,7 +252,7 @@ static bool read_value(reader *r, srv_json *v, int depth)
             v->keys[v->len] = key;
             skip_ws(r);
             if (r->p >= r->end || *r->p != ':') {
-                v->items[v->len].type = SJ_NULL;
+                memset(&v->items[v->len], 0, sizeof v->items[v->len]);
                 v->len++;
                 return fail(r, "expected ':'"), false;
             }

@@ -418,7 +418,7 @@ void srv_repo_index(srv_repo *r, srv_buf *out)
     for (int i = 0; i < r->n_failed; i++) {
         srv_buf_printf(out, "%s{\"name\":", first ? "" : ",");
         srv_buf_json_string(out, r->failed_name[i]);
-        srv_buf_add(out, ",\"state\":\"UNAVAILABLE\",\"reason\":", 33);
+        srv_buf_printf(out, ",\"state\":\"UNAVAILABLE\",\"reason\":");
         srv_buf_json_string(out, r->failed_why[i]);
         srv_buf_add(out, "}", 1);
         first = false;

@@ -83,6 +83,18 @@ def metrics(url):
         return r.read().decode()
 
 
+def settle(url, timeout=600):
+    """Waits until the server answers nothing but this metrics request: a
+    run's last requests (wrk stops sending at its deadline; those queued
+    then still finish) must not be timed in the next run."""
+    t = time.time() + timeout
+    while time.time() < t:
+        if re.search(r"^strata_http_inflight_requests 1$", metrics(url), re.M):
+            return
+        time.sleep(0.2)
+    raise SystemExit("the server did not settle within %d s" % timeout)
+
+
 def batch_stats(text, model):
     def get(name):
         m = re.search(r'^%s\{model="%s",version="1"\} ([\d.e+]+)$' % (name, model), text, re.M)
@@ -120,10 +132,14 @@ def main():
                 script = os.path.join(tmp, name + ".lua")
                 lua(bpath, hl, script)
                 url = srv.url + "/v2/models/%s/infer" % name
-                wrk(url, script, 1, 2)  # warm: plans for the batch sizes seen first
+                # warm: the plans for the batch sizes the runs will see (a plan
+                # per input shape, made on first use and cached)
+                wrk(url, script, 8 if batching == "on" else 1, 4)
                 for c in map(int, a.clients.split(",")):
+                    settle(srv.url)
                     s0, n0 = batch_stats(metrics(srv.url), name)
                     r = wrk(url, script, c, a.duration)
+                    settle(srv.url)
                     s1, n1 = batch_stats(metrics(srv.url), name)
                     r.update(model=title, batching=batching, clients=c, bench=bench_ms,
                              batch=(s1 - s0) / max(1, n1 - n0))

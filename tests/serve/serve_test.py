@@ -324,6 +324,30 @@ def test_body_limit(tmp):
         assert srv.stop() == 0
 
 
+def test_readme():
+    """README's Serving commands, as written there: the shipped OCR
+    models' repository served, and the curl query (the port made free)."""
+    from serve_util import ROOT
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    section = readme.split("## Serving", 1)[1].split("\n## ", 1)[0]
+    cmds = re.search(r"```sh\n(.*?)```", section, re.S).group(1).strip().splitlines()
+    serve = cmds[0].split("#")[0].split()
+    assert serve[:3] == ["build/strata", "serve", "examples/serve-ocr"], serve
+    with Server(STRATA, os.path.join(ROOT, serve[2])) as srv:
+        query = cmds[1].replace("localhost:8000", srv.url[len("http://"):])
+        assert query != cmds[1] and "curl" in query
+        p = subprocess.run(["bash", "-c", query.replace("curl -s", "curl -s --noproxy '*' --max-time 120")],
+                           capture_output=True, text=True, timeout=150)
+        out = json.loads(p.stdout)["outputs"][0]
+        assert out["shape"][0] == 1 and out["shape"][2] == 6625, out["shape"]
+        probs = np.array(out["data"]).reshape(out["shape"])
+        assert np.abs(probs.sum(axis=2) - 1).max() < 1e-4  # softmax rows
+        idx = session().post(srv.url + "/v2/repository/index", timeout=30).json()
+        assert sorted(m["name"] for m in idx if m["state"] == "READY") == ["cls", "det", "rec"], idx
+        assert srv.stop() == 0
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="strata-serve-")
     try:
@@ -362,6 +386,8 @@ def main():
         print("PASS drain (SIGTERM: in flight 200, new 503, exit 0)", flush=True)
         test_body_limit(tmp)
         print("PASS body limit (413)", flush=True)
+        test_readme()
+        print("PASS README's Serving commands", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("serve_test: all passed")

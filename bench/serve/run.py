@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/serve/run.py [--duration S] [--models yolo,rec] [--clients 1,8,64] [--build DIR]
+"""bench/serve/run.py [--duration S] [--models yolo,rec] [--clients 1,8,64] [--rounds N] [--build DIR]
 
 Load figures for `strata serve` (issue 27), printed as a Markdown table
 for bench/RESULTS.md: YOLOv8n (1x3x640x640) and PP-OCRv4 rec (1x3x48x320)
@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--models", default="yolo,rec")
     ap.add_argument("--clients", default="1,8,64")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=1)
     a = ap.parse_args()
     strata = os.path.join(a.build, "strata")
     tmp = tempfile.mkdtemp(prefix="strata-serve-bench-")
@@ -135,19 +136,25 @@ def main():
                 # warm: the plans for the batch sizes the runs will see (a plan
                 # per input shape, made on first use and cached)
                 wrk(url, script, 8 if batching == "on" else 1, 4)
-                for c in map(int, a.clients.split(",")):
-                    settle(srv.url)
-                    s0, n0 = batch_stats(metrics(srv.url), name)
-                    r = wrk(url, script, c, a.duration)
-                    settle(srv.url)
-                    s1, n1 = batch_stats(metrics(srv.url), name)
-                    r.update(model=title, batching=batching, clients=c, bench=bench_ms,
-                             batch=(s1 - s0) / max(1, n1 - n0))
-                    rows.append(r)
-                    print("%s batching %s, %d clients: %.2f req/s, p50 %.1f ms, p99 %.1f ms, %d requests, %d failed, "
-                          "mean batch %.2f (strata bench %.1f ms)" % (title, batching, c, r["rps"], r["p50"], r["p99"],
-                                                                      r["requests"], r["failed"], r["batch"], bench_ms),
-                          file=sys.stderr, flush=True)
+            # rounds alternate off and on, so a change in the machine's load
+            # falls on both
+            for rnd, name, batching, c in [(rnd, name, batching, c) for rnd in range(a.rounds)
+                                           for name, batching in ((m, "off"), (m + "_b", "on"))
+                                           for c in map(int, a.clients.split(","))]:
+                script = os.path.join(tmp, name + ".lua")
+                url = srv.url + "/v2/models/%s/infer" % name
+                settle(srv.url)
+                s0, n0 = batch_stats(metrics(srv.url), name)
+                r = wrk(url, script, c, a.duration)
+                settle(srv.url)
+                s1, n1 = batch_stats(metrics(srv.url), name)
+                r.update(model=title, batching=batching, clients=c, bench=bench_ms,
+                         batch=(s1 - s0) / max(1, n1 - n0))
+                rows.append(r)
+                print("%s batching %s, %d clients: %.2f req/s, p50 %.1f ms, p99 %.1f ms, %d requests, %d failed, "
+                      "mean batch %.2f (strata bench %.1f ms)" % (title, batching, c, r["rps"], r["p50"], r["p99"],
+                                                                  r["requests"], r["failed"], r["batch"], bench_ms),
+                      file=sys.stderr, flush=True)
         text = metrics(srv.url)
         rc = srv.stop()
     print("| model | batching | clients | req/s | p50 ms | p99 ms | requests | failed | mean batch | strata bench "

@@ -202,6 +202,23 @@ def test_batching(url, s, n_clients=6):
     assert 1 <= runs < n_clients, "batching: %d runs for %d concurrent requests" % (runs, n_clients)
     rows = sum(x.shape[0] for x, _ in ins)
     assert metric(after, "strata_inference_batch_size_sum", "tinyb") >= rows
+    # instances: 3 sessions on one model answer concurrent requests, each its own
+    ins = [tiny_inputs(1 + i % 2) for i in range(n_clients)]
+    res = [None] * n_clients
+
+    def client_i(i):
+        res[i] = session().post(url + "/v2/models/tinyi/infer", json=json_body(*ins[i]), timeout=60)
+
+    ts = [threading.Thread(target=client_i, args=(i,)) for i in range(n_clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=90)
+    for i in range(n_clients):
+        assert res[i] is not None and res[i].status_code == 200, res[i] and res[i].text
+        check_tiny(decode(res[i])[1], *ins[i])
+    md = s.get(url + "/v2/models/tinyi", timeout=30).json()
+    assert md["parameters"]["instances"] == 3, md
     # a request wider than max_batch is refused
     x, k = tiny_inputs(9)
     r = s.post(url + "/v2/models/tinyb/infer", json=json_body(x, k), timeout=30)
@@ -355,6 +372,7 @@ def main():
         make_repo(repo, {"tiny": (None, None),
                          "tinyb": (None, {"max_batch": 8, "max_delay_us": 300000, "instances": 1}),
                          "slow": (None, {"max_batch": 4, "max_delay_us": 1500000}),
+                         "tinyi": (None, {"instances": 3, "threads": 1}),
                          "rec": (os.path.join(OCR_MODELS, "ch_PP-OCRv4_rec_infer.onnx"), {"threads": 2})})
         with Server(STRATA, repo) as srv:
             s = session()

@@ -197,7 +197,7 @@ static int parse_input(ctx *c, srv_request *q, const srv_json *j, const char *bi
             return BAD("input '%s': dim %zu is %g; dims are integers from 1 to %lld", vi->name, d, v,
                        (long long)c->lim->max_elements);
         int64_t x = (int64_t)v;
-        if (vi->dims[d] >= 0 && vi->dims[d] != x)
+        if (vi->rank >= 0 && vi->dims[d] >= 0 && vi->dims[d] != x)
             return BAD("input '%s': dim %zu is %lld, the model takes %lld", vi->name, d, (long long)x,
                        (long long)vi->dims[d]);
         if (numel > c->lim->max_elements / x)

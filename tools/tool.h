@@ -113,6 +113,7 @@ int st_cmd_detect(int argc, char **argv);
 int st_cmd_ocr(int argc, char **argv);
 int st_cmd_probe(int argc, char **argv);
 int st_cmd_quantize(int argc, char **argv);
+int st_cmd_serve(int argc, char **argv);
 
 /* strata inspect --ops: the op x backend x dtype matrix (ops_matrix.c). */
 int tool_ops_matrix(bool json);

@@ -2,7 +2,8 @@
 
 The library is looked for, in order:
   1. $STRATA_LIBRARY: the library file, or a directory holding it;
-  2. beside this package (a libstrata.so.0 copied into it);
+  2. beside this package (the libstrata.so.0 that `pip install ./python`
+     bundles from the checkout's build, see setup.py);
   3. the dynamic loader's search path (an installed strata: /usr/local/lib
      after ldconfig, or LD_LIBRARY_PATH);
   4. the build directory of the source checkout this package sits in

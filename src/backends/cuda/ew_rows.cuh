@@ -89,7 +89,8 @@ __global__ void st_ewr_kernel(st_ewr a, int code, float p0, float p1, float p2, 
 #pragma unroll
             for (int e = 0; e < VEC; e++) x[e] = st_binary_f(code, x[e], y[e]);
         } else {
-#pragma unroll
+            /* not unrolled: st_unary_f's switch copied VEC times made the module four times larger */
+#pragma unroll 1
             for (int e = 0; e < VEC; e++) x[e] = st_unary_f(code, x[e], p0, p1, p2, lo, hi);
         }
         T *out = (T *)a.ptr[0] + off[0];
@@ -106,9 +107,10 @@ __global__ void st_ewr_kernel(st_ewr a, int code, float p0, float p1, float p2, 
 
 /* Fills a from a coalesced walk (operand 0 the output) when it fits the
  * fast path: at most ST_EWR_OUTER outer dims, 32-bit chunk counts and
- * row lengths.  *vec: the widest width (16 bytes of T, down to 1) for
- * which every contiguous row operand is aligned at every row start. */
-static inline bool st_ewr_make(const st_walk &w, void *const *ptr, size_t es, st_ewr *a, int *vec)
+ * row lengths.  *vec: the widest width (16 bytes of T, down to 1; with
+ * any_width false, 16 bytes or 1) for which every contiguous row operand
+ * is aligned at every row start. */
+static inline bool st_ewr_make(const st_walk &w, void *const *ptr, size_t es, st_ewr *a, int *vec, bool any_width)
 {
     if (w.n == 0 || w.rank - 1 > ST_EWR_OUTER || w.nops > ST_EWR_MAXOPS) return false;
     memset(a, 0, sizeof *a);
@@ -134,7 +136,7 @@ static inline bool st_ewr_make(const st_walk &w, void *const *ptr, size_t es, st
                 if ((a->ostride[k][d] * (int64_t)es) % (v * (int64_t)es)) ok = false;
         }
         if (ok) break;
-        v /= 2;
+        v = any_width ? v / 2 : 1;
     }
     *vec = v;
     a->cpr = (uint32_t)(len / v);
@@ -153,14 +155,12 @@ static inline bool st_ewr_launch(cudaStream_t stream, st_dtype t, int nin, const
         if (nin == 2) st_ewr_kernel<T, V, 2><<<blocks, threads, 0, stream>>>(a, code, p0, p1, p2, lo, hi);             \
         else st_ewr_kernel<T, V, 1><<<blocks, threads, 0, stream>>>(a, code, p0, p1, p2, lo, hi);                      \
     } while (0)
+    /* only the full 16-byte width and 1 are built: every width for every
+     * op code would double the module again */
 #define ST_EWR_T(T)                                                                                                    \
     do {                                                                                                               \
-        switch (vec) {                                                                                                 \
-        case 8: ST_EWR_GO(T, 8); break;                                                                                \
-        case 4: ST_EWR_GO(T, 4); break;                                                                                \
-        case 2: ST_EWR_GO(T, 2); break;                                                                                \
-        default: ST_EWR_GO(T, 1); break;                                                                               \
-        }                                                                                                              \
+        if (vec == 16 / (int)sizeof(T)) ST_EWR_GO(T, 16 / sizeof(T));                                                  \
+        else ST_EWR_GO(T, 1);                                                                                          \
     } while (0)
     switch (t) {
     case ST_F32: ST_EWR_T(float); return true;
@@ -292,7 +292,7 @@ static inline bool st_ew_fast(cudaStream_t stream, st_dtype t, int nin, const st
     if (st_ewt_make(w, ptr, &tt)) return st_ewt_launch(stream, t, nin, tt, code, p0, p1, p2, lo, hi);
     st_ewr r;
     int vec;
-    return st_ewr_make(w, ptr, st_dtype_size(t), &r, &vec) && st_ewr_launch(stream, t, nin, r, vec, code, p0, p1, p2, lo, hi);
+    return st_ewr_make(w, ptr, st_dtype_size(t), &r, &vec, false) && st_ewr_launch(stream, t, nin, r, vec, code, p0, p1, p2, lo, hi);
 }
 
 /* ---- copies: the same walk on raw elements of 1, 2, 4 or 8 bytes ----
@@ -328,7 +328,7 @@ static inline bool st_ewr_copy(cudaStream_t s, int rank, const int64_t *sizes, v
     int vec;
     void *ptr[2] = {dst, (void *)src};
     if (w.n == 0) return true;
-    if (!st_ewr_make(w, ptr, es, &a, &vec)) return false;
+    if (!st_ewr_make(w, ptr, es, &a, &vec, true)) return false;
     const int threads = 256;
     unsigned blocks = st_blocks(a.n_chunks, threads);
 #define ST_EWC_T(T)                                                                                                    \

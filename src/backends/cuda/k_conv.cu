@@ -240,25 +240,23 @@ __global__ void epilogue_plane_kernel(plane_args a)
             continue;
         }
         st_vec<T, VEC> v = *(const st_vec<T, VEC> *)(s + i);
-#pragma unroll
+#pragma unroll 1
         for (int e = 0; e < VEC; e++) v.v[e] = st_from_f<T>(st_epilogue_f(a.epi, st_to_f<T>(v.v[e]) + bias));
         *(st_vec<T, VEC> *)(d + i) = v;
     }
     }
 }
 
-/* The widest VEC (16 bytes of es-byte pixels, down to 1) that every plane
- * start of src and y is aligned for. */
+/* 16 bytes of es-byte pixels when every plane start of src and y is
+ * aligned for it, else 1. */
 static int plane_vec(const plane_args &p, size_t es)
 {
     int v = (int)(16 / es);
-    for (; v > 1; v /= 2) {
-        int64_t b = v * (int64_t)es;
-        if (p.plane % v == 0 && (uintptr_t)p.src % b == 0 && (uintptr_t)p.y % b == 0 && (p.ys_n * (int64_t)es) % b == 0 &&
-            (p.ys_c * (int64_t)es) % b == 0 && (p.ss_n * (int64_t)es) % b == 0 && (p.ss_c * (int64_t)es) % b == 0)
-            break;
-    }
-    return v;
+    int64_t b = 16;
+    if (p.plane % v == 0 && (uintptr_t)p.src % b == 0 && (uintptr_t)p.y % b == 0 && (p.ys_n * (int64_t)es) % b == 0 &&
+        (p.ys_c * (int64_t)es) % b == 0 && (p.ss_n * (int64_t)es) % b == 0 && (p.ss_c * (int64_t)es) % b == 0)
+        return v;
+    return 1;
 }
 
 template <typename T>
@@ -268,12 +266,9 @@ static void launch_plane(cudaStream_t stream, const plane_args &p, int64_t image
     int threads = p.plane / vec >= 256 ? 256 : 128;
     int64_t bx = (p.plane / vec + threads - 1) / threads;
     dim3 grid((unsigned)(bx > 64 ? 64 : bx), (unsigned)(images > 65535 ? 65535 : images));
-    switch (vec) {
-    case 8: epilogue_plane_kernel<T, 8><<<grid, threads, 0, stream>>>(p); break;
-    case 4: epilogue_plane_kernel<T, 4><<<grid, threads, 0, stream>>>(p); break;
-    case 2: epilogue_plane_kernel<T, 2><<<grid, threads, 0, stream>>>(p); break;
-    default: epilogue_plane_kernel<T, 1><<<grid, threads, 0, stream>>>(p); break;
-    }
+    /* the full 16-byte width or 1: each width is another copy of every activation */
+    if (vec > 1) epilogue_plane_kernel<T, 16 / sizeof(T)><<<grid, threads, 0, stream>>>(p);
+    else epilogue_plane_kernel<T, 1><<<grid, threads, 0, stream>>>(p);
 }
 
 /* The dims after the channel dim as one packed run of pixels, or -1. */

@@ -74,7 +74,7 @@ static bool is_seed(const char *op)
 static bool is_linear(const char *op)
 {
     static const char *OPS[] = {"Add", "Mul", "MatMul", "Gemm", "Conv", "Transpose", "Reshape", "Unsqueeze", "Squeeze",
-                                "Flatten", "Clip", "Identity", "Max", "Slice", "Concat"};
+                                "Flatten", "Clip", "Identity", "Max", "Slice", "Concat", "Sqrt", "Abs", "Div"};
     for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
         if (!strcmp(op, OPS[i])) return true;
     return false;
@@ -178,6 +178,46 @@ static void keep_power_operands(ctx *c, int i, int depth)
     }
 }
 
+static bool is_view_op(const char *op)
+{
+    static const char *OPS[] = {"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Transpose", "Gather", "Slice", "Concat",
+                                "Split", "Identity"};
+    for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+        if (!strcmp(op, OPS[i])) return true;
+    return false;
+}
+
+/* A recurrent op's state is carried in f32 from where it enters the
+ * graph to where it leaves: the view-like ops between (the Gather or
+ * Slice of one direction's state, the Concat of the new states) are kept
+ * too, so a state fed back from one call to the next is never rounded. */
+static void keep_state_path(ctx *c, int i, int depth, bool up)
+{
+    if (depth < 0) return;
+    const st_node *n = &c->g->nodes[i];
+    if (up) {
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0 || !is_f32(c, v)) continue;
+            int pr = c->p->values[v].producer;
+            if (!runs(c, pr) || c->keep[pr] || !is_view_op(op_of(c, pr))) continue;
+            c->keep[pr] = true;
+            keep_state_path(c, pr, depth - 1, true);
+        }
+        return;
+    }
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        if (v < 0 || !is_f32(c, v)) continue;
+        for (int r = 0; r < c->n_readers[v]; r++) {
+            int j = c->readers[v][r];
+            if (c->keep[j] || !is_view_op(op_of(c, j))) continue;
+            c->keep[j] = true;
+            keep_state_path(c, j, depth - 1, false);
+        }
+    }
+}
+
 static void choose(ctx *c)
 {
     const st_graph *g = c->g;
@@ -188,6 +228,13 @@ static void choose(ctx *c)
         if (is_reduction(op) && reaches_sub_div(c, g->nodes[i].out[0], 6)) {
             c->keep[i] = true;
             keep_forward(c, g->nodes[i].out[0], 8);
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char *op = op_of(c, i);
+        if (c->keep[i] && (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN"))) {
+            keep_state_path(c, i, 4, true);
+            keep_state_path(c, i, 4, false);
         }
     }
     /* the producers of what kept reductions read, once the forward

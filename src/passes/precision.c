@@ -218,13 +218,53 @@ static void keep_state_path(ctx *c, int i, int depth, bool up)
     }
 }
 
+/* Ops between a float value and an equality test on it (a peak test,
+ * Equal(x, MaxPool(x))): rounding makes neighbours tie. */
+static bool is_order_path(const char *op)
+{
+    static const char *OPS[] = {"Sigmoid", "MaxPool", "Reshape", "Transpose", "Slice", "Squeeze", "Unsqueeze", "Identity",
+                                "Flatten", "Softmax", "Tanh"};
+    for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+        if (!strcmp(op, OPS[i])) return true;
+    return false;
+}
+
+static void keep_order_path(ctx *c, int i, int depth)
+{
+    if (depth < 0) return;
+    const st_node *n = &c->g->nodes[i];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || !is_f32(c, v)) continue;
+        int pr = c->p->values[v].producer;
+        if (!runs(c, pr) || c->keep[pr] || !is_order_path(op_of(c, pr))) continue;
+        c->keep[pr] = true;
+        keep_order_path(c, pr, depth - 1);
+    }
+}
+
 static void choose(ctx *c)
 {
     const st_graph *g = c->g;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!runs(c, i) || g->nodes[i].n_out < 1 || !is_f32(c, g->nodes[i].out[0])) continue;
         const char *op = op_of(c, i);
+        const st_node *n = &g->nodes[i];
+        /* a float Equal decides on exact values: it and what leads to it */
+        if (runs(c, i) && !strcmp(op, "Equal") && n->n_in == 2 && is_f32(c, n->in[0])) {
+            c->keep[i] = true;
+            keep_order_path(c, i, 4);
+        }
+        if (!runs(c, i) || n->n_out < 1 || !is_f32(c, n->out[0])) continue;
         if (is_seed(op)) c->keep[i] = true;
+        /* an integer beyond f16's range made float (a ConvInteger's int32
+         * sums before the Mul by the scales that dequantizes them) */
+        if (!strcmp(op, "Cast") && n->n_in == 1 && n->in[0] >= 0) {
+            st_dtype from = c->p->values[n->in[0]].t.dtype;
+            if (from == ST_I32 || from == ST_I64 || from == ST_U32 || from == ST_U64) {
+                c->keep[i] = true;
+                keep_forward(c, n->out[0], 0);
+            }
+        }
         if (is_reduction(op) && reaches_sub_div(c, g->nodes[i].out[0], 6)) {
             c->keep[i] = true;
             keep_forward(c, g->nodes[i].out[0], 8);

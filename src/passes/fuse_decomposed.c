@@ -141,8 +141,8 @@ static int ln_param(st_plan *p, int v, int x, int axis)
         if (pv->t.dims[lead + i] != xt->dims[axis + rr - r + i] && pv->t.dims[lead + i] != 1) return -1;
     if (!lead) return v;
     st_graph *g = p->own_g;
-    return st_graph_add_const(g, st_graph_strf(g, "%s/ln_param", g->values[v].name), pv->t.dtype, r, pv->t.dims + lead,
-                              pv->t.data);
+    const char *name = st_graph_strf(g, "%s/ln_param", g->values[v].name);
+    return name ? st_graph_add_const(g, name, pv->t.dtype, r, pv->t.dims + lead, pv->t.data) : -1;
 }
 
 static st_attr *attrs2(st_graph *g, st_attr a, st_attr b)
@@ -253,8 +253,8 @@ static st_status try_layer_norm(fctx *c, int at, bool *done)
             if (!ones) return st_error(ST_ERR_NOMEM, "out of memory fusing '%s'", nn->name);
             float one = 1.0f;
             for (int64_t i = 0; i < n; i++) st_convert(xt->dtype, (char *)ones + i * st_dtype_size(xt->dtype), ST_F32, &one, 1);
-            gamma = st_graph_add_const(og, st_graph_strf(og, "%s/ln_scale", og->nodes[at].name), xt->dtype,
-                                       xt->rank - axis, xt->dims + axis, ones);
+            const char *name = st_graph_strf(og, "%s/ln_scale", og->nodes[at].name);
+            gamma = name ? st_graph_add_const(og, name, xt->dtype, xt->rank - axis, xt->dims + axis, ones) : -1;
             free(ones);
             if (gamma < 0) return st_error(ST_ERR_NOMEM, "out of memory fusing '%s'", nn->name);
         }

@@ -388,11 +388,13 @@ static st_status rewrite(ctx *c)
                 keepv[v] = true; /* no reader wants it lowered: it stays f32 */
                 continue;
             }
-            int to = st_graph_add_value(g, st_graph_strf(g, "%s/f32", g->values[v].name));
+            const char *name = st_graph_strf(g, "%s/f32", g->values[v].name);
+            int to = name ? st_graph_add_value(g, name) : -1;
             if (to < 0) s = nomem();
             else casts[n_casts++] = (cast){v, to, first_kept, true}, twin32[v] = to;
         } else if (made_kept && kept < c->n_readers[v]) {
-            int to = st_graph_add_value(g, st_graph_strf(g, "%s/%s", g->values[v].name, st_dtype_name(p->precision)));
+            const char *name = st_graph_strf(g, "%s/%s", g->values[v].name, st_dtype_name(p->precision));
+            int to = name ? st_graph_add_value(g, name) : -1;
             if (to < 0) s = nomem();
             else casts[n_casts++] = (cast){v, to, first_low, false}, twin16[v] = to;
         }

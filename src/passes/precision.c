@@ -114,7 +114,8 @@ static void keep_forward(ctx *c, int v, int depth)
     if (depth < 0 || v < 0) return;
     for (int r = 0; r < c->n_readers[v]; r++) {
         int j = c->readers[v][r];
-        if (!is_arith(op_of(c, j)) || !is_f32(c, c->g->nodes[j].out[0])) continue;
+        /* a node kept already was walked from (or is a seed): no second walk */
+        if (c->keep[j] || !is_arith(op_of(c, j)) || !is_f32(c, c->g->nodes[j].out[0])) continue;
         c->keep[j] = true;
         keep_forward(c, c->g->nodes[j].out[0], depth - 1);
     }

@@ -81,6 +81,9 @@ static const tool_option OPTIONS[] = {
     {"--threads", NULL, "N", SESSION, "CPU threads; 0: one per core", "0"},
     {"--precision", NULL, "f32|f16|bf16", SESSION,
      "what weights and activations are stored in (arithmetic accumulates in f32)", "f32"},
+    {"--precision-policy", NULL, "mixed|strict", SESSION,
+     "with f16|bf16: mixed keeps numerically sensitive ops in f32 with planned casts (docs/precision.md); "
+     "strict stores every float value in the lower precision", "mixed"},
     {"--sanitize", NULL, NULL, SESSION,
      "prove every conflicting pair of commands ordered and poison fresh memory (or STRATA_SANITIZE=1)", "off"},
     {"--schedule", NULL, "default|random", SESSION,

@@ -135,6 +135,7 @@ _declare("st_model_output_info", ctypes.c_int, P, ctypes.c_int, ctypes.POINTER(_
 _declare("st_session_options_init", None, ctypes.POINTER(_Options))
 _declare("st_session_create", ctypes.c_int, P, ctypes.POINTER(_Options), ctypes.POINTER(P))
 _declare("st_session_free", None, P)
+_declare("st_session_set_precision_policy", ctypes.c_int, P, ctypes.c_int)
 _declare("st_session_set_input_checked", ctypes.c_int, P, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
          ctypes.POINTER(ctypes.c_int64), P, ctypes.c_size_t)
 _declare("st_session_run", ctypes.c_int, P)

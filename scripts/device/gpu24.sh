@@ -30,6 +30,7 @@ for c in vit_small convnext_tiny; do
   $S check /tmp/suite/$c.onnx $(ins $c 1) -r y=/tmp/suite/${c}_b1_ref.npy --backend cuda --runs 20 --scale-tol 1e-3 --atol 0 --rtol 0 2>&1 | tail -2
 done
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+mkdir -p /tmp/o
 for t in memcheck racecheck; do
   for c in convnext_tiny vit_small; do
     STRATA_CUDA_GRAPHS=0 timeout 100 $CS --tool $t --error-exitcode 9 $S run /tmp/suite/$c.onnx $(ins $c 1) --backend cuda \

@@ -264,49 +264,84 @@ static bool norm_warp(const st_kctx *k, const norm_args &a)
     return true;
 }
 
-/* ---- rows strided in x, neighbouring rows adjacent: a thread per row ----
+/* ---- rows strided in x, neighbouring rows adjacent: 32 rows a block ----
  *
  * ConvNeXt normalizes channels through a permuted view of an NCHW tensor
  * (LayerNorm over C at stride H*W) and YOLOv8's DFL takes a Softmax over
  * 16 bins at stride 8400: a block per row reads each element from another
- * cache line (152 us per ConvNeXt LayerNorm at batch 32 on an H200).
- * With a thread per row, a warp's loads of one row element are adjacent. */
+ * cache line (152 us per ConvNeXt LayerNorm at batch 32 on an H200).  Here
+ * threadIdx.x picks one of 32 adjacent rows, so a warp's loads of one row
+ * element are adjacent, and threadIdx.y splits the row's elements (a
+ * thread per row alone left late stages, 49 rows of 768 at batch 1, with
+ * a few hundred threads walking 768 elements each). */
+#define NC_Y 16
+
 template <typename T>
 __global__ void norm_col_kernel(norm_args a)
 {
+    __shared__ float red[NC_Y][33];
+    __shared__ float stat[2][32];
+    const int tx = threadIdx.x, ty = threadIdx.y;
     const int64_t n = a.r.row_len, rs = a.r.rstride[0][0], ys = a.r.rstride[1][0];
     const float inf = __int_as_float(0x7f800000);
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < a.r.n_outer; o += (int64_t)gridDim.x * blockDim.x) {
-        int64_t off[ST_RL_MAXOPS];
-        st_rl_outer(a.r, o, ST_RL_MAXOPS, off);
-        const T *x = (const T *)a.x + off[0];
-        T *y = (T *)a.y + off[1];
-        if (a.kind == ST_N_LAYER_NORM) {
-            float s = 0.0f;
-            for (int64_t j = 0; j < n; j++) s += st_to_f<T>(x[j * rs]);
-            float mean = s / (float)n, q = 0.0f;
-            for (int64_t j = 0; j < n; j++) {
-                float d = st_to_f<T>(x[j * rs]) - mean;
-                q += d * d;
-            }
-            float inv = 1.0f / sqrtf(q / (float)n + a.eps);
-            for (int64_t j = 0; j < n; j++) {
-                float r = (st_to_f<T>(x[j * rs]) - mean) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
-                if (a.bias) r += st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]);
-                y[j * ys] = st_from_f<T>(r);
-            }
-            if (a.mean) st_stf(a.mt, a.mean, off[4], mean);
-            if (a.inv) st_stf(a.it, a.inv, off[5], inv);
-        } else {
-            float mx = -inf, sum = 0.0f;
-            for (int64_t j = 0; j < n; j++) mx = st_op_max()(mx, st_to_f<T>(x[j * rs]));
-            for (int64_t j = 0; j < n; j++) sum += expf(st_to_f<T>(x[j * rs]) - mx);
-            float lse = mx + logf(sum), inv = 1.0f / sum;
-            for (int64_t j = 0; j < n; j++) {
+    const bool ln = a.kind == ST_N_LAYER_NORM;
+    for (int64_t o0 = blockIdx.x * 32LL; o0 < a.r.n_outer; o0 += gridDim.x * 32LL) {
+        int64_t o = o0 + tx, off[ST_RL_MAXOPS];
+        bool live = o < a.r.n_outer;
+        if (live) st_rl_outer(a.r, o, ST_RL_MAXOPS, off);
+        const T *x = live ? (const T *)a.x + off[0] : (const T *)a.x;
+        /* pass 1: the sum (LayerNorm) or the max (Softmax) */
+        float v1 = ln ? 0.0f : -inf;
+        if (live)
+            for (int64_t j = ty; j < n; j += NC_Y) {
                 float v = st_to_f<T>(x[j * rs]);
-                y[j * ys] = st_from_f<T>(a.kind == ST_N_LOG_SOFTMAX ? v - lse : expf(v - mx) * inv);
+                v1 = ln ? v1 + v : st_op_max()(v1, v);
+            }
+        red[ty][tx] = v1;
+        __syncthreads();
+        if (ty == 0) {
+            float r = red[0][tx];
+            for (int k = 1; k < NC_Y; k++) r = ln ? r + red[k][tx] : st_op_max()(r, red[k][tx]);
+            stat[0][tx] = ln ? r / (float)n : r;
+        }
+        __syncthreads();
+        const float c0 = stat[0][tx];
+        /* pass 2: the squared deviations, or the exponentials' sum */
+        float v2 = 0.0f;
+        if (live)
+            for (int64_t j = ty; j < n; j += NC_Y) {
+                float d = st_to_f<T>(x[j * rs]) - c0;
+                v2 += ln ? d * d : expf(d);
+            }
+        red[ty][tx] = v2;
+        __syncthreads();
+        if (ty == 0) {
+            float r = 0.0f;
+            for (int k = 0; k < NC_Y; k++) r += red[k][tx];
+            stat[1][tx] = r;
+        }
+        __syncthreads();
+        const float c1 = stat[1][tx];
+        if (live) {
+            T *y = (T *)a.y + off[1];
+            if (ln) {
+                float inv = 1.0f / sqrtf(c1 / (float)n + a.eps);
+                for (int64_t j = ty; j < n; j += NC_Y) {
+                    float r = (st_to_f<T>(x[j * rs]) - c0) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
+                    if (a.bias) r += st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]);
+                    y[j * ys] = st_from_f<T>(r);
+                }
+                if (ty == 0 && a.mean) st_stf(a.mt, a.mean, off[4], c0);
+                if (ty == 0 && a.inv) st_stf(a.it, a.inv, off[5], inv);
+            } else {
+                float lse = c0 + logf(c1), inv = 1.0f / c1;
+                for (int64_t j = ty; j < n; j += NC_Y) {
+                    float v = st_to_f<T>(x[j * rs]);
+                    y[j * ys] = st_from_f<T>(a.kind == ST_N_LOG_SOFTMAX ? v - lse : expf(v - c0) * inv);
+                }
             }
         }
+        __syncthreads();
     }
 }
 
@@ -315,9 +350,9 @@ static bool norm_col(const st_kctx *k, const norm_args &a)
     if (a.kind != ST_N_LAYER_NORM && a.kind != ST_N_SOFTMAX && a.kind != ST_N_LOG_SOFTMAX) return false;
     if (a.xt != a.yt || (a.xt != ST_F32 && a.xt != ST_F16 && a.xt != ST_BF16)) return false;
     if (a.r.rrank != 1 || a.r.rstride[0][0] == 1 || a.r.orank < 1 || a.r.ostride[0][a.r.orank - 1] != 1) return false;
-    const int threads = 128;
-    unsigned grid = (unsigned)((a.r.n_outer + threads - 1) / threads);
-    if (grid > 65535 * 16) grid = 65535 * 16;
+    int64_t blocks = (a.r.n_outer + 31) / 32;
+    unsigned grid = (unsigned)(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+    dim3 threads(32, NC_Y);
     cudaStream_t st = st_stream(k);
     if (a.xt == ST_F32) norm_col_kernel<float><<<grid, threads, 0, st>>>(a);
     else if (a.xt == ST_F16) norm_col_kernel<__half><<<grid, threads, 0, st>>>(a);

@@ -22,7 +22,7 @@ void st_drive_free(st_drive *dr)
     dr->cap = 0;
 }
 
-st_status st_drive_start(st_drive *dr, const st_dag *dag, const st_run_ctl *ctl)
+st_status st_drive_order(st_drive *dr, const st_dag *dag)
 {
     int n = dag->n_cmds > 0 ? dag->n_cmds : 1;
     if (n > dr->cap) {
@@ -34,11 +34,16 @@ st_status st_drive_start(st_drive *dr, const st_dag *dag, const st_run_ctl *ctl)
         dr->cap = n;
     }
     dr->dag = dag;
+    st_sched_order(&dr->sched, dag, dr->order, dr->scratch);
+    return ST_OK;
+}
+
+st_status st_drive_start(st_drive *dr, const st_dag *dag, const st_run_ctl *ctl)
+{
     dr->run = st_run_current(ctl);
     dr->err = ST_OK;
     dr->errmsg[0] = 0;
-    st_sched_order(&dr->sched, dag, dr->order, dr->scratch);
-    return ST_OK;
+    return st_drive_order(dr, dag);
 }
 
 void st_drive_fail(st_drive *dr, st_status s, const st_cmd *cmd)

@@ -60,6 +60,11 @@ void st_drive_free(st_drive *dr);
  * and computes the start order. */
 st_status st_drive_start(st_drive *dr, const st_dag *dag, const struct st_run_ctl *ctl);
 
+/* Computes dag's start order alone (a fresh random one each time), for an
+ * executor that enqueues one DAG several times in a run (CUDA's capture
+ * of a loop body); st_drive_start does it for a run. */
+st_status st_drive_order(st_drive *dr, const st_dag *dag);
+
 /* Queues order[lo, hi) through ops, checking the run's cancel and
  * deadline first when check (not while a CUDA graph is captured: a graph
  * is every command).  Stops at the first failure, records it

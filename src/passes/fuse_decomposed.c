@@ -28,6 +28,7 @@
 
 #include "graph/derive.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 typedef struct fctx {

@@ -38,6 +38,7 @@
 
 #include "graph/derive.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 /* Element-wise arithmetic and the shape-only ops a reduced value passes

@@ -198,8 +198,9 @@ static bool gen_unary(kc_rng *r, st_dtype dt, kc_case *c)
     /* the attributes' defaults (ops/elementwise.h), or drawn ones */
     c->dp[0] = c->dp[1] = c->dp[2] = 0;
     const char *n = u->name;
-    if (!strcmp(n, "LeakyRelu")) c->dp[0] = 0.01;
-    if (!strcmp(n, "HardSigmoid")) c->dp[0] = 0.2, c->dp[1] = 0.5;
+    /* the kernels get them as floats (an ONNX float attribute) */
+    if (!strcmp(n, "LeakyRelu")) c->dp[0] = (float)0.01;
+    if (!strcmp(n, "HardSigmoid")) c->dp[0] = (float)0.2, c->dp[1] = 0.5;
     if (!strcmp(n, "Elu") || !strcmp(n, "Celu") || !strcmp(n, "ThresholdedRelu")) c->dp[0] = 1;
     if (!strcmp(n, "Selu")) c->dp[0] = 1.67326319217681884765625, c->dp[2] = 1.05070102214813232421875;
     if (c->dp[0] != 0 && kc_int(r, 0, 1)) {
@@ -490,6 +491,9 @@ static void ref_reduce(const kc_case *c, const double *const *in, double *out)
             if (!strcmp(op, "ReduceSum") || !strcmp(op, "ReduceMean") || !strcmp(op, "ReduceLogSum")) out[o] += v;
             else if (!strcmp(op, "ReduceMax")) out[o] = fmax(out[o], v);
             else if (!strcmp(op, "ReduceMin")) out[o] = fmin(out[o], v);
+            else if (!strcmp(op, "ReduceProd") && !is_float(x->dt))
+                /* integers wrap: multiply modulo 2^64 (the driver wraps to the dtype) */
+                out[o] = (double)(int64_t)((uint64_t)(int64_t)out[o] * (uint64_t)(int64_t)v);
             else if (!strcmp(op, "ReduceProd")) out[o] *= v;
             else if (!strcmp(op, "ReduceL1")) out[o] += fabs(v);
             else if (!strcmp(op, "ReduceL2") || !strcmp(op, "ReduceSumSquare")) out[o] += v * v;
@@ -510,7 +514,7 @@ static bool gen_reduce(kc_rng *r, st_dtype dt, kc_case *c)
     int rank = rand_shape(r, 1, 4, dims);
     const char *op = c->op;
     bool positive = !strcmp(op, "ReduceLogSum") || !strcmp(op, "ReduceProd");
-    set_in(c, 0, dt, rank, dims, positive ? 0.5 : -3, positive ? 1.8 : 3);
+    set_in(c, 0, dt, rank, dims, positive ? 0.7 : -3, positive ? 1.4 : 3);
     if (!is_float(dt)) {
         int_range(dt, &c->in[0].lo, &c->in[0].hi);
         if (!strcmp(op, "ReduceProd")) c->in[0].lo = is_unsigned(dt) ? 1 : -2, c->in[0].hi = 2;
@@ -787,6 +791,564 @@ static bool gen_identity(kc_rng *r, st_dtype dt, kc_case *c)
     return true;
 }
 
+
+/* ---- more layout ops: Slice, Reshape and friends, Split, Gather ----- */
+
+static void ref_slice(const kc_case *c, const double *const *in, double *out)
+{
+    /* ip[0..r): start per dim, ip[r..2r): step per dim */
+    const kc_in *x = &c->in[0];
+    int r = x->rank;
+    int64_t xs[KC_MAX_RANK], s = 1;
+    for (int d = r - 1; d >= 0; d--) xs[d] = s, s *= x->dims[d];
+    int64_t n = kc_numel(c->out_rank, c->out_dims);
+    for (int64_t f = 0; f < n; f++) {
+        int64_t rem = f, src = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            src += (c->ip[d] + (rem % c->out_dims[d]) * c->ip[r + d]) * xs[d];
+            rem /= c->out_dims[d];
+        }
+        out[f] = in[0][src];
+    }
+}
+
+static bool gen_slice(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    if (rank > 3) return false;   /* ip holds 2 * rank */
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    static double v[4][KC_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        int step = kc_int(r, 0, 2) ? 1 : (kc_int(r, 0, 1) ? 2 : -1);
+        int64_t start = kc_int(r, 0, (int)dims[d] - 1), len;
+        if (step > 0) len = 1 + kc_int(r, 0, (int)((dims[d] - 1 - start) / step));
+        else len = 1 + kc_int(r, 0, (int)start);
+        v[0][d] = (double)start;
+        v[1][d] = step > 0 ? (double)(start + (len - 1) * step + 1) : (double)(start + (len - 1) * step - 1);
+        if (step < 0 && start + (len - 1) * step - 1 < 0) v[1][d] = -(double)dims[d] - 1;   /* past the front */
+        v[2][d] = d;
+        v[3][d] = step;
+        out[d] = len;
+        c->ip[d] = (int)start;
+        c->ip[rank + d] = step;
+    }
+    int64_t rk = rank;
+    for (int k = 0; k < 4; k++) {
+        set_in(c, 1 + k, ST_I64, 1, &rk, 0, 0);
+        c->in[1 + k].constant = true;
+        c->in[1 + k].values = v[k];
+    }
+    set_out(c, dt, rank, out);
+    c->ref = ref_slice;
+    return true;
+}
+
+static bool gen_reshape(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims), orank = 0;
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    const char *op = c->op;
+    static double v[KC_MAX_RANK];
+    int64_t n = kc_numel(rank, dims);
+    if (!strcmp(op, "Reshape")) {
+        /* split n into a random factorization */
+        int64_t rest = n;
+        while (rest > 1 && orank < 3) {
+            int64_t f = 1;
+            for (int64_t k = 2; k <= rest; k++)
+                if (rest % k == 0 && kc_int(r, 0, 1)) { f = k; break; }
+            if (f == 1) break;
+            out[orank++] = f;
+            rest /= f;
+        }
+        out[orank++] = rest;
+        for (int d = 0; d < orank; d++) v[d] = (double)out[d];
+        if (kc_int(r, 0, 1)) v[kc_int(r, 0, orank - 1)] = -1;
+        int64_t ro = orank;
+        set_in(c, 1, ST_I64, 1, &ro, 0, 0);
+        c->in[1].constant = true;
+        c->in[1].values = v;
+    } else if (!strcmp(op, "Flatten")) {
+        int axis = kc_int(r, 0, rank);
+        pb_attr_int(&c->attrs, "axis", axis);
+        out[0] = kc_numel(axis, dims);
+        out[1] = n / out[0];
+        orank = 2;
+    } else if (!strcmp(op, "Unsqueeze")) {
+        int at = kc_int(r, 0, rank);
+        for (int d = 0, k = 0; d <= rank; d++) out[orank++] = d == at ? 1 : dims[k++];
+        v[0] = at;
+        int64_t one = 1;
+        set_in(c, 1, ST_I64, 1, &one, 0, 0);
+        c->in[1].constant = true;
+        c->in[1].values = v;
+    } else {   /* Squeeze: the size-1 dims, given or all */
+        int n_ax = 0;
+        for (int d = 0; d < rank; d++)
+            if (dims[d] == 1) v[n_ax++] = d;
+            else out[orank++] = dims[d];
+        if (n_ax && kc_int(r, 0, 1)) {
+            int64_t na = n_ax;
+            set_in(c, 1, ST_I64, 1, &na, 0, 0);
+            c->in[1].constant = true;
+            c->in[1].values = v;
+        }
+    }
+    set_out(c, dt, orank, out);
+    c->ref = ref_identity;
+    return true;
+}
+
+static bool gen_split(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    int axis = kc_int(r, 0, rank - 1);
+    if (dims[axis] < 2) dims[axis] = kc_int(r, 2, 6);
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    static double v[2];
+    v[0] = (double)kc_int(r, 1, (int)dims[axis] - 1);
+    v[1] = (double)dims[axis] - v[0];
+    int64_t two = 2;
+    set_in(c, 1, ST_I64, 1, &two, 0, 0);
+    c->in[1].constant = true;
+    c->in[1].values = v;
+    pb_attr_int(&c->attrs, "axis", axis);
+    c->n_out = 2;   /* output 0 is compared */
+    int64_t out[KC_MAX_RANK];
+    memcpy(out, dims, sizeof out);
+    out[axis] = (int64_t)v[0];
+    set_out(c, dt, rank, out);
+    /* output 0 is the Slice [0, v0) on axis */
+    for (int d = 0; d < rank; d++) c->ip[d] = 0, c->ip[rank + d] = 1;
+    c->ref = rank <= 3 ? ref_slice : NULL;
+    return true;
+}
+
+static void ref_gather(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0], *ix = &c->in[1];
+    int axis = c->ip[0];
+    int64_t outer = kc_numel(axis, x->dims), inner = kc_numel(x->rank - axis - 1, x->dims + axis + 1);
+    int64_t ni = kc_numel(ix->rank, ix->dims), n = x->dims[axis];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t k = (int64_t)in[1][j];
+            if (k < 0) k += n;
+            for (int64_t i = 0; i < inner; i++) out[(o * ni + j) * inner + i] = in[0][(o * n + k) * inner + i];
+        }
+}
+
+static bool gen_gather(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], idims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 3, dims);
+    int axis = kc_int(r, 0, rank - 1);
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int irank = kc_int(r, 0, 2);
+    for (int d = 0; d < irank; d++) idims[d] = kc_int(r, 1, 4);
+    set_in(c, 1, kc_int(r, 0, 1) ? ST_I64 : ST_I32, irank, idims, -(double)dims[axis], (double)dims[axis] - 1);
+    c->in[1].integral = true;
+    pb_attr_int(&c->attrs, "axis", axis);
+    int orank = 0;
+    for (int d = 0; d < axis; d++) out[orank++] = dims[d];
+    for (int d = 0; d < irank; d++) out[orank++] = idims[d];
+    for (int d = axis + 1; d < rank; d++) out[orank++] = dims[d];
+    set_out(c, dt, orank, out);
+    c->ip[0] = axis;
+    snprintf(c->note, sizeof c->note, "axis=%d", axis);
+    c->ref = ref_gather;
+    return true;
+}
+
+/* ---- normalizations and pools over NCHW ------------------------------ */
+
+static void ref_batchnorm(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int64_t C = x->dims[1], inner = kc_numel(x->rank - 2, x->dims + 2), N = x->dims[0];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t at = (n * C + ch) * inner + i;
+                out[at] = (in[0][at] - in[3][ch]) / sqrt(in[4][ch] + c->dp[0]) * in[1][ch] + in[2][ch];
+            }
+}
+
+static bool gen_batchnorm(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t dims[KC_MAX_RANK];
+    int rank = kc_int(r, 2, 4);
+    for (int d = 0; d < rank; d++) dims[d] = kc_int(r, 1, d == rank - 1 ? 20 : 5);
+    set_in(c, 0, dt, rank, dims, -3, 3);
+    int64_t C = dims[1];
+    for (int k = 1; k < 5; k++) {
+        set_in(c, k, dt, 1, &C, k == 4 ? 0.2 : -1, k == 4 ? 2 : 1);
+        c->in[k].constant = false;
+    }
+    c->dp[0] = (float)(kc_int(r, 0, 1) ? 1e-5 : 1e-3);   /* the attribute is a float */
+    pb_attr_float(&c->attrs, "epsilon", (float)c->dp[0]);
+    set_out(c, dt, rank, dims);
+    c->ref = ref_batchnorm;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+static void ref_layernorm(const kc_case *c, const double *const *in, double *out)
+{
+    /* ip[0]: the first normalized axis; InstanceNormalization: axis 2,
+     * scale and bias per channel (ip[1]) */
+    const kc_in *x = &c->in[0];
+    int axis = c->ip[0];
+    int64_t outer = kc_numel(axis, x->dims), n = kc_numel(x->rank - axis, x->dims + axis);
+    int64_t C = x->rank > 1 ? x->dims[1] : 1;
+    for (int64_t o = 0; o < outer; o++) {
+        const double *p = in[0] + o * n;
+        double m = 0, v = 0;
+        for (int64_t i = 0; i < n; i++) m += p[i];
+        m /= (double)n;
+        for (int64_t i = 0; i < n; i++) v += (p[i] - m) * (p[i] - m);
+        v /= (double)n;
+        double inv = 1 / sqrt(v + c->dp[0]);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t k = c->ip[1] ? o % C : i;
+            double sc = in[1][c->ip[1] ? k : bcast_index(i, x->rank - axis, x->dims + axis, c->in[1].rank, c->in[1].dims)];
+            double b = c->n_in > 2 && c->in[2].rank >= 0
+                           ? in[2][c->ip[1] ? k : bcast_index(i, x->rank - axis, x->dims + axis, c->in[2].rank, c->in[2].dims)]
+                           : 0;
+            out[o * n + i] = (p[i] - m) * inv * sc + b;
+        }
+    }
+}
+
+static bool gen_layernorm(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t dims[KC_MAX_RANK];
+    bool inst = !strcmp(c->op, "InstanceNormalization");
+    int rank = rand_shape(r, inst ? 3 : 1, 4, dims);
+    set_in(c, 0, dt, rank, dims, -3, 3);
+    int axis = inst ? 2 : kc_int(r, 0, rank - 1);
+    if (!inst && kc_int(r, 0, 1)) axis = rank - 1;
+    c->ip[0] = axis;
+    c->ip[1] = inst;
+    if (inst) {
+        int64_t C = dims[1];
+        set_in(c, 1, dt, 1, &C, -1, 1);
+        set_in(c, 2, dt, 1, &C, -1, 1);
+    } else {
+        set_in(c, 1, dt, rank - axis, dims + axis, -1, 1);
+        if (kc_int(r, 0, 1)) set_in(c, 2, dt, rank - axis, dims + axis, -1, 1);
+        pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank);
+        c->n_out = 1;
+    }
+    c->dp[0] = (float)(kc_int(r, 0, 1) ? 1e-5 : 1e-2);   /* the attribute is a float */
+    pb_attr_float(&c->attrs, "epsilon", (float)c->dp[0]);
+    set_out(c, dt, rank, dims);
+    snprintf(c->note, sizeof c->note, "axis=%d eps=%g", axis, c->dp[0]);
+    c->ref = ref_layernorm;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    return true;
+}
+
+static void ref_pool(const kc_case *c, const double *const *in, double *out)
+{
+    /* NCHW; ip: kh, kw, sh, sw, pad top, pad left, max?, count_include_pad */
+    const kc_in *x = &c->in[0];
+    int64_t NC = x->dims[0] * x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t OH = c->out_dims[2], OW = c->out_dims[3];
+    int kh = c->ip[0], kw = c->ip[1], sh = c->ip[2], sw = c->ip[3], pt = c->ip[4], pl = c->ip[5], mx = c->ip[6];
+    for (int64_t q = 0; q < NC; q++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                double acc = mx ? -INFINITY : 0;
+                int cnt = 0;
+                for (int i = 0; i < kh; i++)
+                    for (int j = 0; j < kw; j++) {
+                        int64_t h = oh * sh - pt + i, w = ow * sw - pl + j;
+                        if (h < 0 || h >= H || w < 0 || w >= W) {
+                            if (c->ip[7]) cnt++;
+                            continue;
+                        }
+                        double v = in[0][(q * H + h) * W + w];
+                        acc = mx ? fmax(acc, v) : acc + v;
+                        cnt++;
+                    }
+                out[(q * OH + oh) * OW + ow] = mx ? acc : acc / cnt;
+            }
+}
+
+static bool gen_pool(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    bool global = !strncmp(c->op, "Global", 6), mx = strstr(c->op, "Max") != NULL;
+    int64_t dims[4] = {kc_int(r, 1, 2), kc_int(r, 1, 5), kc_int(r, 1, 12), kc_int(r, 1, 12)};
+    set_in(c, 0, dt, 4, dims, -3, 3);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int kh = (int)dims[2], kw = (int)dims[3], sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+    if (!global) {
+        kh = kc_int(r, 1, (int)(dims[2] < 4 ? dims[2] : 4));
+        kw = kc_int(r, 1, (int)(dims[3] < 4 ? dims[3] : 4));
+        sh = kc_int(r, 1, 2), sw = kc_int(r, 1, 2);
+        if (kc_int(r, 0, 1)) pt = kc_int(r, 0, kh - 1), pl = kc_int(r, 0, kw - 1), pb = kc_int(r, 0, kh - 1), pr = kc_int(r, 0, kw - 1);
+        int64_t k[2] = {kh, kw}, st[2] = {sh, sw}, pads[4] = {pt, pl, pb, pr};
+        pb_attr_ints(&c->attrs, "kernel_shape", k, 2);
+        pb_attr_ints(&c->attrs, "strides", st, 2);
+        pb_attr_ints(&c->attrs, "pads", pads, 4);
+        if (!mx && (pt || pl || pb || pr) && kc_int(r, 0, 1)) {
+            pb_attr_int(&c->attrs, "count_include_pad", 1);
+            c->ip[7] = 1;
+        }
+    }
+    int64_t out[4] = {dims[0], dims[1], (dims[2] + pt + pb - kh) / sh + 1, (dims[3] + pl + pr - kw) / sw + 1};
+    set_out(c, dt, 4, out);
+    c->ip[0] = kh, c->ip[1] = kw, c->ip[2] = sh, c->ip[3] = sw, c->ip[4] = pt, c->ip[5] = pl, c->ip[6] = mx;
+    snprintf(c->note, sizeof c->note, "kernel %dx%d stride %d,%d pads %d,%d,%d,%d%s", kh, kw, sh, sw, pt, pl, pb, pr,
+             c->ip[7] ? " count_include_pad" : "");
+    c->ref = ref_pool;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+static void ref_conv(const kc_case *c, const double *const *in, double *out)
+{
+    /* NCHW, weights [M, C/g, kh, kw]; ip: kh, kw, sh, sw, pt, pl, group, dilation */
+    const kc_in *x = &c->in[0];
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t M = c->out_dims[1], OH = c->out_dims[2], OW = c->out_dims[3];
+    int kh = c->ip[0], kw = c->ip[1], sh = c->ip[2], sw = c->ip[3], pt = c->ip[4], pl = c->ip[5], g = c->ip[6], dl = c->ip[7];
+    int64_t cg = C / g, mg = M / g;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    double s = c->n_in > 2 ? in[2][m] : 0;
+                    int64_t grp = m / mg;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int i = 0; i < kh; i++)
+                            for (int j = 0; j < kw; j++) {
+                                int64_t h = oh * sh - pt + i * dl, w = ow * sw - pl + j * dl;
+                                if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                                s += in[0][((n * C + grp * cg + ci) * H + h) * W + w] *
+                                     in[1][((m * cg + ci) * kh + i) * kw + j];
+                            }
+                    out[((n * M + m) * OH + oh) * OW + ow] = s;
+                }
+}
+
+static bool gen_conv(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int g = kc_int(r, 0, 2) ? 1 : kc_int(r, 1, 3);
+    int64_t C = g * kc_int(r, 1, 4), M = g * kc_int(r, 1, 4);
+    if (kc_int(r, 0, 4) == 0) C = M = g = kc_int(r, 2, 6);   /* depthwise */
+    int64_t dims[4] = {kc_int(r, 1, 2), C, kc_int(r, 3, 14), kc_int(r, 3, 14)};
+    int kh = kc_int(r, 1, 3), kw = kc_int(r, 1, 3), sh = kc_int(r, 1, 2), sw = kc_int(r, 1, 2), dl = kc_int(r, 0, 3) ? 1 : 2;
+    int pt = kc_int(r, 0, kh - 1), pl = kc_int(r, 0, kw - 1), pb = kc_int(r, 0, kh - 1), pr = kc_int(r, 0, kw - 1);
+    int64_t ekh = (kh - 1) * dl + 1, ekw = (kw - 1) * dl + 1;
+    if (dims[2] + pt + pb < ekh || dims[3] + pl + pr < ekw) return false;
+    int64_t w[4] = {M, C / g, kh, kw};
+    set_in(c, 0, dt, 4, dims, -1, 1);
+    set_in(c, 1, dt, 4, w, -1, 1);
+    c->in[1].constant = kc_int(r, 0, 1);   /* constant weights are prepacked on the CPU */
+    static double wv[4096], bv[64];
+    if (c->in[1].constant) {
+        if (kc_numel(4, w) > 4096) return false;
+        for (int64_t i = 0; i < kc_numel(4, w); i++) wv[i] = kc_unif(r, -1, 1);
+        c->in[1].values = wv;
+    }
+    if (kc_int(r, 0, 1)) {
+        set_in(c, 2, dt, 1, &M, -1, 1);
+        c->in[2].constant = c->in[1].constant;
+        for (int64_t i = 0; i < M; i++) bv[i] = kc_unif(r, -1, 1);
+        c->in[2].values = bv;
+    }
+    int64_t k[2] = {kh, kw}, st[2] = {sh, sw}, pads[4] = {pt, pl, pb, pr}, dil[2] = {dl, dl};
+    pb_attr_ints(&c->attrs, "kernel_shape", k, 2);
+    pb_attr_ints(&c->attrs, "strides", st, 2);
+    pb_attr_ints(&c->attrs, "pads", pads, 4);
+    pb_attr_ints(&c->attrs, "dilations", dil, 2);
+    pb_attr_int(&c->attrs, "group", g);
+    int64_t out[4] = {dims[0], M, (dims[2] + pt + pb - ekh) / sh + 1, (dims[3] + pl + pr - ekw) / sw + 1};
+    set_out(c, dt, 4, out);
+    c->ip[0] = kh, c->ip[1] = kw, c->ip[2] = sh, c->ip[3] = sw, c->ip[4] = pt, c->ip[5] = pl, c->ip[6] = g, c->ip[7] = dl;
+    snprintf(c->note, sizeof c->note, "kernel %dx%d stride %d,%d pads %d,%d,%d,%d group %d dilation %d", kh, kw, sh, sw, pt,
+             pl, pb, pr, g, dl);
+    c->ref = ref_conv;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    c->cpu_scale = 4;
+    return true;
+}
+
+static void ref_pad(const kc_case *c, const double *const *in, double *out)
+{
+    /* ip[0..r): pad before per dim; ip[7]: mode 0 constant, 1 reflect, 2 edge */
+    const kc_in *x = &c->in[0];
+    int r = x->rank;
+    int64_t n = kc_numel(c->out_rank, c->out_dims);
+    for (int64_t f = 0; f < n; f++) {
+        int64_t rem = f, src = 0, s = 1;
+        bool outside = false;
+        for (int d = r - 1; d >= 0; d--) {
+            int64_t i = rem % c->out_dims[d] - c->ip[d], D = x->dims[d];
+            rem /= c->out_dims[d];
+            if (i < 0 || i >= D) {
+                if (c->ip[7] == 0) outside = true;
+                else if (c->ip[7] == 2) i = i < 0 ? 0 : D - 1;
+                else {
+                    int64_t period = 2 * (D - 1);
+                    if (period == 0) i = 0;
+                    else {
+                        i = ((i % period) + period) % period;
+                        if (i >= D) i = period - i;
+                    }
+                }
+            }
+            src += i * s;
+            s *= D;
+        }
+        out[f] = outside ? c->dp[0] : in[0][src];
+    }
+}
+
+static bool gen_pad(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int mode = kc_int(r, 0, 2);
+    static const char *const MODES[] = {"constant", "reflect", "edge"};
+    pb_attr_string(&c->attrs, "mode", MODES[mode]);
+    static double pads[2 * KC_MAX_RANK], cv;
+    for (int d = 0; d < rank; d++) {
+        int lim = mode == 1 ? (int)dims[d] - 1 : 3;
+        int a = kc_int(r, 0, lim), b = kc_int(r, 0, lim);
+        pads[d] = a, pads[rank + d] = b;
+        out[d] = dims[d] + a + b;
+        c->ip[d] = a;
+    }
+    int64_t np = 2 * rank;
+    set_in(c, 1, ST_I64, 1, &np, 0, 0);
+    c->in[1].constant = true;
+    c->in[1].values = pads;
+    c->ip[7] = mode;
+    c->dp[0] = 0;
+    if (mode == 0 && kc_int(r, 0, 1)) {
+        cv = dt == ST_BOOL ? 1 : 2;
+        set_in(c, 2, dt, 0, dims, 0, 0);
+        c->in[2].constant = true;
+        c->in[2].values = &cv;
+        c->dp[0] = cv;
+    }
+    set_out(c, dt, rank, out);
+    snprintf(c->note, sizeof c->note, "mode=%s", MODES[mode]);
+    c->ref = ref_pad;
+    return true;
+}
+
+/* ---- QuantizeLinear, DequantizeLinear (per tensor) ------------------ */
+
+static void ref_quant(const kc_case *c, const double *const *in, double *out)
+{
+    int64_t n = kc_numel(c->out_rank, c->out_dims);
+    double sc = in[1][0], zp = c->n_in > 2 ? in[2][0] : 0;
+    bool q = !strcmp(c->op, "QuantizeLinear");
+    double lo = c->out_dt == ST_U8 ? 0 : -128, hi = c->out_dt == ST_U8 ? 255 : 127;
+    for (int64_t i = 0; i < n; i++) out[i] = q ? fmin(hi, fmax(lo, nearbyint(in[0][i] / sc) + zp)) : (in[0][i] - zp) * sc;
+}
+
+static bool gen_quant(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    bool q = !strcmp(c->op, "QuantizeLinear");
+    if (q ? !is_float(dt) : (dt != ST_U8 && dt != ST_I8)) return false;
+    st_dtype qt = q ? (kc_int(r, 0, 1) ? ST_U8 : ST_I8) : dt;
+    int64_t dims[KC_MAX_RANK];
+    int rank = rand_shape(r, 0, 4, dims);
+    if (q) set_in(c, 0, dt, rank, dims, -3, 3);
+    else set_in(c, 0, dt, rank, dims, qt == ST_U8 ? 0 : -128, qt == ST_U8 ? 255 : 127);
+    static double sv, zv;
+    sv = 0.03125 * kc_int(r, 1, 4);   /* exact in every float dtype: rounding ties stay ties */
+    zv = qt == ST_U8 ? kc_int(r, 0, 255) : kc_int(r, -20, 20);
+    st_dtype ft = q ? dt : ST_F32;
+    set_in(c, 1, ft, 0, dims, 0, 0);
+    c->in[1].constant = kc_int(r, 0, 1);
+    c->in[1].lo = c->in[1].hi = sv;
+    c->in[1].values = &sv;
+    if (kc_int(r, 0, 2) || qt == ST_I8) {
+        set_in(c, 2, qt, 0, dims, 0, 0);
+        c->in[2].constant = c->in[1].constant;
+        c->in[2].lo = c->in[2].hi = zv;
+        c->in[2].values = &zv;
+    }
+    set_out(c, q ? qt : ST_F32, rank, dims);
+    snprintf(c->note, sizeof c->note, "scale %g zero point %g%s", sv, zv, c->in[1].constant ? " const" : "");
+    c->ref = ref_quant;
+    c->ref_atol = q ? 1 : 1e-5;   /* a tie may round either way after a float division */
+    c->ref_rtol = q ? 0 : 1e-6;
+    return true;
+}
+
+/* ---- ArgMax, ArgMin, Hardmax ---------------------------------------- */
+
+static void ref_arg(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int axis = c->ip[0];
+    bool hard = !strcmp(c->op, "Hardmax"), mx = hard || strstr(c->op, "Max") != NULL, last = c->ip[1];
+    int64_t outer = kc_numel(axis, x->dims), n = x->dims[axis], inner = kc_numel(x->rank - axis - 1, x->dims + axis + 1);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t best = 0;
+            for (int64_t k = 1; k < n; k++) {
+                double v = in[0][(o * n + k) * inner + i], b = in[0][(o * n + best) * inner + i];
+                if (mx ? (v > b || (last && v == b)) : (v < b || (last && v == b))) best = k;
+            }
+            if (hard)
+                for (int64_t k = 0; k < n; k++) out[(o * n + k) * inner + i] = k == best;
+            else
+                out[o * inner + i] = (double)best;
+        }
+}
+
+static bool gen_arg(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    set_in(c, 0, dt, rank, dims, -4, 4);
+    c->in[0].integral = true;   /* ties happen: select_last_index matters */
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int axis = kc_int(r, 0, rank - 1);
+    c->ip[0] = axis;
+    bool hard = !strcmp(c->op, "Hardmax");
+    pb_attr_int(&c->attrs, "axis", axis);
+    if (hard) {
+        set_out(c, dt, rank, dims);
+    } else {
+        int keep = kc_int(r, 0, 1), orank = 0;
+        pb_attr_int(&c->attrs, "keepdims", keep);
+        c->ip[1] = kc_int(r, 0, 1);
+        if (c->ip[1]) pb_attr_int(&c->attrs, "select_last_index", 1);
+        for (int d = 0; d < rank; d++)
+            if (d != axis) out[orank++] = dims[d];
+            else if (keep) out[orank++] = 1;
+        set_out(c, ST_I64, orank, out);
+    }
+    snprintf(c->note, sizeof c->note, "axis=%d%s", axis, c->ip[1] ? " select_last_index" : "");
+    c->ref = ref_arg;
+    return true;
+}
+
 /* ---- the generator table -------------------------------------------- */
 
 typedef struct kc_gen_row {
@@ -806,6 +1368,27 @@ static const kc_gen_row GENS[] = {
     {"", "Concat", gen_concat},
     {"", "Transpose", gen_transpose},
     {"", "Identity", gen_identity},
+    {"", "Slice", gen_slice},
+    {"", "Reshape", gen_reshape},
+    {"", "Flatten", gen_reshape},
+    {"", "Squeeze", gen_reshape},
+    {"", "Unsqueeze", gen_reshape},
+    {"", "Split", gen_split},
+    {"", "Gather", gen_gather},
+    {"", "BatchNormalization", gen_batchnorm},
+    {"", "LayerNormalization", gen_layernorm},
+    {"", "InstanceNormalization", gen_layernorm},
+    {"", "MaxPool", gen_pool},
+    {"", "AveragePool", gen_pool},
+    {"", "GlobalMaxPool", gen_pool},
+    {"", "GlobalAveragePool", gen_pool},
+    {"", "Conv", gen_conv},
+    {"", "Pad", gen_pad},
+    {"", "QuantizeLinear", gen_quant},
+    {"", "DequantizeLinear", gen_quant},
+    {"", "ArgMax", gen_arg},
+    {"", "ArgMin", gen_arg},
+    {"", "Hardmax", gen_arg},
 };
 
 static const char *const BINARY[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",

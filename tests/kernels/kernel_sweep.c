@@ -3,7 +3,9 @@
  * random cases that its accepts() admits, against the CPU's kernel and a
  * float64 reference (issue 25, in the spirit of ggml's test-backend-ops).
  *
- * For each backend with a device, each op its kernel table names, and
+ * For each backend of the registry (backends/registry.c, enumerated
+ * through st_backend_count/st_backend_name) that has a device, each op
+ * its kernel table names, and
  * each dtype its entries take (ops/kernel.h), a generator
  * (sweep_cases.c) draws shapes, broadcasts and attributes; this driver
  * draws how the operands reach the node (a packed graph input, or a Slice
@@ -135,6 +137,9 @@ static double decode(st_dtype t, const void *src)
 }
 
 static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16 || t == ST_F64; }
+
+/* the reference backend, found in the registry by name */
+static st_backend_kind cpu_kind;
 
 /* An integer reference as the dtype holds it: two's-complement wrap. */
 static double wrap(st_dtype t, double v)
@@ -389,7 +394,7 @@ static int run_model(const pb_buf *model, const kc_data *d, st_backend_kind kind
         st_session_options o;
         st_session_options_init(&o);
         o.backend = kind;
-        o.no_fallback = kind != ST_BACKEND_CPU;
+        o.no_fallback = kind != cpu_kind;
         o.sanitize = 1;
         o.threads = 2;
         st = st_session_create(m, &o, &s);
@@ -562,8 +567,8 @@ static int run_case(kc_rng *r, const st_kernel_table *t, st_backend_kind kind, k
             snprintf(why, len, "%s: %lld output elements, expected %lld", desc, (long long)n_dev, (long long)n_want);
             verdict = 1;
         }
-        if (!verdict && kind != ST_BACKEND_CPU) {
-            if (run_model(&model, &d, ST_BACKEND_CPU, &cpu, &n_cpu, &dt_cpu, msg, sizeof msg) != RUN_OK) {
+        if (!verdict && kind != cpu_kind) {
+            if (run_model(&model, &d, cpu_kind, &cpu, &n_cpu, &dt_cpu, msg, sizeof msg) != RUN_OK) {
                 snprintf(why, len, "%s: the CPU run failed: %s", desc, msg);
                 verdict = 1;
             } else {
@@ -768,15 +773,32 @@ int main(int argc, char **argv)
     }
     known_row *known;
     int n_known = load_known(known_path, &known);
+    /* the backends come from the registry (backends/registry.c); the CPU
+     * is the reference every other backend is compared with */
+    for (int i = 0; i < n_want; i++) {
+        st_backend_kind k;
+        if (st_backend_find(want[i], &k) != ST_OK) {
+            fprintf(stderr, "kernel_sweep: %s\n", st_last_error());
+            return 1;
+        }
+    }
+    if (st_backend_find("cpu", &cpu_kind) != ST_OK) {
+        fprintf(stderr, "kernel_sweep: %s\n", st_last_error());
+        return 1;
+    }
     int ran = 0, bad = 0;
-    for (int kind = ST_BACKEND_CPU; kind <= ST_BACKEND_OPENCL; kind++) {
-        const st_kernel_table *t = st_backend_kernels((st_backend_kind)kind);
-        if (!t) continue;
+    for (int kind = 0; kind < st_backend_count(); kind++) {
+        const char *name = st_backend_name((st_backend_kind)kind);
         bool asked = n_want == 0;
-        for (int i = 0; i < n_want; i++) asked |= !strcmp(want[i], t->backend);
+        for (int i = 0; i < n_want; i++) asked |= !strcmp(want[i], name);
         if (!asked) continue;
-        if (kind != ST_BACKEND_CPU && !st_backend_get((st_backend_kind)kind, 0)) {
-            printf("backend %-7s skipped: %s\n", t->backend, st_last_error());
+        const st_kernel_table *t = st_backend_available((st_backend_kind)kind) ? st_backend_kernels((st_backend_kind)kind) : NULL;
+        if (!t) {
+            printf("backend %-7s skipped: %s\n", name, st_last_error());
+            continue;
+        }
+        if (kind != (int)cpu_kind && !st_backend_get((st_backend_kind)kind, 0)) {
+            printf("backend %-7s skipped: %s\n", name, st_last_error());
             continue;
         }
         sweep_stats s;

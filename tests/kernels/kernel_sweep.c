@@ -540,6 +540,7 @@ static int run_case(kc_rng *r, const st_kernel_table *t, st_backend_kind kind, k
         }
         pb_buf model = {0};
         build(r, c, l, &d, &model);
+
         char desc[512], msg[512];
         describe(c, l, &d, desc, sizeof desc);
         double *dev = NULL, *cpu = NULL;
@@ -609,6 +610,20 @@ static int run_case(kc_rng *r, const st_kernel_table *t, st_backend_kind kind, k
             free(ref);
         }
         if (o->verbose > 1) printf("  %s (%s)\n", verdict ? "FAIL" : "ok", desc);
+        /* STRATA_SWEEP_DUMP=DIR: a failing case's model and inputs there
+         * (model.onnx, <input>.bin raw), to replay it; the last one stays */
+        const char *dump = getenv("STRATA_SWEEP_DUMP");
+        if (verdict && dump && *dump) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/model.onnx", dump);
+            FILE *df = fopen(path, "wb");
+            if (df) fwrite(model.p, 1, model.n, df), fclose(df);
+            for (int i = 0; i < d.n; i++) {
+                snprintf(path, sizeof path, "%s/%s.bin", dump, d.names[i]);
+                df = fopen(path, "wb");
+                if (df) fwrite(d.bytes[i], 1, d.nbytes[i], df), fclose(df);
+            }
+        }
         free(dev);
         free(cpu);
         pb_free(&model);

@@ -1349,6 +1349,180 @@ static bool gen_arg(kc_rng *r, st_dtype dt, kc_case *c)
     return true;
 }
 
+
+/* ---- LpNormalization, MeanVarianceNormalization, LRN, Resize -------- */
+
+static void ref_lpnorm(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int axis = c->ip[0], p = c->ip[1];
+    int64_t outer = kc_numel(axis, x->dims), n = x->dims[axis], inner = kc_numel(x->rank - axis - 1, x->dims + axis + 1);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double s = 0;
+            for (int64_t k = 0; k < n; k++) {
+                double v = in[0][(o * n + k) * inner + i];
+                s += p == 1 ? fabs(v) : v * v;
+            }
+            if (p == 2) s = sqrt(s);
+            for (int64_t k = 0; k < n; k++) out[(o * n + k) * inner + i] = s == 0 ? 0 : in[0][(o * n + k) * inner + i] / s;
+        }
+}
+
+static bool gen_lpnorm(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t dims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    set_in(c, 0, dt, rank, dims, -3, 3);
+    int axis = kc_int(r, 0, rank - 1);
+    c->ip[0] = axis;
+    c->ip[1] = kc_int(r, 1, 2);
+    pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank);
+    pb_attr_int(&c->attrs, "p", c->ip[1]);
+    set_out(c, dt, rank, dims);
+    snprintf(c->note, sizeof c->note, "axis=%d p=%d", axis, c->ip[1]);
+    c->ref = ref_lpnorm;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+static void ref_mvn(const kc_case *c, const double *const *in, double *out)
+{
+    /* the default axes [0, 2, 3] of a 4-d input: statistics per channel */
+    const kc_in *x = &c->in[0];
+    int64_t N = x->dims[0], C = x->dims[1], HW = x->dims[2] * x->dims[3], cnt = N * HW;
+    for (int64_t ch = 0; ch < C; ch++) {
+        double m = 0, v = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < HW; i++) m += in[0][(n * C + ch) * HW + i];
+        m /= (double)cnt;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < HW; i++) {
+                double d = in[0][(n * C + ch) * HW + i] - m;
+                v += d * d;
+            }
+        v /= (double)cnt;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t i = 0; i < HW; i++) out[(n * C + ch) * HW + i] = (in[0][(n * C + ch) * HW + i] - m) / (sqrt(v) + 1e-9);
+    }
+}
+
+static bool gen_mvn(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t dims[4] = {kc_int(r, 1, 3), kc_int(r, 1, 4), kc_int(r, 1, 6), kc_int(r, 2, 9)};
+    set_in(c, 0, dt, 4, dims, -3, 3);
+    set_out(c, dt, 4, dims);
+    c->ref = ref_mvn;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    return true;
+}
+
+static void ref_lrn(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int64_t N = x->dims[0], C = x->dims[1], HW = kc_numel(x->rank - 2, x->dims + 2);
+    int size = c->ip[0];
+    /* as the kernel gets them: float attributes */
+    double alpha = (float)c->dp[0], beta = (float)c->dp[1], bias = (float)c->dp[2];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t i = 0; i < HW; i++) {
+                double sq = 0;
+                for (int64_t k = ch - (size - 1) / 2; k <= ch + size / 2; k++)
+                    if (k >= 0 && k < C) sq += in[0][(n * C + k) * HW + i] * in[0][(n * C + k) * HW + i];
+                out[(n * C + ch) * HW + i] = in[0][(n * C + ch) * HW + i] / pow(bias + alpha / size * sq, beta);
+            }
+}
+
+static bool gen_lrn(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t dims[4] = {kc_int(r, 1, 2), kc_int(r, 1, 8), kc_int(r, 1, 5), kc_int(r, 1, 7)};
+    set_in(c, 0, dt, 4, dims, -2, 2);
+    c->ip[0] = 2 * kc_int(r, 0, 2) + 1;
+    c->dp[0] = (float)kc_unif(r, 1e-4, 0.5);
+    c->dp[1] = (float)kc_unif(r, 0.5, 0.9);
+    c->dp[2] = (float)kc_unif(r, 0.5, 2);
+    pb_attr_int(&c->attrs, "size", c->ip[0]);
+    pb_attr_float(&c->attrs, "alpha", (float)c->dp[0]);
+    pb_attr_float(&c->attrs, "beta", (float)c->dp[1]);
+    pb_attr_float(&c->attrs, "bias", (float)c->dp[2]);
+    set_out(c, dt, 4, dims);
+    snprintf(c->note, sizeof c->note, "size=%d alpha=%g beta=%g bias=%g", c->ip[0], c->dp[0], c->dp[1], c->dp[2]);
+    c->ref = ref_lrn;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+static double resize_src(const kc_case *c, int64_t o, int64_t in_len, double scale, int64_t *i0, int64_t *i1)
+{
+    if (!c->ip[0]) {   /* nearest, asymmetric, floor */
+        int64_t k = (int64_t)floor((double)o / scale);
+        *i0 = *i1 = k < in_len ? k : in_len - 1;
+        return 0;
+    }
+    double x = ((double)o + 0.5) / scale - 0.5;   /* linear, half_pixel, clamped */
+    if (x < 0) x = 0;
+    if (x > (double)(in_len - 1)) x = (double)(in_len - 1);
+    *i0 = (int64_t)floor(x);
+    *i1 = *i0 + 1 < in_len ? *i0 + 1 : in_len - 1;
+    return x - (double)*i0;
+}
+
+static void ref_resize(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int64_t NC = x->dims[0] * x->dims[1], H = x->dims[2], W = x->dims[3], OH = c->out_dims[2], OW = c->out_dims[3];
+    for (int64_t q = 0; q < NC; q++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t h0, h1, w0, w1;
+                double fh = resize_src(c, oh, H, c->dp[0], &h0, &h1), fw = resize_src(c, ow, W, c->dp[1], &w0, &w1);
+                const double *p = in[0] + q * H * W;
+                double top = p[h0 * W + w0] * (1 - fw) + p[h0 * W + w1] * fw;
+                double bot = p[h1 * W + w0] * (1 - fw) + p[h1 * W + w1] * fw;
+                out[(q * OH + oh) * OW + ow] = top * (1 - fh) + bot * fh;
+            }
+}
+
+static bool gen_resize(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static const double SC[] = {0.5, 1, 1.5, 2, 3};
+    static double scales[4];
+    int64_t dims[4] = {kc_int(r, 1, 2), kc_int(r, 1, 3), kc_int(r, 1, 9), kc_int(r, 1, 9)};
+    set_in(c, 0, dt, 4, dims, -3, 3);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    c->ip[0] = is_float(dt) ? kc_int(r, 0, 1) : 0;   /* linear on floats only */
+    scales[0] = scales[1] = 1;
+    scales[2] = SC[kc_int(r, 0, 4)];
+    scales[3] = SC[kc_int(r, 0, 4)];
+    c->dp[0] = scales[2];
+    c->dp[1] = scales[3];
+    int64_t out[4] = {dims[0], dims[1], (int64_t)floor((double)dims[2] * scales[2]), (int64_t)floor((double)dims[3] * scales[3])};
+    if (out[2] < 1 || out[3] < 1) return false;
+    set_in(c, 1, ST_F32, 0, dims, 0, 0);
+    c->in[1].rank = -1;   /* roi: absent */
+    int64_t four = 4;
+    set_in(c, 2, ST_F32, 1, &four, 0, 0);
+    c->in[2].constant = true;
+    c->in[2].values = scales;
+    pb_attr_string(&c->attrs, "mode", c->ip[0] ? "linear" : "nearest");
+    pb_attr_string(&c->attrs, "coordinate_transformation_mode", c->ip[0] ? "half_pixel" : "asymmetric");
+    if (!c->ip[0]) pb_attr_string(&c->attrs, "nearest_mode", "floor");
+    set_out(c, dt, 4, out);
+    snprintf(c->note, sizeof c->note, "%s, scales %g x %g", c->ip[0] ? "linear half_pixel" : "nearest asymmetric floor",
+             scales[2], scales[3]);
+    c->ref = ref_resize;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
 /* ---- the generator table -------------------------------------------- */
 
 typedef struct kc_gen_row {
@@ -1389,6 +1563,10 @@ static const kc_gen_row GENS[] = {
     {"", "ArgMax", gen_arg},
     {"", "ArgMin", gen_arg},
     {"", "Hardmax", gen_arg},
+    {"", "LpNormalization", gen_lpnorm},
+    {"", "MeanVarianceNormalization", gen_mvn},
+    {"", "LRN", gen_lrn},
+    {"", "Resize", gen_resize},
 };
 
 static const char *const BINARY[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",

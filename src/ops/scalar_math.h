@@ -12,11 +12,12 @@
  * the subset the three languages share: plain functions, the
  * preprocessor, C casts, no headers in OpenCL.
  *
- * Each op is one function per type, st_sm_<op>_f32 and st_sm_<op>_f64,
+ * Each float op is one function per type, st_sm_<op>_f32 and _f64,
  * defined from one template (ST_SM_DEFINE) that takes the type, the way
  * to name a libm function for it (expf or exp; OpenCL C overloads exp)
  * and the way to write a constant (0.5f or 0.5); st_sm_unary_<t> and
- * st_sm_binary_<t> dispatch on the codes of ops/codes.h.  The CPU's
+ * st_sm_binary_<t> dispatch on the codes of ops/codes.h; integers have
+ * st_sm_unary_i64 and st_sm_binary_i64 (64-bit two's complement).  The CPU's
  * loops call the per-op functions (the compiler vectorises them once
  * inlined); where the CPU has a faster SIMD form of its own (fastmath.h's
  * tanh and erf, vmath.h's activations), that form stays and
@@ -212,5 +213,91 @@ ST_SM_DEFINE(f32, float, ST_SM_F32, ST_SM_K32, 20.0f)
 #if !defined(__OPENCL_VERSION__) || defined(ST_FP64)
 ST_SM_DEFINE(f64, double, ST_SM_F64, ST_SM_K64, 30.0)
 #endif
+
+/* ---- integers: every integer dtype computes in 64-bit two's complement,
+ * wrapping (unsigned arithmetic, so no signed overflow), x / 0 = 0 and
+ * x % 0 = 0, truncating division; the store keeps the type's low bits. */
+#if defined(__OPENCL_VERSION__)
+typedef long st_sm_i64;
+typedef ulong st_sm_u64;
+#define ST_SM_I64_MIN LONG_MIN
+#else
+typedef int64_t st_sm_i64;
+typedef uint64_t st_sm_u64;
+#define ST_SM_I64_MIN INT64_MIN
+#endif
+
+ST_SM_FN st_sm_i64 st_sm_unary_i64(int code, st_sm_i64 x, st_sm_i64 lo, st_sm_i64 hi)
+{
+    switch (code) {
+    case ST_U_RELU: return x > 0 ? x : 0;
+    case ST_U_NEG: return (st_sm_i64)((st_sm_u64)0 - (st_sm_u64)x);
+    case ST_U_ABS: return x < 0 ? (st_sm_i64)((st_sm_u64)0 - (st_sm_u64)x) : x;
+    case ST_U_SIGN: return (x > 0) - (x < 0);
+    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case ST_U_NOT: return x == 0;
+    case ST_U_BITWISE_NOT: return ~x;
+    default: return x;
+    }
+}
+
+/* base^e; a negative exponent gives 0 but for bases 1 and -1 */
+ST_SM_FN st_sm_i64 st_sm_ipow(st_sm_i64 base, st_sm_i64 e)
+{
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    st_sm_u64 r = 1, b = (st_sm_u64)base;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (st_sm_i64)r;
+}
+
+/* uns: the dtype is unsigned (its values zero-extended), for division,
+ * remainder and order; fmod_mode: Mod takes the dividend's sign */
+ST_SM_FN st_sm_i64 st_sm_binary_i64(int code, st_sm_i64 a, st_sm_i64 b, int fmod_mode, int uns)
+{
+    st_sm_u64 ua = (st_sm_u64)a, ub = (st_sm_u64)b;
+    switch (code) {
+    case ST_B_ADD:
+    case ST_B_MEAN: return (st_sm_i64)(ua + ub);
+    case ST_B_SUB: return (st_sm_i64)(ua - ub);
+    case ST_B_MUL: return (st_sm_i64)(ua * ub);
+    case ST_B_DIV:
+        if (b == 0) return 0;
+        if (uns) return (st_sm_i64)(ua / ub);
+        if (a == ST_SM_I64_MIN && b == -1) return ST_SM_I64_MIN;
+        return a / b;
+    case ST_B_POW: return st_sm_ipow(a, b);
+    case ST_B_MOD: {
+        if (b == 0) return 0;
+        if (uns) return (st_sm_i64)(ua % ub);
+        if (a == ST_SM_I64_MIN && b == -1) return 0;
+        st_sm_i64 r = a % b;
+        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+    }
+    case ST_B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
+    case ST_B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
+    case ST_B_EQUAL: return a == b;
+    case ST_B_LESS: return uns ? ua < ub : a < b;
+    case ST_B_GREATER: return uns ? ua > ub : a > b;
+    case ST_B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
+    case ST_B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
+    case ST_B_AND: return a && b;
+    case ST_B_OR: return a || b;
+    case ST_B_XOR: return (a != 0) != (b != 0);
+    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (st_sm_i64)(ua << ub);
+    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (st_sm_i64)(ua >> ub);
+    case ST_B_PRELU: return a >= 0 ? a : (st_sm_i64)(ua * ub);
+    /* on the sign- or zero-extended values: the low bits the store keeps
+     * are those of the type's own operation */
+    case ST_B_BITWISE_AND: return (st_sm_i64)(ua & ub);
+    case ST_B_BITWISE_OR: return (st_sm_i64)(ua | ub);
+    case ST_B_BITWISE_XOR: return (st_sm_i64)(ua ^ ub);
+    default: return 0;
+    }
+}
 
 #endif

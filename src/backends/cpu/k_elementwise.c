@@ -125,16 +125,7 @@ static double unary_f64(const st_ew_state *s, double x, double lo, double hi)
 
 static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi)
 {
-    switch ((st_unary)s->code) {
-    case ST_U_RELU: return x > 0 ? x : 0;
-    case ST_U_NEG: return (int64_t)(0 - (uint64_t)x);
-    case ST_U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case ST_U_SIGN: return (x > 0) - (x < 0);
-    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case ST_U_NOT: return x == 0;
-    case ST_U_BITWISE_NOT: return ~x; /* the store keeps the type's low bits */
-    default: return x;
-    }
+    return st_sm_unary_i64(s->code, x, lo, hi);   /* the store keeps the type's low bits */
 }
 
 void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
@@ -370,61 +361,9 @@ static double binary_f64(int code, double a, double b, bool fmod_mode)
     return st_sm_binary_f64(code, a, b, fmod_mode);
 }
 
-static int64_t ipow(int64_t base, int64_t e)
-{
-    if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)base;
-    while (e) {
-        if (e & 1) r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int64_t)r;
-}
-
-/* Integers: wrapping arithmetic (through uint64) and truncating division,
- * as the ONNX reference computes with numpy's fixed-width types. */
 static int64_t binary_i64(int code, int64_t a, int64_t b, bool fmod_mode, bool is_unsigned)
 {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
-    case ST_B_SUB: return (int64_t)(ua - ub);
-    case ST_B_MUL: return (int64_t)(ua * ub);
-    case ST_B_DIV:
-        if (b == 0) return 0;
-        if (is_unsigned) return (int64_t)(ua / ub);
-        if (a == INT64_MIN && b == -1) return INT64_MIN;
-        return a / b;
-    case ST_B_POW: return ipow(a, b);
-    case ST_B_MOD: {
-        if (b == 0) return 0;
-        if (is_unsigned) return (int64_t)(ua % ub);
-        if (a == INT64_MIN && b == -1) return 0;
-        int64_t r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case ST_B_MAX: return is_unsigned ? (ua > ub ? a : b) : (a > b ? a : b);
-    case ST_B_MIN: return is_unsigned ? (ua < ub ? a : b) : (a < b ? a : b);
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return is_unsigned ? ua < ub : a < b;
-    case ST_B_GREATER: return is_unsigned ? ua > ub : a > b;
-    case ST_B_LESS_EQUAL: return is_unsigned ? ua <= ub : a <= b;
-    case ST_B_GREATER_EQUAL: return is_unsigned ? ua >= ub : a >= b;
-    case ST_B_AND: return a && b;
-    case ST_B_OR: return a || b;
-    case ST_B_XOR: return (a != 0) != (b != 0);
-    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
-    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
-    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
-    /* on the sign- or zero-extended values: the low bits the store keeps
-     * are those of the type's own operation */
-    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
-    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
-    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
-    }
-    return 0;
+    return st_sm_binary_i64(code, a, b, fmod_mode, is_unsigned);
 }
 
 typedef struct binary_job {

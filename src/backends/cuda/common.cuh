@@ -169,45 +169,7 @@ __device__ __forceinline__ float st_binary_f(int code, float a, float b) { retur
 
 __device__ __forceinline__ int64_t st_binary_i(int code, int64_t a, int64_t b, bool fmod_mode, bool uns)
 {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
-    case ST_B_SUB: return (int64_t)(ua - ub);
-    case ST_B_MUL: return (int64_t)(ua * ub);
-    case ST_B_DIV: return b == 0 ? 0 : uns ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
-    case ST_B_MOD: {
-        if (b == 0) return 0;
-        if (uns) return (int64_t)(ua % ub);
-        if (a == INT64_MIN && b == -1) return 0;
-        int64_t r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case ST_B_POW: {
-        if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-        uint64_t r = 1, x = ua;
-        for (int64_t e = b; e; e >>= 1, x *= x)
-            if (e & 1) r *= x;
-        return (int64_t)r;
-    }
-    case ST_B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
-    case ST_B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return uns ? ua < ub : a < b;
-    case ST_B_GREATER: return uns ? ua > ub : a > b;
-    case ST_B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
-    case ST_B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
-    case ST_B_AND: return a && b;
-    case ST_B_OR: return a || b;
-    case ST_B_XOR: return (a != 0) != (b != 0);
-    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
-    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
-    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
-    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
-    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
-    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
-    }
-    return 0;
+    return st_sm_binary_i64(code, a, b, fmod_mode, uns);   /* ops/scalar_math.h */
 }
 
 static inline cudaStream_t st_stream(const st_kctx *k) { return (cudaStream_t)((const st_cuda_ctx *)k->dev)->stream; }

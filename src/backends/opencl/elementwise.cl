@@ -20,19 +20,7 @@ inline double unary_d(int code, double x, double a, double b, double g, double l
 }
 #endif
 
-inline long unary_l(int code, long x, long lo, long hi)
-{
-    switch (code) {
-    case U_RELU: return x > 0 ? x : 0;
-    case U_NEG: return (long)(0ul - (ulong)x);
-    case U_ABS: return x < 0 ? (long)(0ul - (ulong)x) : x;
-    case U_SIGN: return (x > 0) - (x < 0);
-    case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case U_NOT: return x == 0;
-    case U_BITWISE_NOT: return ~x;
-    }
-    return x;
-}
+inline long unary_l(int code, long x, long lo, long hi) { return st_sm_unary_i64(code, x, lo, hi); }
 
 /* lop/hip: Clip's min and max tensors (NULL when absent; then lof/hif or
  * lol/hil hold the defaults).  Grid: (innermost dim, rows). */
@@ -74,59 +62,7 @@ inline float binary_f(int code, float a, float b) { return st_sm_binary_f32(code
 inline double binary_d(int code, double a, double b, int fmod_mode) { return st_sm_binary_f64(code, a, b, fmod_mode); }
 #endif
 
-inline long ipow_l(long base, long e)
-{
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-    ulong r = 1, b = (ulong)base;
-    while (e) {
-        if (e & 1) r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (long)r;
-}
-
-inline long binary_l(int code, long a, long b, int fmod_mode, int uns)
-{
-    ulong ua = (ulong)a, ub = (ulong)b;
-    switch (code) {
-    case B_ADD:
-    case B_MEAN: return (long)(ua + ub);
-    case B_SUB: return (long)(ua - ub);
-    case B_MUL: return (long)(ua * ub);
-    case B_DIV:
-        if (b == 0) return 0;
-        if (uns) return (long)(ua / ub);
-        if (a == LONG_MIN && b == -1) return LONG_MIN;
-        return a / b;
-    case B_POW: return ipow_l(a, b);
-    case B_MOD: {
-        if (b == 0) return 0;
-        if (uns) return (long)(ua % ub);
-        if (a == LONG_MIN && b == -1) return 0;
-        long r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
-    case B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
-    case B_EQUAL: return a == b;
-    case B_LESS: return uns ? ua < ub : a < b;
-    case B_GREATER: return uns ? ua > ub : a > b;
-    case B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
-    case B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
-    case B_AND: return a && b;
-    case B_OR: return a || b;
-    case B_XOR: return (a != 0) != (b != 0);
-    case B_SHIFT_LEFT: return ub >= 64 ? 0 : (long)(ua << ub);
-    case B_SHIFT_RIGHT: return ub >= 64 ? 0 : (long)(ua >> ub);
-    case B_PRELU: return a >= 0 ? a : (long)(ua * ub);
-    case B_BITWISE_AND: return (long)(ua & ub);
-    case B_BITWISE_OR: return (long)(ua | ub);
-    case B_BITWISE_XOR: return (long)(ua ^ ub);
-    }
-    return 0;
-}
+inline long binary_l(int code, long a, long b, int fmod_mode, int uns) { return st_sm_binary_i64(code, a, b, fmod_mode, uns); }
 
 kernel void st_binary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, int code, int cls, int fmod_mode, int uns)
 {

@@ -28,6 +28,7 @@
 
 #ifdef ST_HAVE_OPENCL
 #include "backends/opencl/cl_internal.h"
+#include "backends/registry.h"
 #include "core/status.h"
 
 static const char *probe_src =

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "ops/kernel.h"
 #include "sweep.h"
 

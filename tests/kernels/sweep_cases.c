@@ -1523,6 +1523,57 @@ static bool gen_resize(kc_rng *r, st_dtype dt, kc_case *c)
     return true;
 }
 
+
+static void ref_conv_transpose(const kc_case *c, const double *const *in, double *out)
+{
+    /* NCHW, weights [C, M, kh, kw] (group 1); ip: kh, kw, sh, sw, pt, pl */
+    const kc_in *x = &c->in[0];
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t M = c->out_dims[1], OH = c->out_dims[2], OW = c->out_dims[3];
+    int kh = c->ip[0], kw = c->ip[1], sh = c->ip[2], sw = c->ip[3], pt = c->ip[4], pl = c->ip[5];
+    for (int64_t f = 0; f < kc_numel(4, c->out_dims); f++) out[f] = c->n_in > 2 ? in[2][(f / (OH * OW)) % M] : 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++) {
+                    double v = in[0][((n * C + ch) * H + h) * W + w];
+                    for (int64_t m = 0; m < M; m++)
+                        for (int i = 0; i < kh; i++)
+                            for (int j = 0; j < kw; j++) {
+                                int64_t oh = h * sh - pt + i, ow = w * sw - pl + j;
+                                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                                out[((n * M + m) * OH + oh) * OW + ow] += v * in[1][((ch * M + m) * kh + i) * kw + j];
+                            }
+                }
+}
+
+static bool gen_conv_transpose(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (!is_float(dt)) return false;
+    int64_t C = kc_int(r, 1, 4), M = kc_int(r, 1, 4);
+    int64_t dims[4] = {kc_int(r, 1, 2), C, kc_int(r, 1, 7), kc_int(r, 1, 7)};
+    int kh = kc_int(r, 1, 3), kw = kc_int(r, 1, 3), sh = kc_int(r, 1, 2), sw = kc_int(r, 1, 2);
+    int pt = kc_int(r, 0, kh - 1), pl = kc_int(r, 0, kw - 1), pb = kc_int(r, 0, kh - 1), pr = kc_int(r, 0, kw - 1);
+    int64_t out[4] = {dims[0], M, (dims[2] - 1) * sh - pt - pb + kh, (dims[3] - 1) * sw - pl - pr + kw};
+    if (out[2] < 1 || out[3] < 1) return false;
+    int64_t w[4] = {C, M, kh, kw};
+    set_in(c, 0, dt, 4, dims, -1, 1);
+    set_in(c, 1, dt, 4, w, -1, 1);
+    if (kc_int(r, 0, 1)) set_in(c, 2, dt, 1, &M, -1, 1);
+    int64_t k[2] = {kh, kw}, st[2] = {sh, sw}, pads[4] = {pt, pl, pb, pr};
+    pb_attr_ints(&c->attrs, "kernel_shape", k, 2);
+    pb_attr_ints(&c->attrs, "strides", st, 2);
+    pb_attr_ints(&c->attrs, "pads", pads, 4);
+    set_out(c, dt, 4, out);
+    c->ip[0] = kh, c->ip[1] = kw, c->ip[2] = sh, c->ip[3] = sw, c->ip[4] = pt, c->ip[5] = pl;
+    snprintf(c->note, sizeof c->note, "kernel %dx%d stride %d,%d pads %d,%d,%d,%d", kh, kw, sh, sw, pt, pl, pb, pr);
+    c->ref = ref_conv_transpose;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    c->cpu_scale = 4;
+    return true;
+}
+
 /* ---- the generator table -------------------------------------------- */
 
 typedef struct kc_gen_row {
@@ -1567,6 +1618,7 @@ static const kc_gen_row GENS[] = {
     {"", "MeanVarianceNormalization", gen_mvn},
     {"", "LRN", gen_lrn},
     {"", "Resize", gen_resize},
+    {"", "ConvTranspose", gen_conv_transpose},
 };
 
 static const char *const BINARY[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",

@@ -13,6 +13,8 @@ mkdir -p "$D/bin" "$D/lib" "$D/models/yolo" "$D/models/ppocr"
 cp "$B/strata" "$B/libstrata_cuda.so" "$D/bin/"
 [ -x "$B/tests/conformance" ] && cp "$B/tests/conformance" "$D/bin/"
 [ -x "$B/tests/test_hazard" ] && cp "$B/tests/test_hazard" "$D/bin/"
+# the kernel sweep (scripts/device/kernel_test.sh)
+[ -x "$B/tests/kernel_sweep" ] && cp "$B/tests/kernel_sweep" "$D/bin/"
 # FusedAttention's kernels against float64 (scripts/device/attn_tests.sh)
 [ -x "$B/tests/test_attention" ] && cp "$B/tests/test_attention" "$D/bin/"
 # issue 18's fault, cancel and soak tests (scripts/device/fault_tests.sh)

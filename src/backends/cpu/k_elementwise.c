@@ -19,6 +19,7 @@
 #include "runtime/pool.h"
 #include "backends/common/rows.h"
 #include "ops/elementwise.h"
+#include "ops/scalar_math.h"
 
 #define BLOCK 256
 #define ROWS_PER_TASK_MIN_ELEMS 16384
@@ -55,146 +56,76 @@ static void store_block(st_dtype dt, char *base, int64_t step, int64_t n, const 
 static inline float erf_f(float x) { return st_erf_f32(x); }
 
 /* Cloned for AVX-512 (selected at load time through an ifunc, by cpuid)
- * and for baseline x86-64: the loops below are written so GCC vectorises
- * them (compare-and-select, not fmaxf calls, for the clamps). */
+ * and for baseline x86-64.  The math is ops/scalar_math.h's, one loop
+ * per op so that GCC vectorises each once the function is inlined; tanh
+ * and erf (and the GELUs built on them) use fastmath.h's vectorisable
+ * forms instead of libm's, held to scalar_math.h's by
+ * tests/unit/test_scalar_math.c. */
+#define MAP(expr) for (i = 0; i < n; i++) y[i] = (expr)
 ST_CLONES
 static void unary_f32(const st_ew_state *s, const float *x, float *y, int64_t n, float lo, float hi)
 {
     float a = s->alpha, b = s->beta, g = s->gamma;
+    int flags = (s->detect_pos ? ST_SM_INF_POS : 0) | (s->detect_neg ? ST_SM_INF_NEG : 0);
     int64_t i;
     switch ((st_unary)s->code) {
-    case ST_U_RELU: for (i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0.0f; break;
-    case ST_U_SIGMOID: for (i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
-    case ST_U_SILU: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])); break;
-    case ST_U_TANH: for (i = 0; i < n; i++) y[i] = st_tanh_f32(x[i]); break; /* fastmath.h, 3e-7 */
-    case ST_U_EXP: for (i = 0; i < n; i++) y[i] = expf(x[i]); break;
-    case ST_U_LOG: for (i = 0; i < n; i++) y[i] = logf(x[i]); break;
-    case ST_U_SQRT: for (i = 0; i < n; i++) y[i] = sqrtf(x[i]); break;
-    case ST_U_NEG: for (i = 0; i < n; i++) y[i] = -x[i]; break;
-    case ST_U_ABS: for (i = 0; i < n; i++) y[i] = fabsf(x[i]); break;
-    case ST_U_RECIPROCAL: for (i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
-    case ST_U_FLOOR: for (i = 0; i < n; i++) y[i] = floorf(x[i]); break;
-    case ST_U_CEIL: for (i = 0; i < n; i++) y[i] = ceilf(x[i]); break;
-    case ST_U_ROUND: for (i = 0; i < n; i++) y[i] = nearbyintf(x[i]); break; /* ties to even */
-    case ST_U_ERF: for (i = 0; i < n; i++) y[i] = erf_f(x[i]); break;
-    case ST_U_SIN: for (i = 0; i < n; i++) y[i] = sinf(x[i]); break;
-    case ST_U_COS: for (i = 0; i < n; i++) y[i] = cosf(x[i]); break;
-    case ST_U_TAN: for (i = 0; i < n; i++) y[i] = tanf(x[i]); break;
-    case ST_U_ASIN: for (i = 0; i < n; i++) y[i] = asinf(x[i]); break;
-    case ST_U_ACOS: for (i = 0; i < n; i++) y[i] = acosf(x[i]); break;
-    case ST_U_ATAN: for (i = 0; i < n; i++) y[i] = atanf(x[i]); break;
-    case ST_U_SINH: for (i = 0; i < n; i++) y[i] = sinhf(x[i]); break;
-    case ST_U_COSH: for (i = 0; i < n; i++) y[i] = coshf(x[i]); break;
-    case ST_U_ASINH: for (i = 0; i < n; i++) y[i] = asinhf(x[i]); break;
-    case ST_U_ACOSH: for (i = 0; i < n; i++) y[i] = acoshf(x[i]); break;
-    case ST_U_ATANH: for (i = 0; i < n; i++) y[i] = atanhf(x[i]); break;
-    case ST_U_SIGN: for (i = 0; i < n; i++) y[i] = (float)((x[i] > 0) - (x[i] < 0)); break;
-    case ST_U_LEAKY_RELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * x[i]; break;
-    case ST_U_HARD_SIGMOID:
-        for (i = 0; i < n; i++) {
-            float t = a * x[i] + b;
-            t = t > 1.0f ? 1.0f : t;
-            y[i] = t < 0.0f ? 0.0f : t;
-        }
-        break;
-    case ST_U_HARD_SWISH:
-        for (i = 0; i < n; i++) {
-            float t = x[i] / 6.0f + 0.5f;
-            t = t > 1.0f ? 1.0f : t;
-            t = t < 0.0f ? 0.0f : t;
-            y[i] = x[i] * t;
-        }
-        break;
-    case ST_U_ELU: for (i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : a * (expf(x[i]) - 1.0f); break;
-    case ST_U_SELU: for (i = 0; i < n; i++) y[i] = g * (x[i] > 0 ? x[i] : a * (expf(x[i]) - 1.0f)); break;
-    case ST_U_CELU: for (i = 0; i < n; i++) y[i] = fmaxf(0.0f, x[i]) + fminf(0.0f, a * (expf(x[i] / a) - 1.0f)); break;
-    case ST_U_SOFTPLUS: for (i = 0; i < n; i++) y[i] = x[i] > 20.0f ? x[i] : log1pf(expf(x[i])); break;
-    case ST_U_SOFTSIGN: for (i = 0; i < n; i++) y[i] = x[i] / (1.0f + fabsf(x[i])); break;
-    case ST_U_THRESHOLDED_RELU: for (i = 0; i < n; i++) y[i] = x[i] > a ? x[i] : 0.0f; break;
-    case ST_U_MISH:
-        for (i = 0; i < n; i++) y[i] = x[i] * tanhf(x[i] > 20.0f ? x[i] : log1pf(expf(x[i])));
-        break;
-    case ST_U_GELU: for (i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f)); break;
-    case ST_U_GELU_TANH:
-        for (i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + st_tanh_f32(0.79788456080286536f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
-        break;
-    case ST_U_ISNAN: for (i = 0; i < n; i++) y[i] = isnan(x[i]) ? 1.0f : 0.0f; break;
-    case ST_U_ISINF:
-        for (i = 0; i < n; i++)
-            y[i] = (isinf(x[i]) && ((x[i] > 0 && s->detect_pos) || (x[i] < 0 && s->detect_neg))) ? 1.0f : 0.0f;
-        break;
-    case ST_U_CLIP: for (i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i]; break;
-    case ST_U_NOT: for (i = 0; i < n; i++) y[i] = x[i] == 0.0f; break;
+    case ST_U_RELU: MAP(st_sm_relu_f32(x[i])); break;
+    case ST_U_SIGMOID: MAP(st_sm_sigmoid_f32(x[i])); break;
+    case ST_U_SILU: MAP(st_sm_silu_f32(x[i])); break;
+    case ST_U_TANH: MAP(st_tanh_f32(x[i])); break; /* fastmath.h, 3e-7 */
+    case ST_U_EXP: MAP(st_sm_exp_f32(x[i])); break;
+    case ST_U_LOG: MAP(st_sm_log_f32(x[i])); break;
+    case ST_U_SQRT: MAP(st_sm_sqrt_f32(x[i])); break;
+    case ST_U_NEG: MAP(st_sm_neg_f32(x[i])); break;
+    case ST_U_ABS: MAP(st_sm_abs_f32(x[i])); break;
+    case ST_U_RECIPROCAL: MAP(st_sm_reciprocal_f32(x[i])); break;
+    case ST_U_FLOOR: MAP(st_sm_floor_f32(x[i])); break;
+    case ST_U_CEIL: MAP(st_sm_ceil_f32(x[i])); break;
+    case ST_U_ROUND: MAP(st_sm_round_f32(x[i])); break;
+    case ST_U_ERF: MAP(erf_f(x[i])); break;
+    case ST_U_SIN: MAP(st_sm_sin_f32(x[i])); break;
+    case ST_U_COS: MAP(st_sm_cos_f32(x[i])); break;
+    case ST_U_TAN: MAP(st_sm_tan_f32(x[i])); break;
+    case ST_U_ASIN: MAP(st_sm_asin_f32(x[i])); break;
+    case ST_U_ACOS: MAP(st_sm_acos_f32(x[i])); break;
+    case ST_U_ATAN: MAP(st_sm_atan_f32(x[i])); break;
+    case ST_U_SINH: MAP(st_sm_sinh_f32(x[i])); break;
+    case ST_U_COSH: MAP(st_sm_cosh_f32(x[i])); break;
+    case ST_U_ASINH: MAP(st_sm_asinh_f32(x[i])); break;
+    case ST_U_ACOSH: MAP(st_sm_acosh_f32(x[i])); break;
+    case ST_U_ATANH: MAP(st_sm_atanh_f32(x[i])); break;
+    case ST_U_SIGN: MAP(st_sm_sign_f32(x[i])); break;
+    case ST_U_LEAKY_RELU: MAP(st_sm_leaky_relu_f32(x[i], a)); break;
+    case ST_U_HARD_SIGMOID: MAP(st_sm_hard_sigmoid_f32(x[i], a, b)); break;
+    case ST_U_HARD_SWISH: MAP(st_sm_hard_swish_f32(x[i])); break;
+    case ST_U_ELU: MAP(st_sm_elu_f32(x[i], a)); break;
+    case ST_U_SELU: MAP(st_sm_selu_f32(x[i], a, g)); break;
+    case ST_U_CELU: MAP(st_sm_celu_f32(x[i], a)); break;
+    case ST_U_SOFTPLUS: MAP(st_sm_softplus_f32(x[i])); break;
+    case ST_U_SOFTSIGN: MAP(st_sm_softsign_f32(x[i])); break;
+    case ST_U_THRESHOLDED_RELU: MAP(st_sm_thresholded_relu_f32(x[i], a)); break;
+    case ST_U_MISH: MAP(st_sm_mish_f32(x[i])); break;
+    case ST_U_GELU: MAP(0.5f * x[i] * (1.0f + erf_f(x[i] * 0.70710678118654752f))); break;
+    case ST_U_GELU_TANH: MAP(0.5f * x[i] * (1.0f + st_tanh_f32(st_sm_gelu_tanh_arg_f32(x[i])))); break;
+    case ST_U_ISNAN: MAP(st_sm_isnan_f32(x[i])); break;
+    case ST_U_ISINF: MAP(st_sm_isinf_f32(x[i], flags)); break;
+    case ST_U_CLIP: MAP(st_sm_clip_f32(x[i], lo, hi)); break;
+    case ST_U_NOT: MAP(st_sm_not_f32(x[i])); break;
     case ST_U_BITWISE_NOT: /* integers only (the rule refuses floats): unary_i64 */
-        for (i = 0; i < n; i++) y[i] = x[i];
+        MAP(x[i]);
         break;
     }
 }
 
 static double unary_f64(const st_ew_state *s, double x, double lo, double hi)
 {
-    double a = s->alpha, b = s->beta, g = s->gamma;
-    switch ((st_unary)s->code) {
-    case ST_U_RELU: return x > 0 ? x : 0;
-    case ST_U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case ST_U_SILU: return x / (1.0 + exp(-x));
-    case ST_U_TANH: return tanh(x);
-    case ST_U_EXP: return exp(x);
-    case ST_U_LOG: return log(x);
-    case ST_U_SQRT: return sqrt(x);
-    case ST_U_NEG: return -x;
-    case ST_U_ABS: return fabs(x);
-    case ST_U_RECIPROCAL: return 1.0 / x;
-    case ST_U_FLOOR: return floor(x);
-    case ST_U_CEIL: return ceil(x);
-    case ST_U_ROUND: return nearbyint(x);
-    case ST_U_ERF: return erf(x);
-    case ST_U_SIN: return sin(x);
-    case ST_U_COS: return cos(x);
-    case ST_U_TAN: return tan(x);
-    case ST_U_ASIN: return asin(x);
-    case ST_U_ACOS: return acos(x);
-    case ST_U_ATAN: return atan(x);
-    case ST_U_SINH: return sinh(x);
-    case ST_U_COSH: return cosh(x);
-    case ST_U_ASINH: return asinh(x);
-    case ST_U_ACOSH: return acosh(x);
-    case ST_U_ATANH: return atanh(x);
-    case ST_U_SIGN: return (x > 0) - (x < 0);
-    case ST_U_LEAKY_RELU: return x >= 0 ? x : a * x;
-    case ST_U_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a * x + b));
-    case ST_U_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    case ST_U_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
-    case ST_U_SELU: return g * (x > 0 ? x : a * (exp(x) - 1.0));
-    case ST_U_CELU: return fmax(0.0, x) + fmin(0.0, a * (exp(x / a) - 1.0));
-    case ST_U_SOFTPLUS: return x > 30.0 ? x : log1p(exp(x));
-    case ST_U_SOFTSIGN: return x / (1.0 + fabs(x));
-    case ST_U_THRESHOLDED_RELU: return x > a ? x : 0.0;
-    case ST_U_MISH: return x * tanh(x > 30.0 ? x : log1p(exp(x)));
-    case ST_U_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case ST_U_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    case ST_U_ISNAN: return isnan(x);
-    case ST_U_ISINF: return isinf(x) && ((x > 0 && s->detect_pos) || (x < 0 && s->detect_neg));
-    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case ST_U_NOT: return x == 0.0;
-    case ST_U_BITWISE_NOT: return x; /* integers only: unary_i64 */
-    }
-    return x;
+    int flags = (s->detect_pos ? ST_SM_INF_POS : 0) | (s->detect_neg ? ST_SM_INF_NEG : 0);
+    return st_sm_unary_f64(s->code, x, s->alpha, s->beta, s->gamma, lo, hi, flags);
 }
 
 static int64_t unary_i64(const st_ew_state *s, int64_t x, int64_t lo, int64_t hi)
 {
-    switch ((st_unary)s->code) {
-    case ST_U_RELU: return x > 0 ? x : 0;
-    case ST_U_NEG: return (int64_t)(0 - (uint64_t)x);
-    case ST_U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case ST_U_SIGN: return (x > 0) - (x < 0);
-    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case ST_U_NOT: return x == 0;
-    case ST_U_BITWISE_NOT: return ~x; /* the store keeps the type's low bits */
-    default: return x;
-    }
+    return st_sm_unary_i64(s->code, x, lo, hi);   /* the store keeps the type's low bits */
 }
 
 void st_epilogue_f32(const st_epilogue *e, float *x, int64_t n)
@@ -411,108 +342,28 @@ ST_CLONES
 static void binary_f32(int code, const float *a, const float *b, float *y, int64_t n)
 {
     int64_t i;
+    /* each case calls scalar_math.h with a constant code, so its switch
+     * folds away and the loop vectorises; float Mod is fmod (ONNX asks
+     * fmod=1 for floats) */
+#define BIN(c) case c: MAP(st_sm_binary_f32(c, a[i], b[i], 1)); break;
     switch ((st_binary)code) {
-    case ST_B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
-    case ST_B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; break;
-    case ST_B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; break;
-    case ST_B_DIV: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; break;
-    case ST_B_POW: for (i = 0; i < n; i++) y[i] = powf(a[i], b[i]); break;
-    case ST_B_MOD: for (i = 0; i < n; i++) y[i] = fmodf(a[i], b[i]); break;
-    case ST_B_MAX: for (i = 0; i < n; i++) y[i] = isnan(a[i]) || a[i] > b[i] ? a[i] : b[i]; break;
-    case ST_B_MIN: for (i = 0; i < n; i++) y[i] = isnan(a[i]) || a[i] < b[i] ? a[i] : b[i]; break;
-    case ST_B_MEAN: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
-    case ST_B_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] == b[i]; break;
-    case ST_B_LESS: for (i = 0; i < n; i++) y[i] = a[i] < b[i]; break;
-    case ST_B_GREATER: for (i = 0; i < n; i++) y[i] = a[i] > b[i]; break;
-    case ST_B_LESS_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] <= b[i]; break;
-    case ST_B_GREATER_EQUAL: for (i = 0; i < n; i++) y[i] = a[i] >= b[i]; break;
-    case ST_B_AND: for (i = 0; i < n; i++) y[i] = (a[i] != 0) && (b[i] != 0); break;
-    case ST_B_OR: for (i = 0; i < n; i++) y[i] = (a[i] != 0) || (b[i] != 0); break;
-    case ST_B_XOR: for (i = 0; i < n; i++) y[i] = (a[i] != 0) != (b[i] != 0); break;
-    case ST_B_PRELU: for (i = 0; i < n; i++) y[i] = a[i] >= 0 ? a[i] : a[i] * b[i]; break;
-    default: for (i = 0; i < n; i++) y[i] = 0; break;
+    BIN(ST_B_ADD) BIN(ST_B_SUB) BIN(ST_B_MUL) BIN(ST_B_DIV) BIN(ST_B_POW) BIN(ST_B_MOD) BIN(ST_B_MAX) BIN(ST_B_MIN)
+    BIN(ST_B_MEAN) BIN(ST_B_EQUAL) BIN(ST_B_LESS) BIN(ST_B_GREATER) BIN(ST_B_LESS_EQUAL) BIN(ST_B_GREATER_EQUAL)
+    BIN(ST_B_AND) BIN(ST_B_OR) BIN(ST_B_XOR) BIN(ST_B_PRELU)
+    default: MAP(0.0f); break;   /* integer ops: binary_i64 */
     }
+#undef BIN
 }
+#undef MAP
 
 static double binary_f64(int code, double a, double b, bool fmod_mode)
 {
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return a + b;
-    case ST_B_SUB: return a - b;
-    case ST_B_MUL: return a * b;
-    case ST_B_DIV: return a / b;
-    case ST_B_POW: return pow(a, b);
-    case ST_B_MOD: return fmod_mode ? fmod(a, b) : a - floor(a / b) * b;
-    case ST_B_MAX: return isnan(a) || a > b ? a : b;
-    case ST_B_MIN: return isnan(a) || a < b ? a : b;
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return a < b;
-    case ST_B_GREATER: return a > b;
-    case ST_B_LESS_EQUAL: return a <= b;
-    case ST_B_GREATER_EQUAL: return a >= b;
-    case ST_B_AND: return a != 0 && b != 0;
-    case ST_B_OR: return a != 0 || b != 0;
-    case ST_B_XOR: return (a != 0) != (b != 0);
-    case ST_B_PRELU: return a >= 0 ? a : a * b;
-    default: return 0;
-    }
+    return st_sm_binary_f64(code, a, b, fmod_mode);
 }
 
-static int64_t ipow(int64_t base, int64_t e)
-{
-    if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)base;
-    while (e) {
-        if (e & 1) r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int64_t)r;
-}
-
-/* Integers: wrapping arithmetic (through uint64) and truncating division,
- * as the ONNX reference computes with numpy's fixed-width types. */
 static int64_t binary_i64(int code, int64_t a, int64_t b, bool fmod_mode, bool is_unsigned)
 {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
-    case ST_B_SUB: return (int64_t)(ua - ub);
-    case ST_B_MUL: return (int64_t)(ua * ub);
-    case ST_B_DIV:
-        if (b == 0) return 0;
-        if (is_unsigned) return (int64_t)(ua / ub);
-        if (a == INT64_MIN && b == -1) return INT64_MIN;
-        return a / b;
-    case ST_B_POW: return ipow(a, b);
-    case ST_B_MOD: {
-        if (b == 0) return 0;
-        if (is_unsigned) return (int64_t)(ua % ub);
-        if (a == INT64_MIN && b == -1) return 0;
-        int64_t r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case ST_B_MAX: return is_unsigned ? (ua > ub ? a : b) : (a > b ? a : b);
-    case ST_B_MIN: return is_unsigned ? (ua < ub ? a : b) : (a < b ? a : b);
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return is_unsigned ? ua < ub : a < b;
-    case ST_B_GREATER: return is_unsigned ? ua > ub : a > b;
-    case ST_B_LESS_EQUAL: return is_unsigned ? ua <= ub : a <= b;
-    case ST_B_GREATER_EQUAL: return is_unsigned ? ua >= ub : a >= b;
-    case ST_B_AND: return a && b;
-    case ST_B_OR: return a || b;
-    case ST_B_XOR: return (a != 0) != (b != 0);
-    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
-    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
-    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
-    /* on the sign- or zero-extended values: the low bits the store keeps
-     * are those of the type's own operation */
-    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
-    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
-    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
-    }
-    return 0;
+    return st_sm_binary_i64(code, a, b, fmod_mode, is_unsigned);
 }
 
 typedef struct binary_job {

@@ -122,7 +122,9 @@ ST_VMATH static inline __m512 v_act(const vact *v, __m512 x)
         t = _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(_mm512_set1_ps(1.0f), t));
         return _mm512_mul_ps(x, t);
     }
-    case ST_U_CLIP: return _mm512_min_ps(_mm512_max_ps(x, v->a), v->b);
+    /* min/max return their second operand on a NaN: x goes second, so
+     * a NaN stays NaN, as in the scalar Clip (ops/scalar_math.h) */
+    case ST_U_CLIP: return _mm512_max_ps(v->a, _mm512_min_ps(v->b, x));
     case ST_U_GELU: return v_gelu(x);
     default: return x;
     }

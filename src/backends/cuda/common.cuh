@@ -18,6 +18,7 @@
 extern "C" {
 #include "core/view.h"
 #include "ops/elementwise.h"
+#include "ops/scalar_math.h"
 }
 
 #define ST_CUDA_MAXOPS 4
@@ -149,55 +150,12 @@ __device__ __forceinline__ void st_sti(st_dtype t, void *p, int64_t i, int64_t v
 
 __device__ __forceinline__ bool st_is_f32_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
-/* The unary ops (and fused activations), as the CPU computes them. */
+/* The unary ops (and fused activations): ops/scalar_math.h's math, the
+ * CPU's and OpenCL's.  IsInf detects both signs here: the kernel applies
+ * detect_positive/detect_negative itself (k_elementwise.cu). */
 __device__ __forceinline__ float st_unary_f(int code, float x, float a, float b, float g, float lo, float hi)
 {
-    switch ((st_unary)code) {
-    case ST_U_RELU: return x > 0.0f ? x : 0.0f;
-    case ST_U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case ST_U_SILU: return x / (1.0f + expf(-x));
-    case ST_U_TANH: return tanhf(x);
-    case ST_U_EXP: return expf(x);
-    case ST_U_LOG: return logf(x);
-    case ST_U_SQRT: return sqrtf(x);
-    case ST_U_NEG: return -x;
-    case ST_U_ABS: return fabsf(x);
-    case ST_U_RECIPROCAL: return 1.0f / x;
-    case ST_U_FLOOR: return floorf(x);
-    case ST_U_CEIL: return ceilf(x);
-    case ST_U_ROUND: return rintf(x);
-    case ST_U_ERF: return erff(x);
-    case ST_U_SIN: return sinf(x);
-    case ST_U_COS: return cosf(x);
-    case ST_U_TAN: return tanf(x);
-    case ST_U_ASIN: return asinf(x);
-    case ST_U_ACOS: return acosf(x);
-    case ST_U_ATAN: return atanf(x);
-    case ST_U_SINH: return sinhf(x);
-    case ST_U_COSH: return coshf(x);
-    case ST_U_ASINH: return asinhf(x);
-    case ST_U_ACOSH: return acoshf(x);
-    case ST_U_ATANH: return atanhf(x);
-    case ST_U_SIGN: return (float)((x > 0.0f) - (x < 0.0f));
-    case ST_U_LEAKY_RELU: return x >= 0.0f ? x : a * x;
-    case ST_U_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a * x + b));
-    case ST_U_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
-    case ST_U_ELU: return x >= 0.0f ? x : a * (expf(x) - 1.0f);
-    case ST_U_SELU: return g * (x > 0.0f ? x : a * (expf(x) - 1.0f));
-    case ST_U_CELU: return fmaxf(0.0f, x) + fminf(0.0f, a * (expf(x / a) - 1.0f));
-    case ST_U_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
-    case ST_U_SOFTSIGN: return x / (1.0f + fabsf(x));
-    case ST_U_THRESHOLDED_RELU: return x > a ? x : 0.0f;
-    case ST_U_MISH: return x * tanhf(x > 20.0f ? x : log1pf(expf(x)));
-    case ST_U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case ST_U_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case ST_U_ISNAN: return isnan(x) ? 1.0f : 0.0f;
-    case ST_U_ISINF: return isinf(x) ? 1.0f : 0.0f;
-    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case ST_U_NOT: return x == 0.0f ? 1.0f : 0.0f;
-    case ST_U_BITWISE_NOT: return x; /* integers only: the kernel's integer path */
-    }
-    return x;
+    return st_sm_unary_f32(code, x, a, b, g, lo, hi, ST_SM_INF_POS | ST_SM_INF_NEG);
 }
 
 /* A fused activation (st_epilogue) applied before a store. */
@@ -206,71 +164,12 @@ __device__ __forceinline__ float st_epilogue_f(const st_epilogue &e, float x)
     return e.act ? st_unary_f(e.act - 1, x, e.alpha, e.beta, 0.0f, e.alpha, e.beta) : x;
 }
 
-__device__ __forceinline__ float st_binary_f(int code, float a, float b)
-{
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return a + b;
-    case ST_B_SUB: return a - b;
-    case ST_B_MUL: return a * b;
-    case ST_B_DIV: return a / b;
-    case ST_B_POW: return powf(a, b);
-    case ST_B_MOD: return fmodf(a, b);
-    case ST_B_MAX: return isnan(a) || a > b ? a : b;
-    case ST_B_MIN: return isnan(a) || a < b ? a : b;
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return a < b;
-    case ST_B_GREATER: return a > b;
-    case ST_B_LESS_EQUAL: return a <= b;
-    case ST_B_GREATER_EQUAL: return a >= b;
-    case ST_B_AND: return (a != 0.0f) && (b != 0.0f);
-    case ST_B_OR: return (a != 0.0f) || (b != 0.0f);
-    case ST_B_XOR: return (a != 0.0f) != (b != 0.0f);
-    case ST_B_PRELU: return a >= 0.0f ? a : a * b;
-    default: return 0.0f;
-    }
-}
+/* float Mod is fmod: ONNX asks fmod=1 for floats */
+__device__ __forceinline__ float st_binary_f(int code, float a, float b) { return st_sm_binary_f32(code, a, b, 1); }
 
 __device__ __forceinline__ int64_t st_binary_i(int code, int64_t a, int64_t b, bool fmod_mode, bool uns)
 {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    switch ((st_binary)code) {
-    case ST_B_ADD: case ST_B_MEAN: return (int64_t)(ua + ub);
-    case ST_B_SUB: return (int64_t)(ua - ub);
-    case ST_B_MUL: return (int64_t)(ua * ub);
-    case ST_B_DIV: return b == 0 ? 0 : uns ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
-    case ST_B_MOD: {
-        if (b == 0) return 0;
-        if (uns) return (int64_t)(ua % ub);
-        if (a == INT64_MIN && b == -1) return 0;
-        int64_t r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case ST_B_POW: {
-        if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-        uint64_t r = 1, x = ua;
-        for (int64_t e = b; e; e >>= 1, x *= x)
-            if (e & 1) r *= x;
-        return (int64_t)r;
-    }
-    case ST_B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
-    case ST_B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
-    case ST_B_EQUAL: return a == b;
-    case ST_B_LESS: return uns ? ua < ub : a < b;
-    case ST_B_GREATER: return uns ? ua > ub : a > b;
-    case ST_B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
-    case ST_B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
-    case ST_B_AND: return a && b;
-    case ST_B_OR: return a || b;
-    case ST_B_XOR: return (a != 0) != (b != 0);
-    case ST_B_SHIFT_LEFT: return ub >= 64 ? 0 : (int64_t)(ua << ub);
-    case ST_B_SHIFT_RIGHT: return ub >= 64 ? 0 : (int64_t)(ua >> ub);
-    case ST_B_PRELU: return a >= 0 ? a : (int64_t)(ua * ub);
-    case ST_B_BITWISE_AND: return (int64_t)(ua & ub);
-    case ST_B_BITWISE_OR: return (int64_t)(ua | ub);
-    case ST_B_BITWISE_XOR: return (int64_t)(ua ^ ub);
-    }
-    return 0;
+    return st_sm_binary_i64(code, a, b, fmod_mode, uns);   /* ops/scalar_math.h */
 }
 
 static inline cudaStream_t st_stream(const st_kctx *k) { return (cudaStream_t)((const st_cuda_ctx *)k->dev)->stream; }

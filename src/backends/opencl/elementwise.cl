@@ -16,67 +16,11 @@ enum st_binary_code { ST_BINARY_CODES(B_ENUM_) };
 #ifdef ST_FP64
 inline double unary_d(int code, double x, double a, double b, double g, double lo, double hi, int flags)
 {
-    switch (code) {
-    case U_RELU: return x > 0 ? x : 0.0;
-    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case U_SILU: return x / (1.0 + exp(-x));
-    case U_TANH: return tanh(x);
-    case U_EXP: return exp(x);
-    case U_LOG: return log(x);
-    case U_SQRT: return sqrt(x);
-    case U_NEG: return -x;
-    case U_ABS: return fabs(x);
-    case U_RECIPROCAL: return 1.0 / x;
-    case U_FLOOR: return floor(x);
-    case U_CEIL: return ceil(x);
-    case U_ROUND: return rint(x);
-    case U_ERF: return erf(x);
-    case U_SIN: return sin(x);
-    case U_COS: return cos(x);
-    case U_TAN: return tan(x);
-    case U_ASIN: return asin(x);
-    case U_ACOS: return acos(x);
-    case U_ATAN: return atan(x);
-    case U_SINH: return sinh(x);
-    case U_COSH: return cosh(x);
-    case U_ASINH: return asinh(x);
-    case U_ACOSH: return acosh(x);
-    case U_ATANH: return atanh(x);
-    case U_SIGN: return (double)((x > 0) - (x < 0));
-    case U_LEAKY_RELU: return x >= 0 ? x : a * x;
-    case U_HARD_SIGMOID: return fmax(0.0, fmin(1.0, a * x + b));
-    case U_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    case U_ELU: return x >= 0 ? x : a * (exp(x) - 1.0);
-    case U_SELU: return g * (x > 0 ? x : a * (exp(x) - 1.0));
-    case U_CELU: return fmax(0.0, x) + fmin(0.0, a * (exp(x / a) - 1.0));
-    case U_SOFTPLUS: return x > 30.0 ? x : log1p(exp(x));
-    case U_SOFTSIGN: return x / (1.0 + fabs(x));
-    case U_THRESHOLDED_RELU: return x > a ? x : 0.0;
-    case U_MISH: return x * tanh(x > 30.0 ? x : log1p(exp(x)));
-    case U_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case U_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    case U_ISNAN: return isnan(x) ? 1.0 : 0.0;
-    case U_ISINF: return (isinf(x) && ((x > 0 && (flags & 1)) || (x < 0 && (flags & 2)))) ? 1.0 : 0.0;
-    case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case U_NOT: return x == 0.0 ? 1.0 : 0.0;
-    }
-    return x;
+    return st_sm_unary_f64(code, x, a, b, g, lo, hi, flags);   /* ops/scalar_math.h */
 }
 #endif
 
-inline long unary_l(int code, long x, long lo, long hi)
-{
-    switch (code) {
-    case U_RELU: return x > 0 ? x : 0;
-    case U_NEG: return (long)(0ul - (ulong)x);
-    case U_ABS: return x < 0 ? (long)(0ul - (ulong)x) : x;
-    case U_SIGN: return (x > 0) - (x < 0);
-    case U_CLIP: return x < lo ? lo : x > hi ? hi : x;
-    case U_NOT: return x == 0;
-    case U_BITWISE_NOT: return ~x;
-    }
-    return x;
-}
+inline long unary_l(int code, long x, long lo, long hi) { return st_sm_unary_i64(code, x, lo, hi); }
 
 /* lop/hip: Clip's min and max tensors (NULL when absent; then lof/hif or
  * lol/hil hold the defaults).  Grid: (innermost dim, rows). */
@@ -110,111 +54,15 @@ kernel void st_unary(gp y, st_td yd, gcp x, st_td xd, int code, int cls, float a
     }
 }
 
-inline float binary_f(int code, float a, float b)
-{
-    switch (code) {
-    case B_ADD:
-    case B_MEAN: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
-    case B_POW: return pow(a, b);
-    case B_MOD: return fmod(a, b);
-    case B_MAX: return isnan(a) || a > b ? a : b;
-    case B_MIN: return isnan(a) || a < b ? a : b;
-    case B_EQUAL: return a == b;
-    case B_LESS: return a < b;
-    case B_GREATER: return a > b;
-    case B_LESS_EQUAL: return a <= b;
-    case B_GREATER_EQUAL: return a >= b;
-    case B_AND: return (a != 0.0f) && (b != 0.0f);
-    case B_OR: return (a != 0.0f) || (b != 0.0f);
-    case B_XOR: return (a != 0.0f) != (b != 0.0f);
-    case B_PRELU: return a >= 0.0f ? a : a * b;
-    }
-    return 0.0f;
-}
+/* ops/scalar_math.h's, as the CPU's and CUDA's; float Mod is fmod (ONNX
+ * asks fmod=1 for floats) */
+inline float binary_f(int code, float a, float b) { return st_sm_binary_f32(code, a, b, 1); }
 
 #ifdef ST_FP64
-inline double binary_d(int code, double a, double b, int fmod_mode)
-{
-    switch (code) {
-    case B_ADD:
-    case B_MEAN: return a + b;
-    case B_SUB: return a - b;
-    case B_MUL: return a * b;
-    case B_DIV: return a / b;
-    case B_POW: return pow(a, b);
-    case B_MOD: return fmod_mode ? fmod(a, b) : a - floor(a / b) * b;
-    case B_MAX: return isnan(a) || a > b ? a : b;
-    case B_MIN: return isnan(a) || a < b ? a : b;
-    case B_EQUAL: return a == b;
-    case B_LESS: return a < b;
-    case B_GREATER: return a > b;
-    case B_LESS_EQUAL: return a <= b;
-    case B_GREATER_EQUAL: return a >= b;
-    case B_AND: return a != 0 && b != 0;
-    case B_OR: return a != 0 || b != 0;
-    case B_XOR: return (a != 0) != (b != 0);
-    case B_PRELU: return a >= 0 ? a : a * b;
-    }
-    return 0.0;
-}
+inline double binary_d(int code, double a, double b, int fmod_mode) { return st_sm_binary_f64(code, a, b, fmod_mode); }
 #endif
 
-inline long ipow_l(long base, long e)
-{
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-    ulong r = 1, b = (ulong)base;
-    while (e) {
-        if (e & 1) r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (long)r;
-}
-
-inline long binary_l(int code, long a, long b, int fmod_mode, int uns)
-{
-    ulong ua = (ulong)a, ub = (ulong)b;
-    switch (code) {
-    case B_ADD:
-    case B_MEAN: return (long)(ua + ub);
-    case B_SUB: return (long)(ua - ub);
-    case B_MUL: return (long)(ua * ub);
-    case B_DIV:
-        if (b == 0) return 0;
-        if (uns) return (long)(ua / ub);
-        if (a == LONG_MIN && b == -1) return LONG_MIN;
-        return a / b;
-    case B_POW: return ipow_l(a, b);
-    case B_MOD: {
-        if (b == 0) return 0;
-        if (uns) return (long)(ua % ub);
-        if (a == LONG_MIN && b == -1) return 0;
-        long r = a % b;
-        if (!fmod_mode && r != 0 && ((r < 0) != (b < 0))) r += b;
-        return r;
-    }
-    case B_MAX: return uns ? (ua > ub ? a : b) : (a > b ? a : b);
-    case B_MIN: return uns ? (ua < ub ? a : b) : (a < b ? a : b);
-    case B_EQUAL: return a == b;
-    case B_LESS: return uns ? ua < ub : a < b;
-    case B_GREATER: return uns ? ua > ub : a > b;
-    case B_LESS_EQUAL: return uns ? ua <= ub : a <= b;
-    case B_GREATER_EQUAL: return uns ? ua >= ub : a >= b;
-    case B_AND: return a && b;
-    case B_OR: return a || b;
-    case B_XOR: return (a != 0) != (b != 0);
-    case B_SHIFT_LEFT: return ub >= 64 ? 0 : (long)(ua << ub);
-    case B_SHIFT_RIGHT: return ub >= 64 ? 0 : (long)(ua >> ub);
-    case B_PRELU: return a >= 0 ? a : (long)(ua * ub);
-    case B_BITWISE_AND: return (long)(ua & ub);
-    case B_BITWISE_OR: return (long)(ua | ub);
-    case B_BITWISE_XOR: return (long)(ua ^ ub);
-    }
-    return 0;
-}
+inline long binary_l(int code, long a, long b, int fmod_mode, int uns) { return st_sm_binary_i64(code, a, b, fmod_mode, uns); }
 
 kernel void st_binary(gp y, st_td yd, gcp a, st_td ad, gcp b, st_td bd, int code, int cls, int fmod_mode, int uns)
 {

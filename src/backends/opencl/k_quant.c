@@ -80,7 +80,8 @@ static st_status st_cl_dequantize(const st_kctx *k) { return run_quant(k, true);
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
 const st_kernel st_cl_k_quant[] = {
-    {"QuantizeLinear", "", ST_DT_ALL, st_cl_quantize, accepts_q, NULL, NULL},
+    /* the dtypes accepts_quant takes (float64 stays on the CPU) */
+    {"QuantizeLinear", "", ST_DT_FLOATS | ST_DT(ST_I32), st_cl_quantize, accepts_q, NULL, NULL},
     {"DequantizeLinear", "", ST_DT_ALL, st_cl_dequantize, accepts_dq, NULL, NULL},
     {NULL}
 };

@@ -4,7 +4,7 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
 
   zoo.py list [--size small|large]
       the models of tests/zoo/models.json, one id a line
-  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B] [--recompare]
+  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B [--no-fallback]] [--recompare]
       draws the model's inputs (seeded), runs ONNX Runtime and strata on
       them (a streaming model for its steps, each runtime fed its own state
       back), compares every output of every step at the stated tolerance,
@@ -401,6 +401,10 @@ def cmd_check(a, models):
         # so a CPU check's results stay as they were
         extra += ["--backend", a.backend]
         a.work = a.work.rstrip("/") + "-" + a.backend
+        if a.no_fallback:
+            # every node on the backend's own kernels: a node it lacks is an error
+            extra += ["--no-fallback"]
+            a.work += "-strict"
     if a.steps:
         m = dict(m, steps=a.steps)
     print("%s: %s (npm %s), %d step(s), seed %d" % (m["id"], m["task"], m["package"], m["steps"], m["seed"]))
@@ -568,6 +572,8 @@ def main():
             q.add_argument("--threads", type=int, default=0)
             q.add_argument("--backend", default="cpu", choices=["cpu", "opencl", "cuda"],
                            help="the session's backend (ops it lacks fall back to the CPU); outputs in WORK-BACKEND")
+            q.add_argument("--no-fallback", action="store_true",
+                           help="with --backend: strata run --no-fallback, so a node the backend lacks fails the check")
         else:
             q.add_argument("ids", nargs="*")
             q.add_argument("--threads", type=int, default=2)

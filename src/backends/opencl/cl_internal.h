@@ -51,7 +51,17 @@
     X(softmax_group)         \
     X(batchnorm)             \
     X(reduce)                \
-    X(attention)
+    X(attention)             \
+    X(gather)                \
+    X(gather_elements)       \
+    X(scatter_nd)            \
+    X(one_hot)               \
+    X(range)                 \
+    X(cumsum)                \
+    X(argminmax)             \
+    X(topk)                  \
+    X(rnn)                   \
+    X(rownorm)
 
 typedef enum st_clk {
 #define ST_CLK_ENUM(n) ST_CLK_##n,

@@ -550,6 +550,132 @@ static st_status cuda_topk(const st_kctx *k)
     return ST_OK;
 }
 
+/* ---- NonZero: fills the [rank, count] output planned from the data ---- */
+
+/* One thread walks x in row-major order (the order the indices come in)
+ * and stops at the planned count (index.cl's st_nonzero). */
+__global__ void nonzero_kernel(ix_td yd, ix_td xd, void *y, const void *x, int64_t total)
+{
+    if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
+    int64_t found = 0, cap = yd.n[1];
+    for (int64_t i = 0; i < total && found < cap; i++) {
+        int64_t c[ST_MAX_RANK], o = 0;
+        ix_coords(xd, i, c);
+        for (int d = 0; d < xd.rank; d++) o += c[d] * xd.s[d];
+        bool nz = ix_isf(xd.dt) ? st_ldf(xd.dt, x, o) != 0.0f : st_ldi(xd.dt, x, o) != 0;
+        if (!nz) continue;
+        for (int d = 0; d < xd.rank; d++) st_sti(yd.dt, y, d * yd.s[0] + found * yd.s[1], c[d]);
+        found++;
+    }
+}
+
+static st_status cuda_nonzero(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    nonzero_kernel<<<1, 1, 0, st_stream(k)>>>(td_of(y), td_of(x), y->data, x->data, st_operand_numel(x));
+    return ST_OK;
+}
+
+/* ---- Einsum: one thread per output element sums the product of the
+ * inputs over every value of the labels the output lacks (f32), as
+ * index.cl's st_einsum ---- */
+
+#define EIN_IN 4
+#define EIN_SUM 12
+struct ein_p {
+    int n_in, out_rank, n_sum;
+    int64_t out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
+    int64_t sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
+    const void *x[EIN_IN];
+    st_dtype dt[EIN_IN], ydt;
+};
+
+__global__ void einsum_kernel(ein_p p, void *y, int64_t total)
+{
+    int64_t inner = 1;
+    for (int j = 0; j < p.n_sum; j++) inner *= p.sum_n[j];
+    GRID_LOOP(i, total)
+    {
+        int64_t base[EIN_IN] = {0, 0, 0, 0}, oy = 0, r = i;
+        for (int d = p.out_rank - 1; d >= 0; d--) {
+            int64_t c = r % p.out_n[d];
+            r /= p.out_n[d];
+            oy += c * p.out_ys[d];
+            for (int k = 0; k < EIN_IN; k++) base[k] += c * p.out_s[d][k];
+        }
+        float acc = 0.0f;
+        for (int64_t s = 0; s < inner; s++) {
+            int64_t o[EIN_IN], rr = s;
+            for (int k = 0; k < EIN_IN; k++) o[k] = base[k];
+            for (int j = p.n_sum - 1; j >= 0; j--) {
+                int64_t c = rr % p.sum_n[j];
+                rr /= p.sum_n[j];
+                for (int k = 0; k < EIN_IN; k++) o[k] += c * p.sum_s[j][k];
+            }
+            float v = 1.0f;
+            for (int k = 0; k < p.n_in; k++) v *= st_ldf(p.dt[k], p.x[k], o[k]);
+            acc += v;
+        }
+        st_stf(p.ydt, y, oy, acc);
+    }
+}
+
+/* Per input and label, the stride the label steps the input by (a
+ * repeated label's strides add, a broadcast dim's is 0); the labels the
+ * output lacks.  Returns their count. */
+static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
+{
+    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
+    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
+        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
+        for (int d = 0; d < s->rank[i]; d++) {
+            int l = s->label[i][d];
+            used[l] = true;
+            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
+        }
+    }
+    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
+    int n = 0;
+    for (int l = 0; l < ST_EIN_LABELS; l++)
+        if (used[l] && !out[l]) {
+            if (n < EIN_SUM) sum[n] = l;
+            n++;
+        }
+    return n;
+}
+
+static st_status cuda_einsum(const st_kctx *k)
+{
+    const st_einsum_state *s = (const st_einsum_state *)k->state;
+    const st_operand *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    ein_p p;
+    memset(&p, 0, sizeof p);
+    p.n_in = k->n_in;
+    p.n_sum = ein_strides(s, k->views, ls, sum);
+    p.out_rank = s->out_rank;
+    for (int d = 0; d < s->out_rank; d++) {
+        p.out_n[d] = y->sizes[d];
+        p.out_ys[d] = y->strides[d];
+        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][s->out_label[d]];
+    }
+    for (int j = 0; j < p.n_sum; j++) {
+        p.sum_n[j] = s->size[sum[j]];
+        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
+    }
+    for (int i = 0; i < k->n_in; i++) {
+        p.x[i] = k->in[i].data;
+        p.dt[i] = k->in[i].dtype;
+    }
+    p.ydt = y->dtype;
+    einsum_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, y->data, total);
+    return ST_OK;
+}
+
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
 /* Any dtype of 1 to 8 bytes but float64 (strings live on the host). */
@@ -598,7 +724,29 @@ static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
     return bytes_accepts(n, why, len);
 }
 
+static bool einsum_accepts(const st_knode *n, char *why, size_t len)
+{
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (CUDA takes up to %d)", n->n_in, EIN_IN);
+    int ns = ein_strides((const st_einsum_state *)n->state, NULL, ls, sum);
+    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (CUDA takes up to %d)", ns, EIN_SUM);
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        st_dtype t = n->views[i].dtype;
+        if (t != ST_F32 && t != ST_F16 && t != ST_BF16) return st_kernel_refuse(why, len, "Einsum of %s data", st_dtype_name(t));
+    }
+    return true;
+}
+
+static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
+    return bytes_accepts(n, why, len);
+}
+
 extern "C" const st_kernel st_cuda_k_index[] = {
+    {"NonZero", "", ST_CUDA_DT, cuda_nonzero, nonzero_accepts, NULL, NULL},
+    {"Einsum", "", ST_DT_FLOATS, cuda_einsum, einsum_accepts, NULL, NULL},
     {"Pad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
     {"CenterCropPad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
     {"Expand", "", ST_CUDA_DT, cuda_expand, same_accepts, NULL, NULL},

@@ -60,6 +60,8 @@
     X(cumsum)                \
     X(argminmax)             \
     X(topk)                  \
+    X(nonzero)               \
+    X(einsum)                \
     X(rnn)                   \
     X(rownorm)
 

@@ -346,3 +346,74 @@ kernel void st_topk(gp v, st_td vd, gp ix, st_td id, gcp x, st_td xd, long axis,
         st_l(ix, oi + j * id.s[axis], (int)id.dt, best);
     }
 }
+
+/* NonZero: its output's shape [rank, count] was computed at plan time
+ * from the data (a staged plan, ops/select.c), so the kernel only fills
+ * it: one work-item walks x in row-major order (the order the indices
+ * must come in) and stops at the planned count. */
+kernel void st_nonzero(gp y, st_td yd, gcp x, st_td xd)
+{
+    if (get_global_id(0) != 0) return;
+    long total = idx_numel(&xd), found = 0, cap = yd.n[1];
+    int t = (int)xd.dt, r = (int)xd.rank;
+    bool isf = t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64;
+    for (long i = 0; i < total && found < cap; i++) {
+        long c[MAX_RANK];
+        idx_coords(&xd, i, c);
+        long o = xd.off;
+        for (int d = 0; d < r; d++) o += c[d] * xd.s[d];
+        bool nz = isf ? ld_f(x, o, t) != 0.0f : ld_l(x, o, t) != 0;
+        if (!nz) continue;
+        for (int d = 0; d < r; d++) st_l(y, yd.off + d * yd.s[0] + found * yd.s[1], (int)yd.dt, c[d]);
+        found++;
+    }
+}
+
+/* Einsum: one work-item per output element sums, over every value of the
+ * labels the output lacks, the product of the inputs (f32).  k_einsum
+ * (k_index.c) gives each label its extent and per input its stride (a
+ * repeated label's strides add: a diagonal; a broadcast dim's is 0). */
+#define EIN_IN 4
+#define EIN_SUM 12
+typedef struct st_ein_p {
+    long n_in, out_rank, n_sum;
+    long out_n[MAX_RANK], out_ys[MAX_RANK], out_s[MAX_RANK][EIN_IN];
+    long sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
+    long off[EIN_IN], dt[EIN_IN];
+    long yoff, ydt;
+} st_ein_p;
+
+kernel void st_einsum(gp y, gcp x0, gcp x1, gcp x2, gcp x3, st_ein_p p)
+{
+    long i = get_global_id(0), total = 1;
+    for (int d = 0; d < (int)p.out_rank; d++) total *= p.out_n[d];
+    if (i >= total) return;
+    long base[EIN_IN], oy = p.yoff, r = i;
+    for (int k = 0; k < EIN_IN; k++) base[k] = p.off[k];
+    for (int d = (int)p.out_rank - 1; d >= 0; d--) {
+        long q, c;
+        DIVMOD(r, p.out_n[d], q, c);
+        r = q;
+        oy += c * p.out_ys[d];
+        for (int k = 0; k < EIN_IN; k++) base[k] += c * p.out_s[d][k];
+    }
+    long inner = 1;
+    for (int j = 0; j < (int)p.n_sum; j++) inner *= p.sum_n[j];
+    float acc = 0.0f;
+    for (long s = 0; s < inner; s++) {
+        long o[EIN_IN], rr = s;
+        for (int k = 0; k < EIN_IN; k++) o[k] = base[k];
+        for (int j = (int)p.n_sum - 1; j >= 0; j--) {
+            long q, c;
+            DIVMOD(rr, p.sum_n[j], q, c);
+            rr = q;
+            for (int k = 0; k < EIN_IN; k++) o[k] += c * p.sum_s[j][k];
+        }
+        float v = ld_f(x0, o[0], (int)p.dt[0]);
+        if (p.n_in > 1) v *= ld_f(x1, o[1], (int)p.dt[1]);
+        if (p.n_in > 2) v *= ld_f(x2, o[2], (int)p.dt[2]);
+        if (p.n_in > 3) v *= ld_f(x3, o[3], (int)p.dt[3]);
+        acc += v;
+    }
+    st_f(y, oy, (int)p.ydt, acc);
+}

@@ -260,6 +260,92 @@ static st_status cl_topk(const st_kctx *k)
     return run1(k->dev, ST_CLK_topk, 8, args, lines(x, s->axis));
 }
 
+/* ---- NonZero, Einsum ---- */
+
+static st_status cl_nonzero(const st_kctx *k)
+{
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    st_cl_td yd, xd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd)};
+    return run1(k->dev, ST_CLK_nonzero, 4, args, 1);
+}
+
+#define EIN_IN 4
+#define EIN_SUM 12
+/* Same layout as st_ein_p in index.cl. */
+typedef struct st_cl_ein_p {
+    cl_long n_in, out_rank, n_sum;
+    cl_long out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
+    cl_long sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
+    cl_long off[EIN_IN], dt[EIN_IN];
+    cl_long yoff, ydt;
+} st_cl_ein_p;
+
+/* Per input and label, the stride the label steps the input by (a
+ * repeated label's strides add, a broadcast dim's is 0); the labels the
+ * output lacks, in order.  Returns their count. */
+static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
+{
+    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
+    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
+        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
+        for (int d = 0; d < s->rank[i]; d++) {
+            int l = s->label[i][d];
+            used[l] = true;
+            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
+        }
+    }
+    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
+    int n = 0;
+    for (int l = 0; l < ST_EIN_LABELS; l++)
+        if (used[l] && !out[l]) {
+            if (n < EIN_SUM) sum[n] = l;
+            n++;
+        }
+    return n;
+}
+
+static st_status cl_einsum(const st_kctx *k)
+{
+    const st_einsum_state *s = k->state;
+    const st_view *y = &k->views[k->n_in];
+    int64_t total = st_view_numel(y);
+    if (total == 0) return ST_OK;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    st_cl_ein_p p;
+    memset(&p, 0, sizeof p);
+    p.n_in = k->n_in;
+    p.n_sum = ein_strides(s, k->views, ls, sum);
+    p.out_rank = s->out_rank;
+    for (int d = 0; d < s->out_rank; d++) {
+        int l = s->out_label[d];
+        p.out_n[d] = y->sizes[d];
+        p.out_ys[d] = y->strides[d];
+        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][l];
+    }
+    for (int j = 0; j < p.n_sum; j++) {
+        p.sum_n[j] = s->size[sum[j]];
+        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
+    }
+    cl_mem m[EIN_IN];
+    for (int i = 0; i < EIN_IN; i++) {
+        const st_view *v = &k->views[i < k->n_in ? i : 0];
+        p.off[i] = v->offset / (int64_t)st_dtype_size(v->dtype);
+        p.dt[i] = v->dtype;
+        m[i] = st_cl_mem(v);
+    }
+    p.yoff = y->offset / (int64_t)st_dtype_size(y->dtype);
+    p.ydt = y->dtype;
+    cl_mem ym = st_cl_mem(y);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(m[0]), ST_CLA(m[1]), ST_CLA(m[2]), ST_CLA(m[3]), {sizeof p, &p}};
+    return run1(k->dev, ST_CLK_einsum, 6, args, total);
+}
+
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
 /* Any dtype of 1 to 8 bytes (strings live on the host). */
@@ -315,7 +401,26 @@ static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
     return bytes_accepts(n, why, len);
 }
 
+static bool einsum_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_einsum_state *s = n->state;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (OpenCL takes up to %d)", n->n_in, EIN_IN);
+    int ns = ein_strides(s, NULL, ls, sum);
+    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (OpenCL takes up to %d)", ns, EIN_SUM);
+    return st_cl_accepts_f32_family(n, why, len);
+}
+
+static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
+    return bytes_accepts(n, why, len);
+}
+
 const st_kernel st_cl_k_index[] = {
+    {"NonZero", "", ST_DT_ALL, cl_nonzero, nonzero_accepts, NULL, NULL},
+    {"Einsum", "", ST_DT_FLOATS, cl_einsum, einsum_accepts, NULL, NULL},
     {"Expand", "", ST_DT_ALL, cl_expand, same_accepts, NULL, NULL},
     {"Tile", "", ST_DT_ALL, cl_tile, tile_accepts, NULL, NULL},
     {"DepthToSpace", "", ST_DT_ALL, cl_depth_to_space, d2s_accepts, NULL, NULL},

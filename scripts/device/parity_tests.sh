@@ -40,7 +40,7 @@ d = json.load(open(sys.argv[1]))
 print("op rows: " + ", ".join("%s %d" % (b, sum(1 for o in d["ops"] if o.get(b))) for b in d["backends"]))
 EOF
 
-NEW_OPS="Pad|CenterCropPad|Expand|Tile|Range|Gather|GatherElements|ScatterND|OneHot|CumSum|TopK|ArgMax|ArgMin|RNN|GRU|LSTM|LayerNormalization|InstanceNormalization|GroupNormalization|DepthToSpace|SpaceToDepth"
+NEW_OPS="GridSample|NonZero|Einsum|Pad|CenterCropPad|Expand|Tile|Range|Gather|GatherElements|ScatterND|OneHot|CumSum|TopK|ArgMax|ArgMin|RNN|GRU|LSTM|LayerNormalization|InstanceNormalization|GroupNormalization|DepthToSpace|SpaceToDepth"
 
 if [ "$what" = node ] || [ "$what" = all ]; then
   if [ ! -d $D/node ]; then

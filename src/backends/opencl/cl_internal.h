@@ -62,6 +62,7 @@
     X(topk)                  \
     X(nonzero)               \
     X(einsum)                \
+    X(gridsample)            \
     X(rnn)                   \
     X(rownorm)
 

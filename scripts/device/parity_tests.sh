@@ -10,8 +10,8 @@
 #     (tests/conformance/must_pass) must pass; with or without, the cases in
 #     must_pass_<backend>/ must pass natively.  The native passes go to
 #     $OUT/native_<backend>.txt (to grow the must-pass lists), and the ops
-#     of the new kernels (k_index.cu, k_rnn.cu, k_rownorm.cu; index.cl,
-#     rnn.cl, rownorm.cl) get a per-op line: passed natively / not.
+#     of the new kernels (k_index.cu, k_rnn.cu, k_rownorm.cu, k_sample.cu;
+#     index.cl, rnn.cl, rownorm.cl, sample.cl) get a per-op line: passed natively / not.
 #
 #   ZOO_ALL=1 scripts/device/pack.sh && (device) scripts/device/parity_tests.sh zoo
 #     every small zoo model (tests/zoo/models.json) with --no-fallback on

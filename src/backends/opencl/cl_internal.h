@@ -63,6 +63,10 @@
     X(nonzero)               \
     X(einsum)                \
     X(gridsample)            \
+    X(scatter_elements)      \
+    X(gather_nd)             \
+    X(trilu)                 \
+    X(fill_diag)             \
     X(rnn)                   \
     X(rownorm)
 

@@ -417,3 +417,109 @@ kernel void st_einsum(gp y, gcp x0, gcp x1, gcp x2, gcp x3, st_ein_p p)
     }
     st_f(y, oy, (int)p.ydt, acc);
 }
+
+/* ScatterElements (and Scatter) after y = x: one work-item per line of the
+ * indices along the axis, applying its updates in index order, so
+ * duplicates (which can only meet within a line) resolve as on the CPU. */
+kernel void st_scatter_elements(gp y, st_td yd, gcp ix, st_td id, gcp u, st_td ud, long axis, long red)
+{
+    long line = get_global_id(0), n = id.n[axis];
+    if (n == 0 || line >= idx_numel(&id) / n) return;
+    long oi = id.off, ou = ud.off, oy = yd.off, r = line;
+    for (int d = (int)id.rank - 1; d >= 0; d--) {
+        if (d == axis) continue;
+        long q, c;
+        DIVMOD(r, id.n[d], q, c);
+        r = q;
+        oi += c * id.s[d];
+        ou += c * ud.s[d];
+        oy += c * yd.s[d];
+    }
+    int ty = (int)yd.dt, es = dt_size(ty);
+    bool isf = ty == DT_F32 || ty == DT_F16 || ty == DT_BF16 || ty == DT_F64;
+    long dim = yd.n[axis];
+    for (long j = 0; j < n; j++) {
+        long v = ld_l(ix, oi + j * id.s[axis], (int)id.dt);
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) continue;
+        long o = oy + v * yd.s[axis], ouj = ou + j * ud.s[axis];
+        if (red == 0) {
+            mv(y, o, u, ouj, es);
+        } else if (isf) {
+            float a = ld_f(y, o, ty), b = ld_f(u, ouj, (int)ud.dt);
+            st_f(y, o, ty, red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a));
+        } else {
+            long a = ld_l(y, o, ty), b = ld_l(u, ouj, (int)ud.dt);
+            st_l(y, o, ty, red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a));
+        }
+    }
+}
+
+/* GatherND: y = [index tuples (q - 1 dims), slice of x past b + m dims];
+ * the first b (batch) dims are shared by x, the indices and y. */
+kernel void st_gather_nd(gp y, st_td yd, gcp x, st_td xd, gcp ix, st_td id, long b)
+{
+    long i = get_global_id(0);
+    if (i >= idx_numel(&yd)) return;
+    long c[MAX_RANK];
+    idx_coords(&yd, i, c);
+    int q = (int)id.rank, m = (int)id.n[q - 1], yr = (int)yd.rank;
+    long oy = yd.off, oi = id.off, ox = xd.off;
+    for (int d = 0; d < yr; d++) oy += c[d] * yd.s[d];
+    for (int d = 0; d < q - 1; d++) oi += c[d] * id.s[d];
+    for (int d = 0; d < b; d++) ox += c[d] * xd.s[d];
+    int es = dt_size((int)yd.dt);
+    for (int j = 0; j < m; j++) {
+        long v = ld_l(ix, oi + j * id.s[q - 1], (int)id.dt), dim = xd.n[b + j];
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) {
+            zero_bytes(y, oy, es);
+            return;
+        }
+        ox += v * xd.s[b + j];
+    }
+    for (int e = 0; q - 1 + e < yr; e++) ox += c[q - 1 + e] * xd.s[b + m + e];
+    mv(y, oy, x, ox, es);
+}
+
+/* Trilu: keep x where column - row >= k (upper) or <= k (lower), else 0;
+ * k from the device (kd) when given. */
+kernel void st_trilu(gp y, st_td yd, gcp x, st_td xd, gcp kp, st_td kd, long has_k, long upper)
+{
+    long i = get_global_id(0);
+    if (i >= idx_numel(&yd)) return;
+    long c[MAX_RANK];
+    idx_coords(&yd, i, c);
+    long oy = yd.off, ox = xd.off;
+    for (int d = 0; d < (int)yd.rank; d++) {
+        oy += c[d] * yd.s[d];
+        ox += c[d] * xd.s[d];
+    }
+    long k = has_k ? ld_l(kp, kd.off, (int)kd.dt) : 0;
+    long diff = c[yd.rank - 1] - c[yd.rank - 2];
+    bool keep = upper ? diff >= k : diff <= k;
+    if (keep) mv(y, oy, x, ox, dt_size((int)yd.dt));
+    else zero_bytes(y, oy, dt_size((int)yd.dt));
+}
+
+/* EyeLike (1 on the diagonal k, else 0) and ConstantOfShape (the value's
+ * bytes everywhere): value_bits holds the bytes of 1 (EyeLike) or of the
+ * value, in y's dtype. */
+kernel void st_fill_diag(gp y, st_td yd, long k, long diag_only, ulong value_bits)
+{
+    long i = get_global_id(0);
+    if (i >= idx_numel(&yd)) return;
+    long c[MAX_RANK];
+    idx_coords(&yd, i, c);
+    long oy = yd.off;
+    for (int d = 0; d < (int)yd.rank; d++) oy += c[d] * yd.s[d];
+    int es = dt_size((int)yd.dt);
+    bool on = !diag_only || c[1] - c[0] == k;
+    ulong e = on ? value_bits : 0;
+    switch (es) {
+    case 1: y[oy] = (uchar)e; break;
+    case 2: ((global ushort *)y)[oy] = (ushort)e; break;
+    case 4: ((global uint *)y)[oy] = (uint)e; break;
+    default: ((global ulong *)y)[oy] = e; break;
+    }
+}

@@ -346,6 +346,82 @@ static st_status cl_einsum(const st_kctx *k)
     return run1(k->dev, ST_CLK_einsum, 6, args, total);
 }
 
+/* ---- ScatterElements, GatherND, Trilu, EyeLike, ConstantOfShape ---- */
+
+static st_status cl_scatter_elements(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *u = &k->views[2], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    ST_TRY(st_cl_copy_view(k->dev, y, x, NULL, true));
+    st_cl_td yd, id, ud;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    ST_TRY(st_cl_td_of(u, &ud));
+    cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), um = st_cl_mem(u);
+    cl_long axis = s->axis, red = s->reduction;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(um), ST_CLA(ud), ST_CLA(axis), ST_CLA(red)};
+    return run1(k->dev, ST_CLK_scatter_elements, 8, args, lines(ix, s->axis));
+}
+
+static st_status cl_gather_nd(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
+    st_cl_td yd, xd, id;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
+    cl_long b = s->n;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(b)};
+    return run1(k->dev, ST_CLK_gather_nd, 7, args, st_view_numel(y));
+}
+
+static st_status cl_trilu(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    const st_view *kv = k->n_in > 1 && k->views[1].rank >= 0 && k->views[1].storage ? &k->views[1] : x;
+    st_cl_td yd, xd, kd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(kv, &kd));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), km = st_cl_mem(kv);
+    cl_long has_k = kv != x, upper = s->flag;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(km), ST_CLA(kd), ST_CLA(has_k), ST_CLA(upper)};
+    return run1(k->dev, ST_CLK_trilu, 8, args, st_view_numel(y));
+}
+
+static st_status fill(const st_kctx *k, cl_long diag_k, cl_long diag_only, const unsigned char *val)
+{
+    const st_view *y = &k->views[k->n_in];
+    st_cl_td yd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    cl_ulong bits = 0;
+    memcpy(&bits, val, st_dtype_size(y->dtype));
+    cl_mem ym = st_cl_mem(y);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(diag_k), ST_CLA(diag_only), ST_CLA(bits)};
+    return run1(k->dev, ST_CLK_fill_diag, 5, args, st_view_numel(y));
+}
+
+static st_status cl_eye_like(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    unsigned char one[16] = {0};
+    st_store_f64(k->views[k->n_in].dtype, one, 1.0);
+    return fill(k, s->k, 1, one);
+}
+
+static st_status cl_constant_of_shape(const st_kctx *k)
+{
+    const st_const_state *s = k->state;
+    unsigned char v[16] = {0};
+    if (s->dtype == k->views[k->n_in].dtype) memcpy(v, s->value, st_dtype_size(s->dtype));
+    else st_convert(k->views[k->n_in].dtype, v, s->dtype, s->value, 1);
+    return fill(k, 0, 0, v);
+}
+
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
 /* Any dtype of 1 to 8 bytes (strings live on the host). */
@@ -418,7 +494,27 @@ static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
     return bytes_accepts(n, why, len);
 }
 
+static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
+    return same_accepts(n, why, len);
+}
+
+static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_view *y = &n->views[n->n_in];
+    if (y->dtype == ST_STRING || st_dtype_size(y->dtype) > 8 || st_dtype_size(y->dtype) == 0)
+        return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(y->dtype));
+    return st_cl_accepts_fp64(n, why, len);
+}
+
 const st_kernel st_cl_k_index[] = {
+    {"ScatterElements", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"Scatter", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"GatherND", "", ST_DT_ALL, cl_gather_nd, same_accepts, NULL, NULL},
+    {"Trilu", "", ST_DT_ALL, cl_trilu, same_accepts, NULL, NULL},
+    {"EyeLike", "", ST_DT_ALL, cl_eye_like, out_bytes_accepts, NULL, NULL},
+    {"ConstantOfShape", "", ST_DT_ALL, cl_constant_of_shape, out_bytes_accepts, NULL, NULL},
     {"NonZero", "", ST_DT_ALL, cl_nonzero, nonzero_accepts, NULL, NULL},
     {"Einsum", "", ST_DT_FLOATS, cl_einsum, einsum_accepts, NULL, NULL},
     {"Expand", "", ST_DT_ALL, cl_expand, same_accepts, NULL, NULL},

@@ -676,6 +676,186 @@ static st_status cuda_einsum(const st_kctx *k)
     return ST_OK;
 }
 
+/* ---- ScatterElements, GatherND, Trilu, EyeLike, ConstantOfShape
+ * (index.cl's st_scatter_elements, st_gather_nd, st_trilu, st_fill_diag) ---- */
+
+/* One thread per line of the indices along the axis, its updates in
+ * index order: duplicates (which meet only within a line) resolve as on
+ * the CPU. */
+__global__ void scatter_elements_kernel(ix_td yd, ix_td id, ix_td ud, int axis, int red, char *y, const void *ix, const char *u,
+                                        int64_t lines, int *err, int cmd)
+{
+    int64_t n = id.n[axis], dim = yd.n[axis];
+    int es = ix_es(yd.dt);
+    GRID_LOOP(line, lines)
+    {
+        int64_t oi = 0, ou = 0, oy = 0, r = line;
+        for (int d = id.rank - 1; d >= 0; d--) {
+            if (d == axis) continue;
+            int64_t c = r % id.n[d];
+            r /= id.n[d];
+            oi += c * id.s[d];
+            ou += c * ud.s[d];
+            oy += c * yd.s[d];
+        }
+        for (int64_t j = 0; j < n; j++) {
+            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[axis]);
+            if (v < 0) v += dim;
+            if (v < 0 || v >= dim) {
+                atomicCAS(err, 0, cmd + 1);
+                continue;
+            }
+            int64_t o = oy + v * yd.s[axis], oj = ou + j * ud.s[axis];
+            if (red == ST_RED_NONE) {
+                ix_mv(y, o, u, oj, es);
+            } else if (ix_isf(yd.dt)) {
+                float a = st_ldf(yd.dt, y, o), b = st_ldf(ud.dt, u, oj);
+                st_stf(yd.dt, y, o, red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a));
+            } else {
+                int64_t a = st_ldi(yd.dt, y, o), b = st_ldi(ud.dt, u, oj);
+                int64_t w = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
+                          : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                          : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
+                st_sti(yd.dt, y, o, w);
+            }
+        }
+    }
+}
+
+static st_status cuda_scatter_elements(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    ST_TRY(copy_as(k, y->rank, y->sizes, y->strides, x->strides));
+    int64_t n = ix->sizes[s->axis];
+    if (n == 0 || st_operand_numel(ix) == 0) return ST_OK;
+    int64_t lines = st_operand_numel(ix) / n;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    scatter_elements_kernel<<<st_blocks(lines, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(ix), td_of(u), s->axis, s->reduction,
+                                                                                     (char *)y->data, ix->data, (const char *)u->data,
+                                                                                     lines, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+/* y = [index tuples (q - 1 dims), slice of x past b + m dims]; the first
+ * b (batch) dims are shared. */
+__global__ void gather_nd_kernel(ix_td yd, ix_td xd, ix_td id, int b, char *y, const char *x, const void *ix, int64_t total, int *err,
+                                 int cmd)
+{
+    int q = id.rank, m = (int)id.n[q - 1], es = ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK];
+        ix_coords(yd, i, c);
+        int64_t oy = 0, oi = 0, ox = 0;
+        for (int d = 0; d < yd.rank; d++) oy += c[d] * yd.s[d];
+        for (int d = 0; d < q - 1; d++) oi += c[d] * id.s[d];
+        for (int d = 0; d < b; d++) ox += c[d] * xd.s[d];
+        bool ok = true;
+        for (int j = 0; j < m; j++) {
+            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[q - 1]), dim = xd.n[b + j];
+            if (v < 0) v += dim;
+            ok &= v >= 0 && v < dim;
+            ox += v * xd.s[b + j];
+        }
+        if (!ok) {
+            atomicCAS(err, 0, cmd + 1);
+            continue;
+        }
+        for (int e = 0; q - 1 + e < yd.rank; e++) ox += c[q - 1 + e] * xd.s[b + m + e];
+        ix_mv(y, oy, x, ox, es);
+    }
+}
+
+static st_status cuda_gather_nd(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    gather_nd_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), td_of(ix), (int)s->n, (char *)y->data,
+                                                                              (const char *)x->data, ix->data, total, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+__global__ void trilu_kernel(ix_td yd, ix_td xd, st_dtype kt, const void *kp, bool upper, char *y, const char *x, int64_t total)
+{
+    int es = ix_es(yd.dt);
+    int64_t kk = kp ? st_ldi(kt, kp, 0) : 0;
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK], oy = 0, ox = 0;
+        ix_coords(yd, i, c);
+        for (int d = 0; d < yd.rank; d++) {
+            oy += c[d] * yd.s[d];
+            ox += c[d] * xd.s[d];
+        }
+        int64_t diff = c[yd.rank - 1] - c[yd.rank - 2];
+        if (upper ? diff >= kk : diff <= kk) {
+            ix_mv(y, oy, x, ox, es);
+        } else {
+            uint64_t zero = 0;
+            ix_mv(y, oy, (const char *)&zero, 0, es);
+        }
+    }
+}
+
+static st_status cuda_trilu(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    const st_operand *kv = k->n_in > 1 && k->in[1].data ? &k->in[1] : NULL;
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    trilu_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), kv ? kv->dtype : ST_I64, kv ? kv->data : NULL,
+                                                                          s->flag, (char *)y->data, (const char *)x->data, total);
+    return ST_OK;
+}
+
+/* EyeLike (diag_only: the value on diagonal k, 0 elsewhere) and
+ * ConstantOfShape (the value everywhere); bits: the value in y's dtype. */
+__global__ void fill_diag_kernel(ix_td yd, int64_t kk, bool diag_only, uint64_t bits, char *y, int64_t total)
+{
+    int es = ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK], oy = 0;
+        ix_coords(yd, i, c);
+        for (int d = 0; d < yd.rank; d++) oy += c[d] * yd.s[d];
+        uint64_t e = !diag_only || c[1] - c[0] == kk ? bits : 0;
+        ix_mv(y, oy, (const char *)&e, 0, es);
+    }
+}
+
+static st_status fill(const st_kctx *k, int64_t kk, bool diag_only, const unsigned char *val)
+{
+    const st_operand *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    uint64_t bits = 0;
+    memcpy(&bits, val, st_dtype_size(y->dtype));
+    fill_diag_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), kk, diag_only, bits, (char *)y->data, total);
+    return ST_OK;
+}
+
+static st_status cuda_eye_like(const st_kctx *k)
+{
+    unsigned char one[16] = {0};
+    st_store_f64(k->out[0].dtype, one, 1.0);
+    return fill(k, ((const st_index_state *)k->state)->k, true, one);
+}
+
+static st_status cuda_constant_of_shape(const st_kctx *k)
+{
+    const st_const_state *s = (const st_const_state *)k->state;
+    unsigned char v[16] = {0};
+    if (s->dtype == k->out[0].dtype) memcpy(v, s->value, st_dtype_size(s->dtype));
+    else st_convert(k->out[0].dtype, v, s->dtype, s->value, 1);
+    return fill(k, 0, false, v);
+}
+
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
 /* Any dtype of 1 to 8 bytes but float64 (strings live on the host). */
@@ -744,7 +924,27 @@ static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
     return bytes_accepts(n, why, len);
 }
 
+static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
+    return same_accepts(n, why, len);
+}
+
+static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_view *y = &n->views[n->n_in];
+    if (y->dtype == ST_STRING || y->dtype == ST_F64 || st_dtype_size(y->dtype) > 8 || st_dtype_size(y->dtype) == 0)
+        return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(y->dtype));
+    return true;
+}
+
 extern "C" const st_kernel st_cuda_k_index[] = {
+    {"ScatterElements", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"Scatter", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"GatherND", "", ST_CUDA_DT, cuda_gather_nd, same_accepts, NULL, NULL},
+    {"Trilu", "", ST_CUDA_DT, cuda_trilu, same_accepts, NULL, NULL},
+    {"EyeLike", "", ST_CUDA_DT, cuda_eye_like, out_bytes_accepts, NULL, NULL},
+    {"ConstantOfShape", "", ST_CUDA_DT, cuda_constant_of_shape, out_bytes_accepts, NULL, NULL},
     {"NonZero", "", ST_CUDA_DT, cuda_nonzero, nonzero_accepts, NULL, NULL},
     {"Einsum", "", ST_DT_FLOATS, cuda_einsum, einsum_accepts, NULL, NULL},
     {"Pad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},

@@ -11,6 +11,12 @@ if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 STRATA=${1:?usage: gen_ops_table.sh [--check] STRATA [README]}
 README=${2:-$(cd "$(dirname "$0")/.." && pwd)/README.md}
 table=$("$STRATA" inspect --ops 2>/dev/null)
+# a last row: how many op rows each backend has a kernel for (not "-";
+# "body" and "plan" rows, which planning writes out, are not kernels)
+table=$(printf '%s\n' "$table" | awk -F' [|] ' '
+  { print }
+  NR > 2 { for (c = 3; c <= 5; c++) { v = $c; sub(/ [|]$/, "", v); if (v != "-" && v != "body" && v != "plan") n[c]++ } }
+  END { printf "| **op rows with a kernel** | | %d | %d | %d |", n[3], n[4], n[5] }')
 if grep -q "(not built)" <<<"$table"; then
   echo "gen_ops_table: a backend's kernel table is not built here; the README's table needs all three"
   exit 77

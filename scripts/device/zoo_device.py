@@ -4,7 +4,7 @@ node but python3 has onnxruntime: the same deterministic inputs, ONNX
 Runtime's CPU provider through Python as the reference (state fed back from
 its own outputs, as ort_zoo.js does), strata on the given backend.
 
-  zoo_device.py STRATA MODELS WORK BACKEND [--sanitize] [--precision=f16|bf16] ID...
+  zoo_device.py STRATA MODELS WORK BACKEND [--sanitize] [--no-fallback] [--precision=f16|bf16] ID...
 
 MODELS holds <id>.onnx for each ID (scripts/device/pack.sh copies them
 out of node_modules).  Prints one line per model, PASS or FAIL, and the
@@ -47,12 +47,13 @@ def run_ort_py(model, m, files, outdir, mode="run", threads=1, bench=None):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     sanitize = "--sanitize" in sys.argv
+    strict = "--no-fallback" in sys.argv  # the backend's own kernels only
     strata, models_dir, work, backend = args[:4]
     zoo.model_path = lambda m, w: os.path.join(models_dir, m["id"] + ".onnx")
     if ort is not None:
         zoo.run_ort = run_ort_py
     models = zoo.load_manifest()
-    extra = ["--threads", "2", "--backend", backend] + (["--sanitize"] if sanitize else [])
+    extra = ["--threads", "2", "--backend", backend] + (["--sanitize"] if sanitize else []) + (["--no-fallback"] if strict else [])
     # --precision=f16|bf16: strata in that precision, every output judged at
     # 1% of its max|ref| (docs/precision.md), as `zoo.py check --precision`
     precision = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--precision=")]
@@ -65,11 +66,11 @@ def main():
         if precision:
             m = dict(m, tolerance={"atol": 1e-6, "rtol": 0.0, "scale_tol": 0.01})
         try:
-            err, summary = zoo.check(m, strata, os.path.join(work, backend), extra)
+            err, summary = zoo.check(m, strata, os.path.join(work, backend + ("-strict" if strict else "")), extra)
         except Exception as e:  # noqa: BLE001 - report and go on
             err, summary = "harness: %s" % e, []
-        print("%s %s on %s%s, %d step(s)%s" % ("PASS" if err is None else "FAIL", mid, backend,
-                                               " --sanitize" if sanitize else "", m["steps"],
+        print("%s %s on %s%s%s, %d step(s)%s" % ("PASS" if err is None else "FAIL", mid, backend,
+                                               " --sanitize" if sanitize else "", " --no-fallback" if strict else "", m["steps"],
                                                "" if err is None else ": " + err))
         for line in summary[-4:]:
             print("   " + line)

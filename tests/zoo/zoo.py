@@ -4,7 +4,7 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
 
   zoo.py list [--size small|large]
       the models of tests/zoo/models.json, one id a line
-  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B] [--recompare]
+  zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B [--no-fallback]] [--recompare]
                  [--precision f16|bf16 [--precision-policy strict]]
       draws the model's inputs (seeded), runs ONNX Runtime and strata on
       them (a streaming model for its steps, each runtime fed its own state
@@ -405,6 +405,10 @@ def cmd_check(a, models):
         # so a CPU check's results stay as they were
         extra += ["--backend", a.backend]
         a.work = a.work.rstrip("/") + "-" + a.backend
+        if a.no_fallback:
+            # every node on the backend's own kernels: a node it lacks is an error
+            extra += ["--no-fallback"]
+            a.work += "-strict"
     if a.precision != "f32":
         # reduced precision is judged at 1% of each output's max|ref|
         # (docs/precision.md), whatever the manifest's f32 tolerance
@@ -582,6 +586,8 @@ def main():
                            help="strata's --precision; f16/bf16 are judged at 1%% of max|ref|, outputs in WORK-PRECISION")
             q.add_argument("--precision-policy", choices=["mixed", "strict"],
                            help="strata's --precision-policy (default: strata's, mixed)")
+            q.add_argument("--no-fallback", action="store_true",
+                           help="with --backend: strata run --no-fallback, so a node the backend lacks fails the check")
         else:
             q.add_argument("ids", nargs="*")
             q.add_argument("--threads", type=int, default=2)

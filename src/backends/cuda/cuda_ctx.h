@@ -61,7 +61,7 @@ bool st_cuda_accepts_no_f64(const st_knode *n, char *why, size_t len);
 /* The families' table entries (cuda/table.c lists them). */
 extern const st_kernel st_cuda_k_elementwise[], st_cuda_k_shape[], st_cuda_k_linalg[], st_cuda_k_conv[], st_cuda_k_norm[],
     st_cuda_k_reduce[], st_cuda_k_resize[], st_cuda_k_quant[], st_cuda_k_qint[], st_cuda_k_qlinear[],
-    st_cuda_k_attention[];
+    st_cuda_k_attention[], st_cuda_k_index[], st_cuda_k_rnn[], st_cuda_k_rownorm[], st_cuda_k_sample[];
 extern const st_kernel_table st_cuda_kernel_table;
 
 /* Kernels, one per op family (src/backends/cuda/k_<family>.cu). */

@@ -51,7 +51,24 @@
     X(softmax_group)         \
     X(batchnorm)             \
     X(reduce)                \
-    X(attention)
+    X(attention)             \
+    X(gather)                \
+    X(gather_elements)       \
+    X(scatter_nd)            \
+    X(one_hot)               \
+    X(range)                 \
+    X(cumsum)                \
+    X(argminmax)             \
+    X(topk)                  \
+    X(nonzero)               \
+    X(einsum)                \
+    X(gridsample)            \
+    X(scatter_elements)      \
+    X(gather_nd)             \
+    X(trilu)                 \
+    X(fill_diag)             \
+    X(rnn)                   \
+    X(rownorm)
 
 typedef enum st_clk {
 #define ST_CLK_ENUM(n) ST_CLK_##n,

@@ -35,7 +35,8 @@ st_status st_cl_reduce(const st_kctx *k);
 st_status st_cl_transfer(const st_kctx *k);
 
 extern const st_kernel st_cl_k_elementwise[], st_cl_k_shape[], st_cl_k_linalg[], st_cl_k_conv[], st_cl_k_resize[],
-    st_cl_k_rows[], st_cl_k_quant[], st_cl_k_qint[], st_cl_k_qlinear[], st_cl_k_attention[], st_cl_k_pad[];
+    st_cl_k_rows[], st_cl_k_quant[], st_cl_k_qint[], st_cl_k_qlinear[], st_cl_k_attention[], st_cl_k_pad[],
+    st_cl_k_index[], st_cl_k_rnn[], st_cl_k_rownorm[], st_cl_k_sample[];
 extern const st_kernel_table st_cl_kernel_table;
 
 #endif

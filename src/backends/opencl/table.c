@@ -9,6 +9,7 @@
 static const st_kernel *const FAMILIES[] = {
     st_cl_k_elementwise, st_cl_k_shape, st_cl_k_linalg, st_cl_k_conv, st_cl_k_rows, st_cl_k_resize, st_cl_k_quant,
     st_cl_k_qint, st_cl_k_qlinear, st_cl_k_attention, st_cl_k_pad,
+    st_cl_k_index, st_cl_k_rnn, st_cl_k_rownorm, st_cl_k_sample,
 };
 
 const st_kernel_table st_cl_kernel_table = {

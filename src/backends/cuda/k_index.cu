@@ -1,0 +1,963 @@
+/*
+ * k_index.cu — the index family on CUDA: Pad (and CenterCropPad), Expand,
+ * Tile, DepthToSpace/SpaceToDepth (strided copies over a re-described
+ * iteration space, as backends/cpu/k_index_copy.c), GatherElements,
+ * ScatterND, OneHot, Range, CumSum and TopK.  Each mirrors the OpenCL
+ * kernel of the same name (backends/opencl/index.cl, pad.cl), which the
+ * node tests check on PoCL, and the CPU kernel's rule.
+ *
+ * An index out of range (which the CPU reports as an error) is flagged
+ * through ctx->dev_error, reported when the run is waited for, as
+ * k_shape.cu's Gather does.
+ */
+#include "backends/cuda/common.cuh"
+extern "C" {
+#include "ops/index.h"
+#include "ops/reduce.h"
+}
+
+#define THREADS 256
+
+/* An operand as the kernels here take it: sizes and element strides. */
+struct ix_td {
+    int rank;
+    st_dtype dt;
+    int64_t n[ST_MAX_RANK], s[ST_MAX_RANK];
+};
+
+static ix_td td_of(const st_operand *o)
+{
+    ix_td t;
+    memset(&t, 0, sizeof t);
+    t.rank = o->rank;
+    t.dt = o->dtype;
+    for (int d = 0; d < ST_MAX_RANK; d++) {
+        t.n[d] = d < o->rank ? o->sizes[d] : 1;
+        t.s[d] = d < o->rank ? o->strides[d] : 0;
+    }
+    return t;
+}
+
+__device__ __forceinline__ void ix_coords(const ix_td &t, int64_t i, int64_t *c)
+{
+    for (int d = t.rank - 1; d >= 0; d--) {
+        c[d] = i % t.n[d];
+        i /= t.n[d];
+    }
+}
+
+/* Moves one element of es bytes (any dtype). */
+__device__ __forceinline__ void ix_mv(char *y, int64_t iy, const char *x, int64_t ix, int es)
+{
+    switch (es) {
+    case 1: y[iy] = x[ix]; break;
+    case 2: ((uint16_t *)y)[iy] = ((const uint16_t *)x)[ix]; break;
+    case 4: ((uint32_t *)y)[iy] = ((const uint32_t *)x)[ix]; break;
+    default: ((uint64_t *)y)[iy] = ((const uint64_t *)x)[ix]; break;
+    }
+}
+
+__device__ __forceinline__ int ix_es(st_dtype t)
+{
+    switch (t) {
+    case ST_U8: case ST_I8: case ST_BOOL: return 1;
+    case ST_U16: case ST_I16: case ST_F16: case ST_BF16: return 2;
+    case ST_I64: case ST_U64: case ST_F64: return 8;
+    default: return 4;
+    }
+}
+
+__device__ __forceinline__ bool ix_isf(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+#define GRID_LOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- copies over a re-described shape (y sizes, y strides, x strides) ---- */
+
+struct copy_p {
+    int rank, es;
+    int64_t n[2 * ST_MAX_RANK], ys[2 * ST_MAX_RANK], xs[2 * ST_MAX_RANK];
+};
+
+__global__ void ix_copy_kernel(copy_p p, const char *x, char *y, int64_t total)
+{
+    GRID_LOOP(i, total)
+    {
+        int64_t r = i, oy = 0, ox = 0;
+        for (int d = p.rank - 1; d >= 0; d--) {
+            int64_t c = r % p.n[d];
+            r /= p.n[d];
+            oy += c * p.ys[d];
+            ox += c * p.xs[d];
+        }
+        ix_mv(y, oy, x, ox, p.es);
+    }
+}
+
+static st_status copy_as(const st_kctx *k, int rank, const int64_t *n, const int64_t *ys, const int64_t *xs)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    copy_p p;
+    memset(&p, 0, sizeof p);
+    p.rank = rank;
+    p.es = (int)st_dtype_size(y->dtype);
+    int64_t total = 1;
+    for (int d = 0; d < rank; d++) {
+        p.n[d] = n[d];
+        p.ys[d] = ys[d];
+        p.xs[d] = xs[d];
+        total *= n[d];
+    }
+    if (total == 0) return ST_OK;
+    ix_copy_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, (const char *)x->data, (char *)y->data, total);
+    return ST_OK;
+}
+
+static st_status cuda_expand(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    int64_t s[ST_MAX_RANK];
+    st_bcast(x, y, s);
+    return copy_as(k, y->rank, y->sizes, y->strides, s);
+}
+
+static st_status cuda_tile(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    int64_t sz[2 * ST_MAX_RANK], a[2 * ST_MAX_RANK], b[2 * ST_MAX_RANK];
+    int n = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->sizes[d] == 0 || y->sizes[d] == 0) return ST_OK;
+        /* output dim d as [repeat, x dim]: the repeat reads x again */
+        sz[n] = y->sizes[d] / x->sizes[d];
+        a[n] = x->sizes[d] * y->strides[d];
+        b[n++] = 0;
+        sz[n] = x->sizes[d];
+        a[n] = y->strides[d];
+        b[n++] = x->strides[d];
+    }
+    if (n == 0) {
+        int64_t one = 1, zero = 0;
+        return copy_as(k, 1, &one, &zero, &zero);
+    }
+    return copy_as(k, n, sz, a, b);
+}
+
+static st_status cuda_depth_to_space(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    int64_t b = s->n, c = y->sizes[1], xc = x->strides[1];
+    int64_t sz[6] = {y->sizes[0], c, x->sizes[2], b, x->sizes[3], b};
+    int64_t ys[6] = {y->strides[0], y->strides[1], y->strides[2] * b, y->strides[2], y->strides[3] * b, y->strides[3]};
+    int64_t xs[6] = {x->strides[0], xc, x->strides[2], b * c * xc, x->strides[3], c * xc};
+    if (s->flag) { /* CRD */
+        xs[1] = b * b * xc;
+        xs[3] = b * xc;
+        xs[5] = xc;
+    }
+    return copy_as(k, 6, sz, ys, xs);
+}
+
+static st_status cuda_space_to_depth(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    int64_t b = s->n, c = x->sizes[1], yc = y->strides[1];
+    int64_t sz[6] = {x->sizes[0], c, y->sizes[2], b, y->sizes[3], b};
+    int64_t xs[6] = {x->strides[0], x->strides[1], x->strides[2] * b, x->strides[2], x->strides[3] * b, x->strides[3]};
+    int64_t ys[6] = {y->strides[0], yc, y->strides[2], b * c * yc, y->strides[3], c * yc};
+    return copy_as(k, 6, sz, ys, xs);
+}
+
+/* ---- Pad, CenterCropPad (pad.cl's rule) ---- */
+
+struct pad_p {
+    int mode, has_value, es;
+    int64_t begin[ST_MAX_RANK], end[ST_MAX_RANK];
+    uint64_t value_bits;
+};
+
+__device__ __forceinline__ int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t end, int64_t n)
+{
+    int64_t lo = begin < 0 ? -begin : 0, m = n - lo - (end < 0 ? -end : 0);
+    int64_t i = o - (begin > 0 ? begin : 0);
+    if (i >= 0 && i < m) return lo + i;
+    if (mode == ST_PAD_CONSTANT || m <= 0) return -1;
+    if (mode == ST_PAD_EDGE) return lo + (i < 0 ? 0 : m - 1);
+    if (mode == ST_PAD_WRAP) return lo + ((i % m) + m) % m;
+    if (m == 1) return lo;
+    int64_t p = 2 * (m - 1);
+    i %= p;
+    if (i < 0) i += p;
+    return lo + (i < m ? i : p - i);
+}
+
+__global__ void pad_kernel(pad_p p, ix_td yd, ix_td xd, char *y, const char *x, const char *v, int64_t total)
+{
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK];
+        ix_coords(yd, i, c);
+        int64_t oy = 0, ox = 0;
+        bool inside = true;
+        for (int d = 0; d < yd.rank; d++) {
+            oy += c[d] * yd.s[d];
+            int64_t s = pad_src(p.mode, c[d], p.begin[d], p.end[d], xd.n[d]);
+            inside &= s >= 0;
+            ox += s * xd.s[d];
+        }
+        if (inside) {
+            ix_mv(y, oy, x, ox, p.es);
+        } else if (p.has_value) {
+            ix_mv(y, oy, v, 0, p.es);
+        } else {
+            uint64_t e = p.value_bits;
+            switch (p.es) {
+            case 1: ((uint8_t *)y)[oy] = (uint8_t)e; break;
+            case 2: ((uint16_t *)y)[oy] = (uint16_t)e; break;
+            case 4: ((uint32_t *)y)[oy] = (uint32_t)e; break;
+            default: ((uint64_t *)y)[oy] = e; break;
+            }
+        }
+    }
+}
+
+static bool pad_value_given(const st_pad_state *s, int n_in, const st_view *views)
+{
+    return s->value_input && n_in > 2 && views[2].rank >= 0;
+}
+
+static st_status cuda_pad(const st_kctx *k)
+{
+    const st_pad_state *s = (const st_pad_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    pad_p p;
+    memset(&p, 0, sizeof p);
+    p.mode = s->mode;
+    p.es = (int)st_dtype_size(y->dtype);
+    for (int d = 0; d < y->rank; d++) {
+        p.begin[d] = s->begin[d];
+        p.end[d] = s->end[d];
+    }
+    const char *v = NULL;
+    if (pad_value_given(s, k->n_in, k->views) && k->in[2].data) {
+        v = (const char *)k->in[2].data;
+        p.has_value = 1;
+    } else {
+        unsigned char val[16] = {0};
+        st_store_f64(y->dtype, val, s->value); /* as the CPU kernel: 0 unless the attribute set it */
+        memcpy(&p.value_bits, val, 8);
+    }
+    ix_td yd = td_of(y), xd = td_of(x);
+    if (y->rank == 0) {
+        int64_t one = 1, zero = 0;
+        return copy_as(k, 1, &one, &zero, &zero);
+    }
+    pad_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, yd, xd, (char *)y->data, (const char *)x->data, v, total);
+    return ST_OK;
+}
+
+/* ---- GatherElements ---- */
+
+__global__ void gather_elements_kernel(ix_td yd, ix_td xd, ix_td id, int axis, char *y, const char *x, const void *ix,
+                                       int64_t total, int *err, int cmd)
+{
+    int es = (int)ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK];
+        ix_coords(yd, i, c);
+        int64_t oy = 0, oi = 0, ox = 0;
+        for (int d = 0; d < yd.rank; d++) {
+            oy += c[d] * yd.s[d];
+            oi += c[d] * id.s[d];
+            if (d != axis) ox += c[d] * xd.s[d];
+        }
+        int64_t v = st_ldi(id.dt, ix, oi), dim = xd.n[axis];
+        if (v < 0) v += dim;
+        if (v < 0 || v >= dim) {
+            atomicCAS(err, 0, cmd + 1);
+            continue;
+        }
+        ix_mv(y, oy, x, ox + v * xd.s[axis], es);
+    }
+}
+
+static st_status cuda_gather_elements(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    gather_elements_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(
+        td_of(y), td_of(x), td_of(ix), s->axis, (char *)y->data, (const char *)x->data, ix->data, total, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+/* ---- ScatterND: y = x, then thread j applies every tuple to slice element j, in order ---- */
+
+__global__ void scatter_nd_kernel(ix_td yd, ix_td id, ix_td ud, int red, char *y, const void *ix, const char *u, int64_t slice,
+                                  int *err, int cmd)
+{
+    int q = id.rank, m = (int)id.n[q - 1], sr = yd.rank - m;
+    int64_t tuples = 1;
+    for (int d = 0; d < q - 1; d++) tuples *= id.n[d];
+    int es = (int)ix_es(yd.dt);
+    GRID_LOOP(j, slice)
+    {
+        int64_t sy = 0, su = 0, r = j;
+        for (int d = sr - 1; d >= 0; d--) {
+            int64_t c = r % yd.n[m + d];
+            r /= yd.n[m + d];
+            sy += c * yd.s[m + d];
+            su += c * ud.s[q - 1 + d];
+        }
+        for (int64_t t = 0; t < tuples; t++) {
+            int64_t oi = 0, ou = su, rr = t;
+            for (int d = q - 2; d >= 0; d--) {
+                int64_t c = rr % id.n[d];
+                rr /= id.n[d];
+                oi += c * id.s[d];
+                ou += c * ud.s[d];
+            }
+            int64_t oy = sy;
+            bool ok = true;
+            for (int c = 0; c < m; c++) {
+                int64_t v = st_ldi(id.dt, ix, oi + c * id.s[q - 1]), dim = yd.n[c];
+                if (v < 0) v += dim;
+                ok &= v >= 0 && v < dim;
+                oy += v * yd.s[c];
+            }
+            if (!ok) {
+                atomicCAS(err, 0, cmd + 1);
+                continue;
+            }
+            if (red == ST_RED_NONE) {
+                ix_mv(y, oy, u, ou, es);
+            } else if (ix_isf(yd.dt)) {
+                float a = st_ldf(yd.dt, y, oy), b = st_ldf(ud.dt, u, ou);
+                float v = red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
+                st_stf(yd.dt, y, oy, v);
+            } else {
+                int64_t a = st_ldi(yd.dt, y, oy), b = st_ldi(ud.dt, u, ou);
+                int64_t v = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
+                          : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                          : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
+                st_sti(yd.dt, y, oy, v);
+            }
+        }
+    }
+}
+
+static st_status cuda_scatter_nd(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    ST_TRY(copy_as(k, y->rank, y->sizes, y->strides, x->strides));
+    int64_t m = ix->sizes[ix->rank - 1], slice = 1;
+    for (int d = (int)m; d < y->rank; d++) slice *= y->sizes[d];
+    if (st_operand_numel(u) == 0) return ST_OK;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    scatter_nd_kernel<<<st_blocks(slice, THREADS), THREADS, 0, st_stream(k)>>>(
+        td_of(y), td_of(ix), td_of(u), s->reduction, (char *)y->data, ix->data, (const char *)u->data, slice, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+/* ---- OneHot: y[c] = c[axis] == index[c without axis] ? on : off ---- */
+
+__global__ void one_hot_kernel(ix_td yd, ix_td id, int axis, bool neg_ok, char *y, const void *ix, const char *v, int64_t von,
+                               int64_t total)
+{
+    int es = (int)ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK];
+        ix_coords(yd, i, c);
+        int64_t oy = 0, oi = 0;
+        for (int d = 0, e = 0; d < yd.rank; d++) {
+            oy += c[d] * yd.s[d];
+            if (d != axis) oi += c[d] * id.s[e++];
+        }
+        int64_t depth = yd.n[axis];
+        int64_t kk = ix_isf(id.dt) ? (int64_t)st_ldf(id.dt, ix, oi) : st_ldi(id.dt, ix, oi);
+        if (kk < 0 && neg_ok) kk += depth;
+        ix_mv(y, oy, v, kk == c[axis] ? von : 0, es);
+    }
+}
+
+static st_status cuda_one_hot(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *ix = &k->in[0], *v = &k->in[2], *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    one_hot_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(ix), s->axis, s->flag, (char *)y->data,
+                                                                            ix->data, (const char *)v->data, v->strides[0], total);
+    return ST_OK;
+}
+
+/* ---- Range: y[i] = start + i * delta, start and delta read on the device ---- */
+
+__global__ void range_kernel(st_dtype yt, int64_t ys, void *y, st_dtype at, const void *a, st_dtype dt, const void *dl, int64_t n)
+{
+    GRID_LOOP(i, n)
+    {
+        if (ix_isf(yt)) st_stf(yt, y, i * ys, st_ldf(at, a, 0) + (float)i * st_ldf(dt, dl, 0));
+        else st_sti(yt, y, i * ys, st_ldi(at, a, 0) + i * st_ldi(dt, dl, 0));
+    }
+}
+
+static st_status cuda_range(const st_kctx *k)
+{
+    const st_operand *a = &k->in[0], *dl = &k->in[2], *y = &k->out[0];
+    int64_t n = y->sizes[0];
+    if (n == 0) return ST_OK;
+    range_kernel<<<st_blocks(n, THREADS), THREADS, 0, st_stream(k)>>>(y->dtype, y->strides[0], y->data, a->dtype, a->data, dl->dtype,
+                                                                      dl->data, n);
+    return ST_OK;
+}
+
+/* ---- along an axis: CumSum, TopK ---- */
+
+/* Offsets of line `line` of x and y along axis (the other dims enumerate lines). */
+__device__ __forceinline__ void ix_line(const ix_td &xd, const ix_td &yd, int axis, int64_t line, int64_t *ox, int64_t *oy)
+{
+    int64_t a = 0, b = 0;
+    for (int d = xd.rank - 1; d >= 0; d--) {
+        if (d == axis) continue;
+        int64_t c = line % xd.n[d];
+        line /= xd.n[d];
+        a += c * xd.s[d];
+        b += c * yd.s[d];
+    }
+    *ox = a;
+    *oy = b;
+}
+
+__global__ void cumsum_kernel(ix_td yd, ix_td xd, int axis, st_dtype at, const void *ap, bool excl, bool rev, void *y, const void *x,
+                              int64_t total)
+{
+    int r = xd.rank;
+    if (axis < 0) {
+        int64_t v = st_ldi(at, ap, 0);
+        axis = (int)(v < 0 ? v + r : v);
+        if (axis < 0 || axis >= r) return;
+    }
+    int64_t n = xd.n[axis];
+    if (n == 0) return;
+    int64_t lines = total / n;
+    GRID_LOOP(line, lines)
+    {
+        int64_t ox, oy;
+        ix_line(xd, yd, axis, line, &ox, &oy);
+        int64_t xs = xd.s[axis], ys = yd.s[axis];
+        if (ix_isf(xd.dt)) {
+            float acc = 0.0f;
+            for (int64_t s = 0; s < n; s++) {
+                int64_t i = rev ? n - 1 - s : s;
+                float v = st_ldf(xd.dt, x, ox + i * xs);
+                if (!excl) acc += v;
+                st_stf(yd.dt, y, oy + i * ys, acc);
+                if (excl) acc += v;
+            }
+        } else {
+            uint64_t acc = 0;
+            for (int64_t s = 0; s < n; s++) {
+                int64_t i = rev ? n - 1 - s : s;
+                uint64_t v = (uint64_t)st_ldi(xd.dt, x, ox + i * xs);
+                if (!excl) acc += v;
+                st_sti(yd.dt, y, oy + i * ys, (int64_t)acc);
+                if (excl) acc += v;
+            }
+        }
+    }
+}
+
+static st_status cuda_cumsum(const st_kctx *k)
+{
+    const st_reduce_state *s = (const st_reduce_state *)k->state;
+    const st_operand *x = &k->in[0], *a = &k->in[1], *y = &k->out[0];
+    int64_t total = st_operand_numel(x);
+    if (total == 0) return ST_OK;
+    cumsum_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), s->axis, a->dtype, a->data, s->exclusive,
+                                                                           s->reverse, y->data, x->data, total);
+    return ST_OK;
+}
+
+/* Order of values for TopK: NaN above every number (numpy's sort). */
+__device__ __forceinline__ int key_cmp(float a, float b)
+{
+    bool an = isnan(a), bn = isnan(b);
+    return an ? (bn ? 0 : 1) : bn ? -1 : (a > b) - (a < b);
+}
+
+__device__ __forceinline__ int ix_cmp(const ix_td &xd, const void *x, int64_t oa, int64_t ob)
+{
+    if (ix_isf(xd.dt)) return key_cmp(st_ldf(xd.dt, x, oa), st_ldf(xd.dt, x, ob));
+    int64_t a = st_ldi(xd.dt, x, oa), b = st_ldi(xd.dt, x, ob);
+    if (xd.dt == ST_U64) return ((uint64_t)a > (uint64_t)b) - ((uint64_t)a < (uint64_t)b);
+    return (a > b) - (a < b);
+}
+
+/* One thread per line; output j is the best element after output j - 1
+ * in the total order (value, then lower index): O(k n), no scratch. */
+__global__ void topk_kernel(ix_td vd, ix_td id, ix_td xd, int axis, bool largest, char *v, void *ix, const char *x, int64_t lines)
+{
+    int64_t n = xd.n[axis], k = vd.n[axis];
+    int es = (int)ix_es(xd.dt);
+    GRID_LOOP(line, lines)
+    {
+        int64_t ox, ov, oi, dummy;
+        ix_line(xd, vd, axis, line, &ox, &ov);
+        ix_line(xd, id, axis, line, &dummy, &oi);
+        int64_t xs = xd.s[axis], prev = -1;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t best = -1;
+            for (int64_t i = 0; i < n; i++) {
+                if (prev >= 0) {
+                    int c = ix_cmp(xd, x, ox + i * xs, ox + prev * xs);
+                    if (!largest) c = -c;
+                    if (!(c < 0 || (c == 0 && i > prev))) continue;
+                }
+                if (best >= 0) {
+                    int c = ix_cmp(xd, x, ox + i * xs, ox + best * xs);
+                    if (!largest) c = -c;
+                    if (c <= 0) continue;
+                }
+                best = i;
+            }
+            prev = best;
+            ix_mv(v, ov + j * vd.s[axis], x, ox + best * xs, es);
+            st_sti(id.dt, ix, oi + j * id.s[axis], best);
+        }
+    }
+}
+
+static st_status cuda_topk(const st_kctx *k)
+{
+    const st_reduce_state *s = (const st_reduce_state *)k->state;
+    const st_operand *x = &k->in[0], *v = &k->out[0], *ix = &k->out[1];
+    if (!v->data || !ix->data) return st_error(ST_ERR_INTERNAL, "node '%s' (TopK): an output is missing", k->node->name);
+    int64_t n = x->sizes[s->axis];
+    if (v->sizes[s->axis] == 0 || n == 0) return ST_OK;
+    int64_t lines = st_operand_numel(x) / n;
+    topk_kernel<<<st_blocks(lines, THREADS), THREADS, 0, st_stream(k)>>>(td_of(v), td_of(ix), td_of(x), s->axis, s->largest, (char *)v->data,
+                                                                         ix->data, (const char *)x->data, lines);
+    return ST_OK;
+}
+
+/* ---- NonZero: fills the [rank, count] output planned from the data ---- */
+
+/* One thread walks x in row-major order (the order the indices come in)
+ * and stops at the planned count (index.cl's st_nonzero). */
+__global__ void nonzero_kernel(ix_td yd, ix_td xd, void *y, const void *x, int64_t total)
+{
+    if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
+    int64_t found = 0, cap = yd.n[1];
+    for (int64_t i = 0; i < total && found < cap; i++) {
+        int64_t c[ST_MAX_RANK], o = 0;
+        ix_coords(xd, i, c);
+        for (int d = 0; d < xd.rank; d++) o += c[d] * xd.s[d];
+        bool nz = ix_isf(xd.dt) ? st_ldf(xd.dt, x, o) != 0.0f : st_ldi(xd.dt, x, o) != 0;
+        if (!nz) continue;
+        for (int d = 0; d < xd.rank; d++) st_sti(yd.dt, y, d * yd.s[0] + found * yd.s[1], c[d]);
+        found++;
+    }
+}
+
+static st_status cuda_nonzero(const st_kctx *k)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    nonzero_kernel<<<1, 1, 0, st_stream(k)>>>(td_of(y), td_of(x), y->data, x->data, st_operand_numel(x));
+    return ST_OK;
+}
+
+/* ---- Einsum: one thread per output element sums the product of the
+ * inputs over every value of the labels the output lacks (f32), as
+ * index.cl's st_einsum ---- */
+
+#define EIN_IN 4
+#define EIN_SUM 12
+struct ein_p {
+    int n_in, out_rank, n_sum;
+    int64_t out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
+    int64_t sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
+    const void *x[EIN_IN];
+    st_dtype dt[EIN_IN], ydt;
+};
+
+__global__ void einsum_kernel(ein_p p, void *y, int64_t total)
+{
+    int64_t inner = 1;
+    for (int j = 0; j < p.n_sum; j++) inner *= p.sum_n[j];
+    GRID_LOOP(i, total)
+    {
+        int64_t base[EIN_IN] = {0, 0, 0, 0}, oy = 0, r = i;
+        for (int d = p.out_rank - 1; d >= 0; d--) {
+            int64_t c = r % p.out_n[d];
+            r /= p.out_n[d];
+            oy += c * p.out_ys[d];
+            for (int k = 0; k < EIN_IN; k++) base[k] += c * p.out_s[d][k];
+        }
+        float acc = 0.0f;
+        for (int64_t s = 0; s < inner; s++) {
+            int64_t o[EIN_IN], rr = s;
+            for (int k = 0; k < EIN_IN; k++) o[k] = base[k];
+            for (int j = p.n_sum - 1; j >= 0; j--) {
+                int64_t c = rr % p.sum_n[j];
+                rr /= p.sum_n[j];
+                for (int k = 0; k < EIN_IN; k++) o[k] += c * p.sum_s[j][k];
+            }
+            float v = 1.0f;
+            for (int k = 0; k < p.n_in; k++) v *= st_ldf(p.dt[k], p.x[k], o[k]);
+            acc += v;
+        }
+        st_stf(p.ydt, y, oy, acc);
+    }
+}
+
+/* Per input and label, the stride the label steps the input by (a
+ * repeated label's strides add, a broadcast dim's is 0); the labels the
+ * output lacks.  Returns their count. */
+static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
+{
+    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
+    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
+        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
+        for (int d = 0; d < s->rank[i]; d++) {
+            int l = s->label[i][d];
+            used[l] = true;
+            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
+        }
+    }
+    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
+    int n = 0;
+    for (int l = 0; l < ST_EIN_LABELS; l++)
+        if (used[l] && !out[l]) {
+            if (n < EIN_SUM) sum[n] = l;
+            n++;
+        }
+    return n;
+}
+
+static st_status cuda_einsum(const st_kctx *k)
+{
+    const st_einsum_state *s = (const st_einsum_state *)k->state;
+    const st_operand *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    ein_p p;
+    memset(&p, 0, sizeof p);
+    p.n_in = k->n_in;
+    p.n_sum = ein_strides(s, k->views, ls, sum);
+    p.out_rank = s->out_rank;
+    for (int d = 0; d < s->out_rank; d++) {
+        p.out_n[d] = y->sizes[d];
+        p.out_ys[d] = y->strides[d];
+        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][s->out_label[d]];
+    }
+    for (int j = 0; j < p.n_sum; j++) {
+        p.sum_n[j] = s->size[sum[j]];
+        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
+    }
+    for (int i = 0; i < k->n_in; i++) {
+        p.x[i] = k->in[i].data;
+        p.dt[i] = k->in[i].dtype;
+    }
+    p.ydt = y->dtype;
+    einsum_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, y->data, total);
+    return ST_OK;
+}
+
+/* ---- ScatterElements, GatherND, Trilu, EyeLike, ConstantOfShape
+ * (index.cl's st_scatter_elements, st_gather_nd, st_trilu, st_fill_diag) ---- */
+
+/* One thread per line of the indices along the axis, its updates in
+ * index order: duplicates (which meet only within a line) resolve as on
+ * the CPU. */
+__global__ void scatter_elements_kernel(ix_td yd, ix_td id, ix_td ud, int axis, int red, char *y, const void *ix, const char *u,
+                                        int64_t lines, int *err, int cmd)
+{
+    int64_t n = id.n[axis], dim = yd.n[axis];
+    int es = ix_es(yd.dt);
+    GRID_LOOP(line, lines)
+    {
+        int64_t oi = 0, ou = 0, oy = 0, r = line;
+        for (int d = id.rank - 1; d >= 0; d--) {
+            if (d == axis) continue;
+            int64_t c = r % id.n[d];
+            r /= id.n[d];
+            oi += c * id.s[d];
+            ou += c * ud.s[d];
+            oy += c * yd.s[d];
+        }
+        for (int64_t j = 0; j < n; j++) {
+            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[axis]);
+            if (v < 0) v += dim;
+            if (v < 0 || v >= dim) {
+                atomicCAS(err, 0, cmd + 1);
+                continue;
+            }
+            int64_t o = oy + v * yd.s[axis], oj = ou + j * ud.s[axis];
+            if (red == ST_RED_NONE) {
+                ix_mv(y, o, u, oj, es);
+            } else if (ix_isf(yd.dt)) {
+                float a = st_ldf(yd.dt, y, o), b = st_ldf(ud.dt, u, oj);
+                st_stf(yd.dt, y, o, red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a));
+            } else {
+                int64_t a = st_ldi(yd.dt, y, o), b = st_ldi(ud.dt, u, oj);
+                int64_t w = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
+                          : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                          : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
+                st_sti(yd.dt, y, o, w);
+            }
+        }
+    }
+}
+
+static st_status cuda_scatter_elements(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
+    if (st_operand_numel(y) == 0) return ST_OK;
+    ST_TRY(copy_as(k, y->rank, y->sizes, y->strides, x->strides));
+    int64_t n = ix->sizes[s->axis];
+    if (n == 0 || st_operand_numel(ix) == 0) return ST_OK;
+    int64_t lines = st_operand_numel(ix) / n;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    scatter_elements_kernel<<<st_blocks(lines, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(ix), td_of(u), s->axis, s->reduction,
+                                                                                     (char *)y->data, ix->data, (const char *)u->data,
+                                                                                     lines, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+/* y = [index tuples (q - 1 dims), slice of x past b + m dims]; the first
+ * b (batch) dims are shared. */
+__global__ void gather_nd_kernel(ix_td yd, ix_td xd, ix_td id, int b, char *y, const char *x, const void *ix, int64_t total, int *err,
+                                 int cmd)
+{
+    int q = id.rank, m = (int)id.n[q - 1], es = ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK];
+        ix_coords(yd, i, c);
+        int64_t oy = 0, oi = 0, ox = 0;
+        for (int d = 0; d < yd.rank; d++) oy += c[d] * yd.s[d];
+        for (int d = 0; d < q - 1; d++) oi += c[d] * id.s[d];
+        for (int d = 0; d < b; d++) ox += c[d] * xd.s[d];
+        bool ok = true;
+        for (int j = 0; j < m; j++) {
+            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[q - 1]), dim = xd.n[b + j];
+            if (v < 0) v += dim;
+            ok &= v >= 0 && v < dim;
+            ox += v * xd.s[b + j];
+        }
+        if (!ok) {
+            atomicCAS(err, 0, cmd + 1);
+            continue;
+        }
+        for (int e = 0; q - 1 + e < yd.rank; e++) ox += c[q - 1 + e] * xd.s[b + m + e];
+        ix_mv(y, oy, x, ox, es);
+    }
+}
+
+static st_status cuda_gather_nd(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    gather_nd_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), td_of(ix), (int)s->n, (char *)y->data,
+                                                                              (const char *)x->data, ix->data, total, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+__global__ void trilu_kernel(ix_td yd, ix_td xd, st_dtype kt, const void *kp, bool upper, char *y, const char *x, int64_t total)
+{
+    int es = ix_es(yd.dt);
+    int64_t kk = kp ? st_ldi(kt, kp, 0) : 0;
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK], oy = 0, ox = 0;
+        ix_coords(yd, i, c);
+        for (int d = 0; d < yd.rank; d++) {
+            oy += c[d] * yd.s[d];
+            ox += c[d] * xd.s[d];
+        }
+        int64_t diff = c[yd.rank - 1] - c[yd.rank - 2];
+        if (upper ? diff >= kk : diff <= kk) {
+            ix_mv(y, oy, x, ox, es);
+        } else {
+            uint64_t zero = 0;
+            ix_mv(y, oy, (const char *)&zero, 0, es);
+        }
+    }
+}
+
+static st_status cuda_trilu(const st_kctx *k)
+{
+    const st_index_state *s = (const st_index_state *)k->state;
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    const st_operand *kv = k->n_in > 1 && k->in[1].data ? &k->in[1] : NULL;
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    trilu_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), kv ? kv->dtype : ST_I64, kv ? kv->data : NULL,
+                                                                          s->flag, (char *)y->data, (const char *)x->data, total);
+    return ST_OK;
+}
+
+/* EyeLike (diag_only: the value on diagonal k, 0 elsewhere) and
+ * ConstantOfShape (the value everywhere); bits: the value in y's dtype. */
+__global__ void fill_diag_kernel(ix_td yd, int64_t kk, bool diag_only, uint64_t bits, char *y, int64_t total)
+{
+    int es = ix_es(yd.dt);
+    GRID_LOOP(i, total)
+    {
+        int64_t c[ST_MAX_RANK], oy = 0;
+        ix_coords(yd, i, c);
+        for (int d = 0; d < yd.rank; d++) oy += c[d] * yd.s[d];
+        uint64_t e = !diag_only || c[1] - c[0] == kk ? bits : 0;
+        ix_mv(y, oy, (const char *)&e, 0, es);
+    }
+}
+
+static st_status fill(const st_kctx *k, int64_t kk, bool diag_only, const unsigned char *val)
+{
+    const st_operand *y = &k->out[0];
+    int64_t total = st_operand_numel(y);
+    if (total == 0) return ST_OK;
+    uint64_t bits = 0;
+    memcpy(&bits, val, st_dtype_size(y->dtype));
+    fill_diag_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), kk, diag_only, bits, (char *)y->data, total);
+    return ST_OK;
+}
+
+static st_status cuda_eye_like(const st_kctx *k)
+{
+    unsigned char one[16] = {0};
+    st_store_f64(k->out[0].dtype, one, 1.0);
+    return fill(k, ((const st_index_state *)k->state)->k, true, one);
+}
+
+static st_status cuda_constant_of_shape(const st_kctx *k)
+{
+    const st_const_state *s = (const st_const_state *)k->state;
+    unsigned char v[16] = {0};
+    if (s->dtype == k->out[0].dtype) memcpy(v, s->value, st_dtype_size(s->dtype));
+    else st_convert(k->out[0].dtype, v, s->dtype, s->value, 1);
+    return fill(k, 0, false, v);
+}
+
+/* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+/* Any dtype of 1 to 8 bytes but float64 (strings live on the host). */
+static bool bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        const st_view *v = &n->views[i];
+        if (v->rank < 0) continue;
+        if (v->dtype == ST_STRING || st_dtype_size(v->dtype) > 8 || st_dtype_size(v->dtype) == 0)
+            return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(v->dtype));
+    }
+    return st_cuda_accepts_no_f64(n, why, len);
+}
+
+static bool same_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].dtype != n->views[n->n_in].dtype)
+        return st_kernel_refuse(why, len, "%s from %s to %s", n->op->name, st_dtype_name(n->views[0].dtype),
+                                st_dtype_name(n->views[n->n_in].dtype));
+    return bytes_accepts(n, why, len);
+}
+
+static bool pad_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_pad_state *s = (const st_pad_state *)n->state;
+    if (pad_value_given(s, n->n_in, n->views) && n->views[2].dtype != n->views[n->n_in].dtype)
+        return st_kernel_refuse(why, len, "Pad with a constant of another dtype");
+    return same_accepts(n, why, len);
+}
+
+static bool d2s_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank != 4) return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
+    return same_accepts(n, why, len);
+}
+
+static bool scatter_nd_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "ScatterND updates of another dtype");
+    return same_accepts(n, why, len);
+}
+
+static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[n->n_in].dtype) return st_kernel_refuse(why, len, "OneHot values of another dtype");
+    return bytes_accepts(n, why, len);
+}
+
+static bool einsum_accepts(const st_knode *n, char *why, size_t len)
+{
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (CUDA takes up to %d)", n->n_in, EIN_IN);
+    int ns = ein_strides((const st_einsum_state *)n->state, NULL, ls, sum);
+    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (CUDA takes up to %d)", ns, EIN_SUM);
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        st_dtype t = n->views[i].dtype;
+        if (t != ST_F32 && t != ST_F16 && t != ST_BF16) return st_kernel_refuse(why, len, "Einsum of %s data", st_dtype_name(t));
+    }
+    return true;
+}
+
+static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
+    return bytes_accepts(n, why, len);
+}
+
+static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
+    return same_accepts(n, why, len);
+}
+
+static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_view *y = &n->views[n->n_in];
+    if (y->dtype == ST_STRING || y->dtype == ST_F64 || st_dtype_size(y->dtype) > 8 || st_dtype_size(y->dtype) == 0)
+        return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(y->dtype));
+    return true;
+}
+
+extern "C" const st_kernel st_cuda_k_index[] = {
+    {"ScatterElements", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"Scatter", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"GatherND", "", ST_CUDA_DT, cuda_gather_nd, same_accepts, NULL, NULL},
+    {"Trilu", "", ST_CUDA_DT, cuda_trilu, same_accepts, NULL, NULL},
+    {"EyeLike", "", ST_CUDA_DT, cuda_eye_like, out_bytes_accepts, NULL, NULL},
+    {"ConstantOfShape", "", ST_CUDA_DT, cuda_constant_of_shape, out_bytes_accepts, NULL, NULL},
+    {"NonZero", "", ST_CUDA_DT, cuda_nonzero, nonzero_accepts, NULL, NULL},
+    {"Einsum", "", ST_DT_FLOATS, cuda_einsum, einsum_accepts, NULL, NULL},
+    {"Pad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
+    {"CenterCropPad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
+    {"Expand", "", ST_CUDA_DT, cuda_expand, same_accepts, NULL, NULL},
+    {"Tile", "", ST_CUDA_DT, cuda_tile, same_accepts, NULL, NULL},
+    {"DepthToSpace", "", ST_CUDA_DT, cuda_depth_to_space, d2s_accepts, NULL, NULL},
+    {"SpaceToDepth", "", ST_CUDA_DT, cuda_space_to_depth, d2s_accepts, NULL, NULL},
+    {"GatherElements", "", ST_CUDA_DT, cuda_gather_elements, same_accepts, NULL, NULL},
+    {"ScatterND", "", ST_CUDA_DT, cuda_scatter_nd, scatter_nd_accepts, NULL, NULL},
+    {"OneHot", "", ST_CUDA_DT, cuda_one_hot, one_hot_accepts, NULL, NULL},
+    {"Range", "", ST_CUDA_DT, cuda_range, bytes_accepts, NULL, NULL},
+    {"CumSum", "", ST_CUDA_DT, cuda_cumsum, same_accepts, NULL, NULL},
+    {"TopK", "", ST_CUDA_DT, cuda_topk, bytes_accepts, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL}
+};

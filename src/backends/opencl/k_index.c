@@ -1,0 +1,534 @@
+/*
+ * k_index.c — host side of the index family on OpenCL (index.cl): Gather,
+ * GatherElements, ScatterND, OneHot, Range, CumSum, ArgMax/ArgMin, TopK,
+ * and the ops that are one strided copy described to copy.cl (Expand: a
+ * broadcast read; Tile: each dim as [repeat, dim] with stride 0 on the
+ * repeat; DepthToSpace/SpaceToDepth: a 6-d permutation), the same
+ * re-descriptions the CPU uses (backends/cpu/k_index_copy.c).  Before
+ * these, a model's Gather or Expand sent its tensor to the host and back
+ * (the Silero VADs' decoder Gather did on every step).
+ */
+#include <string.h>
+
+#include "backends/opencl/cl_internal.h"
+#include "core/status.h"
+#include "ops/index.h"
+#include "ops/ops.h"
+#include "ops/reduce.h"
+
+/* One work-item per element of n (1-D grid, rounded up by st_cl_run). */
+static st_status run1(st_cl_ctx *c, st_clk id, int n_args, const st_cl_arg *args, int64_t n)
+{
+    if (n <= 0) return ST_OK;
+    cl_kernel kern;
+    ST_TRY(st_cl_kernel(c, id, &kern));
+    ST_TRY(st_cl_set_args(kern, id, n_args, args));
+    size_t global = (size_t)n;
+    return st_cl_run(c, kern, id, 1, &global, NULL, true);
+}
+
+/* ---- the copies: Expand, Tile, DepthToSpace, SpaceToDepth ---- */
+
+static st_status cl_expand(const st_kctx *k)
+{
+    st_cl_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    st_cl_td xt;
+    ST_TRY(st_cl_td_broadcast(x, y, &xt));
+    return st_cl_copy_view(c, y, x, &xt, true);
+}
+
+/* y re-described with sizes sz and strides ys (same storage and offset),
+ * x's descriptor with the same sizes and strides xs: one copy. */
+static st_status copy_as(st_cl_ctx *c, const st_view *y, const st_view *x, int rank, const int64_t *sz, const int64_t *ys,
+                         const int64_t *xs)
+{
+    st_view yv = *y;
+    yv.rank = rank;
+    for (int d = 0; d < rank; d++) {
+        yv.sizes[d] = sz[d];
+        yv.strides[d] = ys[d];
+    }
+    st_cl_td xt;
+    ST_TRY(st_cl_td_of(x, &xt));
+    xt.rank = rank;
+    for (int d = 0; d < ST_MAX_RANK; d++) {
+        xt.n[d] = d < rank ? sz[d] : 1;
+        xt.s[d] = d < rank ? xs[d] : 0;
+    }
+    return st_cl_copy_view(c, &yv, x, &xt, true);
+}
+
+static st_status cl_tile(const st_kctx *k)
+{
+    st_cl_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    int64_t sz[ST_MAX_RANK], a[ST_MAX_RANK], b[ST_MAX_RANK];
+    int n = 0;
+    for (int d = 0; d < x->rank; d++) {
+        sz[n] = y->sizes[d] / x->sizes[d];
+        a[n] = x->sizes[d] * y->strides[d];
+        b[n++] = 0;
+        sz[n] = x->sizes[d];
+        a[n] = y->strides[d];
+        b[n++] = x->strides[d];
+    }
+    if (n == 0) return st_cl_copy_view(c, y, x, NULL, true);
+    return copy_as(c, y, x, n, sz, a, b);
+}
+
+static st_status cl_depth_to_space(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    int64_t b = s->n, ch = y->sizes[1], xc = x->strides[1];
+    int64_t sz[6] = {y->sizes[0], ch, x->sizes[2], b, x->sizes[3], b};
+    int64_t ys[6] = {y->strides[0], y->strides[1], y->strides[2] * b, y->strides[2], y->strides[3] * b, y->strides[3]};
+    int64_t xs[6] = {x->strides[0], xc, x->strides[2], b * ch * xc, x->strides[3], ch * xc};
+    if (s->flag) { /* CRD */
+        xs[1] = b * b * xc;
+        xs[3] = b * xc;
+        xs[5] = xc;
+    }
+    return copy_as(k->dev, y, x, 6, sz, ys, xs);
+}
+
+static st_status cl_space_to_depth(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    int64_t b = s->n, ch = x->sizes[1], yc = y->strides[1];
+    /* written from y's side: x as [N, C, H, b1, W, b2] */
+    int64_t sz[6] = {x->sizes[0], ch, y->sizes[2], b, y->sizes[3], b};
+    int64_t xs[6] = {x->strides[0], x->strides[1], x->strides[2] * b, x->strides[2], x->strides[3] * b, x->strides[3]};
+    int64_t ys[6] = {y->strides[0], yc, y->strides[2], b * ch * yc, y->strides[3], ch * yc};
+    return copy_as(k->dev, y, x, 6, sz, ys, xs);
+}
+
+/* ---- gathers, scatters ---- */
+
+static st_status cl_gather(const st_kctx *k)
+{
+    const st_gather_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
+    st_cl_td yd, xd, id;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
+    cl_long axis = s->axis;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(axis)};
+    return run1(k->dev, ST_CLK_gather, 7, args, st_view_numel(y));
+}
+
+static st_status cl_gather_elements(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
+    st_cl_td yd, xd, id;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
+    cl_long axis = s->axis;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(axis)};
+    return run1(k->dev, ST_CLK_gather_elements, 7, args, st_view_numel(y));
+}
+
+static st_status cl_scatter_nd(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *u = &k->views[2], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    ST_TRY(st_cl_copy_view(k->dev, y, x, NULL, true));
+    int64_t m = ix->sizes[ix->rank - 1], slice = 1;
+    for (int d = (int)m; d < y->rank; d++) slice *= y->sizes[d];
+    if (st_view_numel(u) == 0) return ST_OK;
+    st_cl_td yd, id, ud;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    ST_TRY(st_cl_td_of(u, &ud));
+    cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), um = st_cl_mem(u);
+    cl_long red = s->reduction;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(um), ST_CLA(ud), ST_CLA(red)};
+    return run1(k->dev, ST_CLK_scatter_nd, 7, args, slice);
+}
+
+static st_status cl_one_hot(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *ix = &k->views[0], *v = &k->views[2], *y = &k->views[k->n_in];
+    st_cl_td yd, id, vd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    ST_TRY(st_cl_td_of(v, &vd));
+    cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), vm = st_cl_mem(v);
+    cl_long axis = s->axis, neg = s->flag;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(vm), ST_CLA(vd), ST_CLA(axis), ST_CLA(neg)};
+    return run1(k->dev, ST_CLK_one_hot, 8, args, st_view_numel(y));
+}
+
+static st_status cl_range(const st_kctx *k)
+{
+    const st_view *a = &k->views[0], *dl = &k->views[2], *y = &k->views[k->n_in];
+    st_cl_td yd, ad, dd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(a, &ad));
+    ST_TRY(st_cl_td_of(dl, &dd));
+    cl_mem ym = st_cl_mem(y), am = st_cl_mem(a), dm = st_cl_mem(dl);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(am), ST_CLA(ad), ST_CLA(dm), ST_CLA(dd)};
+    return run1(k->dev, ST_CLK_range, 6, args, st_view_numel(y));
+}
+
+/* ---- along an axis: CumSum, ArgMax/ArgMin, TopK ---- */
+
+/* Lines of x along axis (all other dims), 0 for an empty x. */
+static int64_t lines(const st_view *x, int axis)
+{
+    int64_t n = x->sizes[axis];
+    return n ? st_view_numel(x) / n : 0;
+}
+
+static st_status cl_cumsum(const st_kctx *k)
+{
+    const st_reduce_state *s = k->state;
+    const st_view *x = &k->views[0], *a = &k->views[1], *y = &k->views[k->n_in];
+    int64_t n = st_view_numel(x);
+    if (n == 0) return ST_OK;
+    st_cl_td yd, xd, ad;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(a, &ad));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), am = st_cl_mem(a);
+    cl_long axis = s->axis, ex = s->exclusive, rev = s->reverse;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(am), ST_CLA(ad), ST_CLA(axis), ST_CLA(ex), ST_CLA(rev)};
+    /* the axis may be known only on the device: enough work-items for any
+     * (the kernel drops the ones past its line count) */
+    return run1(k->dev, ST_CLK_cumsum, 9, args, n);
+}
+
+/* y's descriptor over x's rank: the reduced axis of size 1, its strides
+ * on the other dims (keepdims=0 drops the axis from y). */
+static st_status over_x(const st_view *y, const st_view *x, int axis, st_cl_td *td)
+{
+    ST_TRY(st_cl_td_of(y, td));
+    td->rank = x->rank;
+    for (int d = 0, e = 0; d < x->rank; d++) {
+        if (d == axis) {
+            td->n[d] = 1;
+            td->s[d] = 0;
+            if (y->rank == x->rank) e++;
+            continue;
+        }
+        td->n[d] = x->sizes[d];
+        td->s[d] = y->strides[e++];
+    }
+    return ST_OK;
+}
+
+static st_status cl_argminmax(const st_kctx *k)
+{
+    const st_reduce_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (x->sizes[s->axis] == 0) return ST_OK;
+    st_cl_td yd, xd;
+    ST_TRY(over_x(y, x, s->axis, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x);
+    cl_long axis = s->axis, is_max = s->kind == ST_R_MAX, last = s->select_last;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(axis), ST_CLA(is_max), ST_CLA(last)};
+    return run1(k->dev, ST_CLK_argminmax, 7, args, lines(x, s->axis));
+}
+
+static st_status cl_topk(const st_kctx *k)
+{
+    const st_reduce_state *s = k->state;
+    const st_view *x = &k->views[0], *v = &k->views[k->n_in], *ix = &k->views[k->n_in + 1];
+    if (!v->storage || !ix->storage) return st_error(ST_ERR_INTERNAL, "node '%s' (TopK): an output is missing", k->node->name);
+    if (v->sizes[s->axis] == 0) return ST_OK;
+    st_cl_td vd, id, xd;
+    ST_TRY(st_cl_td_of(v, &vd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    ST_TRY(st_cl_td_of(x, &xd));
+    cl_mem vm = st_cl_mem(v), im = st_cl_mem(ix), xm = st_cl_mem(x);
+    cl_long axis = s->axis, largest = s->largest;
+    st_cl_arg args[] = {ST_CLA(vm), ST_CLA(vd), ST_CLA(im), ST_CLA(id), ST_CLA(xm), ST_CLA(xd), ST_CLA(axis), ST_CLA(largest)};
+    return run1(k->dev, ST_CLK_topk, 8, args, lines(x, s->axis));
+}
+
+/* ---- NonZero, Einsum ---- */
+
+static st_status cl_nonzero(const st_kctx *k)
+{
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    st_cl_td yd, xd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd)};
+    return run1(k->dev, ST_CLK_nonzero, 4, args, 1);
+}
+
+#define EIN_IN 4
+#define EIN_SUM 12
+/* Same layout as st_ein_p in index.cl. */
+typedef struct st_cl_ein_p {
+    cl_long n_in, out_rank, n_sum;
+    cl_long out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
+    cl_long sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
+    cl_long off[EIN_IN], dt[EIN_IN];
+    cl_long yoff, ydt;
+} st_cl_ein_p;
+
+/* Per input and label, the stride the label steps the input by (a
+ * repeated label's strides add, a broadcast dim's is 0); the labels the
+ * output lacks, in order.  Returns their count. */
+static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
+{
+    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
+    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
+        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
+        for (int d = 0; d < s->rank[i]; d++) {
+            int l = s->label[i][d];
+            used[l] = true;
+            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
+        }
+    }
+    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
+    int n = 0;
+    for (int l = 0; l < ST_EIN_LABELS; l++)
+        if (used[l] && !out[l]) {
+            if (n < EIN_SUM) sum[n] = l;
+            n++;
+        }
+    return n;
+}
+
+static st_status cl_einsum(const st_kctx *k)
+{
+    const st_einsum_state *s = k->state;
+    const st_view *y = &k->views[k->n_in];
+    int64_t total = st_view_numel(y);
+    if (total == 0) return ST_OK;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    st_cl_ein_p p;
+    memset(&p, 0, sizeof p);
+    p.n_in = k->n_in;
+    p.n_sum = ein_strides(s, k->views, ls, sum);
+    p.out_rank = s->out_rank;
+    for (int d = 0; d < s->out_rank; d++) {
+        int l = s->out_label[d];
+        p.out_n[d] = y->sizes[d];
+        p.out_ys[d] = y->strides[d];
+        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][l];
+    }
+    for (int j = 0; j < p.n_sum; j++) {
+        p.sum_n[j] = s->size[sum[j]];
+        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
+    }
+    cl_mem m[EIN_IN];
+    for (int i = 0; i < EIN_IN; i++) {
+        const st_view *v = &k->views[i < k->n_in ? i : 0];
+        p.off[i] = v->offset / (int64_t)st_dtype_size(v->dtype);
+        p.dt[i] = v->dtype;
+        m[i] = st_cl_mem(v);
+    }
+    p.yoff = y->offset / (int64_t)st_dtype_size(y->dtype);
+    p.ydt = y->dtype;
+    cl_mem ym = st_cl_mem(y);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(m[0]), ST_CLA(m[1]), ST_CLA(m[2]), ST_CLA(m[3]), {sizeof p, &p}};
+    return run1(k->dev, ST_CLK_einsum, 6, args, total);
+}
+
+/* ---- ScatterElements, GatherND, Trilu, EyeLike, ConstantOfShape ---- */
+
+static st_status cl_scatter_elements(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *u = &k->views[2], *y = &k->views[k->n_in];
+    if (st_view_numel(y) == 0) return ST_OK;
+    ST_TRY(st_cl_copy_view(k->dev, y, x, NULL, true));
+    st_cl_td yd, id, ud;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    ST_TRY(st_cl_td_of(u, &ud));
+    cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), um = st_cl_mem(u);
+    cl_long axis = s->axis, red = s->reduction;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(um), ST_CLA(ud), ST_CLA(axis), ST_CLA(red)};
+    return run1(k->dev, ST_CLK_scatter_elements, 8, args, lines(ix, s->axis));
+}
+
+static st_status cl_gather_nd(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
+    st_cl_td yd, xd, id;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(ix, &id));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
+    cl_long b = s->n;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(b)};
+    return run1(k->dev, ST_CLK_gather_nd, 7, args, st_view_numel(y));
+}
+
+static st_status cl_trilu(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    const st_view *kv = k->n_in > 1 && k->views[1].rank >= 0 && k->views[1].storage ? &k->views[1] : x;
+    st_cl_td yd, xd, kd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    ST_TRY(st_cl_td_of(x, &xd));
+    ST_TRY(st_cl_td_of(kv, &kd));
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), km = st_cl_mem(kv);
+    cl_long has_k = kv != x, upper = s->flag;
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(km), ST_CLA(kd), ST_CLA(has_k), ST_CLA(upper)};
+    return run1(k->dev, ST_CLK_trilu, 8, args, st_view_numel(y));
+}
+
+static st_status fill(const st_kctx *k, cl_long diag_k, cl_long diag_only, const unsigned char *val)
+{
+    const st_view *y = &k->views[k->n_in];
+    st_cl_td yd;
+    ST_TRY(st_cl_td_of(y, &yd));
+    cl_ulong bits = 0;
+    memcpy(&bits, val, st_dtype_size(y->dtype));
+    cl_mem ym = st_cl_mem(y);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(diag_k), ST_CLA(diag_only), ST_CLA(bits)};
+    return run1(k->dev, ST_CLK_fill_diag, 5, args, st_view_numel(y));
+}
+
+static st_status cl_eye_like(const st_kctx *k)
+{
+    const st_index_state *s = k->state;
+    unsigned char one[16] = {0};
+    st_store_f64(k->views[k->n_in].dtype, one, 1.0);
+    return fill(k, s->k, 1, one);
+}
+
+static st_status cl_constant_of_shape(const st_kctx *k)
+{
+    const st_const_state *s = k->state;
+    unsigned char v[16] = {0};
+    if (s->dtype == k->views[k->n_in].dtype) memcpy(v, s->value, st_dtype_size(s->dtype));
+    else st_convert(k->views[k->n_in].dtype, v, s->dtype, s->value, 1);
+    return fill(k, 0, 0, v);
+}
+
+/* ---- the kernel table entries of this file (opencl/table.c) ---- */
+
+/* Any dtype of 1 to 8 bytes (strings live on the host). */
+static bool bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        const st_view *v = &n->views[i];
+        if (v->rank < 0) continue;
+        if (v->dtype == ST_STRING || st_dtype_size(v->dtype) > 8 || st_dtype_size(v->dtype) == 0)
+            return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(v->dtype));
+    }
+    return st_cl_accepts_fp64(n, why, len);
+}
+
+/* Same dtype in and out (the kernels move bytes). */
+static bool same_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].dtype != n->views[n->n_in].dtype)
+        return st_kernel_refuse(why, len, "%s from %s to %s", n->op->name, st_dtype_name(n->views[0].dtype),
+                                st_dtype_name(n->views[n->n_in].dtype));
+    return bytes_accepts(n, why, len);
+}
+
+static bool tile_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (2 * n->views[0].rank > ST_MAX_RANK) return st_kernel_refuse(why, len, "Tile of rank %d", n->views[0].rank);
+    return same_accepts(n, why, len);
+}
+
+static bool d2s_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank != 4) return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
+    return same_accepts(n, why, len);
+}
+
+static bool gather_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->n_in < 2 || n->views[1].rank < 0) return st_kernel_refuse(why, len, "Gather without an index operand");
+    return same_accepts(n, why, len);
+}
+
+static bool scatter_nd_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype)
+        return st_kernel_refuse(why, len, "ScatterND of %s updates into %s", st_dtype_name(n->views[2].dtype),
+                                st_dtype_name(n->views[0].dtype));
+    return same_accepts(n, why, len);
+}
+
+static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[n->n_in].dtype) return st_kernel_refuse(why, len, "OneHot values of another dtype");
+    return bytes_accepts(n, why, len);
+}
+
+static bool einsum_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_einsum_state *s = n->state;
+    int64_t ls[EIN_IN][ST_EIN_LABELS];
+    int sum[EIN_SUM];
+    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (OpenCL takes up to %d)", n->n_in, EIN_IN);
+    int ns = ein_strides(s, NULL, ls, sum);
+    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (OpenCL takes up to %d)", ns, EIN_SUM);
+    return st_cl_accepts_f32_family(n, why, len);
+}
+
+static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
+    return bytes_accepts(n, why, len);
+}
+
+static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
+    return same_accepts(n, why, len);
+}
+
+static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_view *y = &n->views[n->n_in];
+    if (y->dtype == ST_STRING || st_dtype_size(y->dtype) > 8 || st_dtype_size(y->dtype) == 0)
+        return st_kernel_refuse(why, len, "%s of %s data", n->op->name, st_dtype_name(y->dtype));
+    return st_cl_accepts_fp64(n, why, len);
+}
+
+const st_kernel st_cl_k_index[] = {
+    {"ScatterElements", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"Scatter", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
+    {"GatherND", "", ST_DT_ALL, cl_gather_nd, same_accepts, NULL, NULL},
+    {"Trilu", "", ST_DT_ALL, cl_trilu, same_accepts, NULL, NULL},
+    {"EyeLike", "", ST_DT_ALL, cl_eye_like, out_bytes_accepts, NULL, NULL},
+    {"ConstantOfShape", "", ST_DT_ALL, cl_constant_of_shape, out_bytes_accepts, NULL, NULL},
+    {"NonZero", "", ST_DT_ALL, cl_nonzero, nonzero_accepts, NULL, NULL},
+    {"Einsum", "", ST_DT_FLOATS, cl_einsum, einsum_accepts, NULL, NULL},
+    {"Expand", "", ST_DT_ALL, cl_expand, same_accepts, NULL, NULL},
+    {"Tile", "", ST_DT_ALL, cl_tile, tile_accepts, NULL, NULL},
+    {"DepthToSpace", "", ST_DT_ALL, cl_depth_to_space, d2s_accepts, NULL, NULL},
+    {"SpaceToDepth", "", ST_DT_ALL, cl_space_to_depth, d2s_accepts, NULL, NULL},
+    {"Gather", "", ST_DT_ALL, cl_gather, gather_accepts, NULL, NULL},
+    {"GatherElements", "", ST_DT_ALL, cl_gather_elements, same_accepts, NULL, NULL},
+    {"ScatterND", "", ST_DT_ALL, cl_scatter_nd, scatter_nd_accepts, NULL, NULL},
+    {"OneHot", "", ST_DT_ALL, cl_one_hot, one_hot_accepts, NULL, NULL},
+    {"Range", "", ST_DT_ALL, cl_range, bytes_accepts, NULL, NULL},
+    {"CumSum", "", ST_DT_ALL, cl_cumsum, same_accepts, NULL, NULL},
+    {"ArgMax", "", ST_DT_ALL, cl_argminmax, bytes_accepts, NULL, NULL},
+    {"ArgMin", "", ST_DT_ALL, cl_argminmax, bytes_accepts, NULL, NULL},
+    {"TopK", "", ST_DT_ALL, cl_topk, bytes_accepts, NULL, NULL},
+    {NULL}
+};

@@ -106,7 +106,8 @@ typedef enum st_dtype {
 typedef enum st_backend_kind {
     ST_BACKEND_CPU = 0,
     ST_BACKEND_CUDA = 1,
-    ST_BACKEND_OPENCL = 2
+    ST_BACKEND_OPENCL = 2,
+    ST_BACKEND_VULKAN = 3       /* since 0.3.0 */
 } st_backend_kind;
 
 /* How the hazard tracker decides that two commands conflict.  Only RANGES

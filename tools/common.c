@@ -138,7 +138,8 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             if (!strcmp(v, "cpu")) o->so.backend = ST_BACKEND_CPU;
             else if (!strcmp(v, "cuda")) o->so.backend = ST_BACKEND_CUDA;
             else if (!strcmp(v, "opencl")) o->so.backend = ST_BACKEND_OPENCL;
-            else return tool_fail("unknown backend '%s' (cpu, cuda or opencl)", v);
+            else if (!strcmp(v, "vulkan")) o->so.backend = ST_BACKEND_VULKAN;
+            else return tool_fail("unknown backend '%s' (cpu, cuda, opencl or vulkan)", v);
         } else if (!strcmp(a, "--threads")) {
             uint64_t n;
             NEED_VALUE();

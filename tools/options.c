@@ -72,7 +72,7 @@ static const tool_option OPTIONS[] = {
     {"--no-cls", NULL, NULL, "ocr", "skip the direction classifier", NULL},
     {"--quiet", "-q", NULL, "run", "no line per output, no notes on stderr", NULL},
     {"--quiet", "-q", NULL, "check inspect bench detect ocr", "no notes on stderr", NULL},
-    {"--backend", NULL, "cpu|cuda|opencl", SESSION, "the device", "cpu"},
+    {"--backend", NULL, "cpu|cuda|opencl|vulkan", SESSION, "the device", "cpu"},
     {"--backend", NULL, "opencl", "probe", "the backend with the experiment (the only one)", "opencl"},
     {"--device", NULL, "N", SESSION, "the GPU's ordinal", "0"},
     {"--no-fallback", NULL, NULL, SESSION,

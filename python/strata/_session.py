@@ -17,7 +17,7 @@ ST_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 
 ST_OF_NUMPY = {np.dtype(t): k for k, t in ST_DTYPES.items() if k != 16}
 ST_F32, ST_STRING, ST_BF16 = 1, 8, 16
 
-BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
+BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2, "vulkan": 3}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
 SCHEDULES = {"default": 0, "random": 1}
 HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}

@@ -29,6 +29,10 @@
 #include "backends/opencl/kernels.h"
 st_backend *st_opencl_backend(int device);
 #endif
+#ifdef ST_HAVE_VULKAN
+#include "backends/vulkan/kernels.h"
+st_backend *st_vulkan_backend(int device);
+#endif
 
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
 static const st_backend_module *cuda_module;
@@ -114,6 +118,13 @@ const st_kernel_table *st_backend_kernels(st_backend_kind kind)
         st_error(ST_ERR_UNSUPPORTED, "backend 'opencl' is not built into this strata");
         return NULL;
 #endif
+    case ST_BACKEND_VULKAN:
+#ifdef ST_HAVE_VULKAN
+        return &st_vk_kernel_table;
+#else
+        st_error(ST_ERR_UNSUPPORTED, "backend 'vulkan' is not built into this strata");
+        return NULL;
+#endif
     }
     st_error(ST_ERR_INVALID_ARG, "unknown backend %d", (int)kind);
     return NULL;
@@ -132,6 +143,13 @@ st_backend *st_backend_get(st_backend_kind kind, int device)
         return st_opencl_backend(device);
 #else
         st_error(ST_ERR_UNSUPPORTED, "backend 'opencl' is not built into this strata (configure with -DSTRATA_OPENCL=ON)");
+        return NULL;
+#endif
+    case ST_BACKEND_VULKAN:
+#ifdef ST_HAVE_VULKAN
+        return st_vulkan_backend(device);
+#else
+        st_error(ST_ERR_UNSUPPORTED, "backend 'vulkan' is not built into this strata (configure with -DSTRATA_VULKAN=ON)");
         return NULL;
 #endif
     }

@@ -122,7 +122,8 @@ static st_status check_options(const st_session_options *o)
 {
     const char *bad = NULL;
     long long v = 0;
-    if (o->backend != ST_BACKEND_CPU && o->backend != ST_BACKEND_CUDA && o->backend != ST_BACKEND_OPENCL)
+    if (o->backend != ST_BACKEND_CPU && o->backend != ST_BACKEND_CUDA && o->backend != ST_BACKEND_OPENCL &&
+        o->backend != ST_BACKEND_VULKAN)
         bad = "backend", v = o->backend;
     else if (o->threads < 0 || o->threads > ST_MAX_THREADS) bad = "threads", v = o->threads;
     else if (o->schedule != ST_SCHEDULE_DEFAULT && o->schedule != ST_SCHEDULE_RANDOM) bad = "schedule", v = o->schedule;

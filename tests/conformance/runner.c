@@ -417,7 +417,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--native") && v) o.native = argv[++i];
         else if (!strcmp(a, "--backend") && v) {
             i++;
-            o.so.backend = !strcmp(v, "cuda") ? ST_BACKEND_CUDA : !strcmp(v, "opencl") ? ST_BACKEND_OPENCL : ST_BACKEND_CPU;
+            o.so.backend = !strcmp(v, "cuda") ? ST_BACKEND_CUDA : !strcmp(v, "opencl") ? ST_BACKEND_OPENCL
+                           : !strcmp(v, "vulkan") ? ST_BACKEND_VULKAN : ST_BACKEND_CPU;
         } else if (!strcmp(a, "-v")) o.verbose = true;
         else {
             fprintf(stderr, "conformance: unknown option '%s'\n", a);

@@ -103,11 +103,14 @@ typedef enum st_dtype {
     ST_BF16 = 16
 } st_dtype;
 
+/* A backend is a number: its index in the library's registry of
+ * backends, which st_backend_count, st_backend_name and st_backend_find
+ * enumerate.  The three named here keep their numbers for good; a backend
+ * added later has the next number and is found by its name. */
 typedef enum st_backend_kind {
     ST_BACKEND_CPU = 0,
     ST_BACKEND_CUDA = 1,
-    ST_BACKEND_OPENCL = 2,
-    ST_BACKEND_VULKAN = 3       /* since 0.3.0 */
+    ST_BACKEND_OPENCL = 2
 } st_backend_kind;
 
 /* How the hazard tracker decides that two commands conflict.  Only RANGES
@@ -178,6 +181,21 @@ typedef struct st_value_info {
  * MAJOR * 10000 + MINOR * 100 + PATCH (compare with ST_VERSION_NUMBER). */
 const char *st_version(void);
 int st_version_number(void);
+
+/* ---- backends ---- */
+/* How many backends the registry holds (kinds 0 .. count-1), including
+ * those this build lacks or whose device is absent: a session on one of
+ * those fails at creation with a message that says why. */
+int st_backend_count(void);
+/* The name of backend kind ("cpu", "cuda", "opencl", ...), or NULL when
+ * kind is out of range. */
+const char *st_backend_name(st_backend_kind kind);
+/* The kind named name; ST_ERR_INVALID_ARG, naming the registered ones,
+ * when none is. */
+st_status st_backend_find(const char *name, st_backend_kind *out);
+/* 1 when backend kind is built into this library (or its module loads),
+ * else 0 (st_last_error says why).  Says nothing of its devices. */
+int st_backend_available(st_backend_kind kind);
 
 /* ---- errors ---- */
 const char *st_last_error(void);

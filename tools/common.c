@@ -135,11 +135,8 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             o->no_cls = true;
         } else if (!strcmp(a, "--backend")) {
             NEED_VALUE();
-            if (!strcmp(v, "cpu")) o->so.backend = ST_BACKEND_CPU;
-            else if (!strcmp(v, "cuda")) o->so.backend = ST_BACKEND_CUDA;
-            else if (!strcmp(v, "opencl")) o->so.backend = ST_BACKEND_OPENCL;
-            else if (!strcmp(v, "vulkan")) o->so.backend = ST_BACKEND_VULKAN;
-            else return tool_fail("unknown backend '%s' (cpu, cuda, opencl or vulkan)", v);
+            /* the registry's names (backends/registry.c) */
+            if (st_backend_find(v, &o->so.backend) != ST_OK) return tool_fail("%s", st_last_error());
         } else if (!strcmp(a, "--threads")) {
             uint64_t n;
             NEED_VALUE();

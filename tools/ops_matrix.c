@@ -55,18 +55,27 @@ static void dtype_list(uint32_t m, char *out, size_t cap)
 
 int tool_ops_matrix(bool json)
 {
-    static const st_backend_kind KINDS[] = {ST_BACKEND_CPU, ST_BACKEND_CUDA, ST_BACKEND_OPENCL};
-    static const char *NAMES[] = {"cpu", "cuda", "opencl"};
-    const st_kernel_table *t[3];
-    for (int b = 0; b < 3; b++) {
-        t[b] = st_backend_kernels(KINDS[b]);
-        if (!t[b]) fprintf(stderr, "strata: %s: %s\n", NAMES[b], st_last_error());
+    /* one column per registered backend (backends/registry.c) */
+    enum { MAX_BACKENDS = 32 };
+    int nb = st_backend_count() < MAX_BACKENDS ? st_backend_count() : MAX_BACKENDS;
+    const st_kernel_table *t[MAX_BACKENDS];
+    for (int b = 0; b < nb; b++) {
+        t[b] = st_backend_kernels((st_backend_kind)b);
+        if (!t[b]) fprintf(stderr, "strata: %s: %s\n", st_backend_name((st_backend_kind)b), st_last_error());
     }
     FILE *f = stdout;
-    if (json) fprintf(f, "{\"backends\": [\"cpu\", \"cuda\", \"opencl\"], \"available\": [%s, %s, %s], \"ops\": [",
-                      t[0] ? "true" : "false", t[1] ? "true" : "false", t[2] ? "true" : "false");
-    else {
-        fprintf(f, "| op | domain | cpu | cuda | opencl |\n| --- | --- | --- | --- | --- |\n");
+    if (json) {
+        fputs("{\"backends\": [", f);
+        for (int b = 0; b < nb; b++) fprintf(f, "%s\"%s\"", b ? ", " : "", st_backend_name((st_backend_kind)b));
+        fputs("], \"available\": [", f);
+        for (int b = 0; b < nb; b++) fprintf(f, "%s%s", b ? ", " : "", t[b] ? "true" : "false");
+        fputs("], \"ops\": [", f);
+    } else {
+        fputs("| op | domain |", f);
+        for (int b = 0; b < nb; b++) fprintf(f, " %s |", st_backend_name((st_backend_kind)b));
+        fputs("\n| --- | --- |", f);
+        for (int b = 0; b < nb; b++) fputs(" --- |", f);
+        fputc('\n', f);
     }
     for (int i = 0; i < st_op_count(); i++) {
         const st_op_def *op = st_op_at(i);
@@ -77,8 +86,8 @@ int tool_ops_matrix(bool json)
             tool_json_string(f, op->name);
             fprintf(f, ", \"domain\": ");
             tool_json_string(f, op->domain[0] ? op->domain : "ai.onnx");
-            for (int b = 0; b < 3; b++) {
-                fprintf(f, ", \"%s\": ", NAMES[b]);
+            for (int b = 0; b < nb; b++) {
+                fprintf(f, ", \"%s\": ", st_backend_name((st_backend_kind)b));
                 if (!t[b]) {
                     fputs("null", f);
                     continue;
@@ -95,16 +104,18 @@ int tool_ops_matrix(bool json)
             fprintf(f, "| %s | %s |", op->name, op->domain[0] ? op->domain : "");
             if (op->flags & ST_OP_CONTROL) {
                 /* no kernel: planning expands it into its body's nodes */
-                fprintf(f, " body | body | body |\n");
+                for (int b = 0; b < nb; b++) fputs(" body |", f);
+                fputc('\n', f);
                 continue;
             }
             if (op->flags & ST_OP_SEQUENCE) {
                 /* no kernel: planning lowers it into views, Concat, Split,
                  * constants (passes/sequence.c) */
-                fprintf(f, " plan | plan | plan |\n");
+                for (int b = 0; b < nb; b++) fputs(" plan |", f);
+                fputc('\n', f);
                 continue;
             }
-            for (int b = 0; b < 3; b++) {
+            for (int b = 0; b < nb; b++) {
                 char list[128];
                 if (t[b]) dtype_list(st_kernel_dtypes(t[b], op) & within, list, sizeof list);
                 else snprintf(list, sizeof list, "(not built)");

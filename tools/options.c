@@ -15,6 +15,9 @@
 /* command groups */
 #define SESSION "run check inspect bench detect ocr"  /* they create sessions */
 #define TENSORS "run check inspect bench"             /* they bind tensor inputs */
+/* a value that help spells out as the registry's backends: cpu|cuda|...
+ * (found by its address) */
+static const char BACKEND_NAMES[] = "BACKEND";
 
 typedef struct tool_option {
     const char *name;      /* "--threads" */
@@ -72,7 +75,7 @@ static const tool_option OPTIONS[] = {
     {"--no-cls", NULL, NULL, "ocr", "skip the direction classifier", NULL},
     {"--quiet", "-q", NULL, "run", "no line per output, no notes on stderr", NULL},
     {"--quiet", "-q", NULL, "check inspect bench detect ocr", "no notes on stderr", NULL},
-    {"--backend", NULL, "cpu|cuda|opencl|vulkan", SESSION, "the device", "cpu"},
+    {"--backend", NULL, BACKEND_NAMES, SESSION, "the device", "cpu"},
     {"--backend", NULL, "opencl", "probe", "the backend with the experiment (the only one)", "opencl"},
     {"--device", NULL, "N", SESSION, "the GPU's ordinal", "0"},
     {"--no-fallback", NULL, NULL, SESSION,
@@ -235,9 +238,17 @@ void tool_help(FILE *f, const char *cmd, const char *args, const char *about)
         const tool_option help = {"--help", "-h", NULL, cmd, "this help", NULL};
         const tool_option *o = i < N_OPTIONS ? &OPTIONS[i] : &help;
         if (!takes(o, cmd)) continue;
-        char left[96];
+        char left[96], names[64] = "";
+        const char *value = o->value;
+        if (value == BACKEND_NAMES) { /* the registry's (backends/registry.c) */
+            for (int b = 0; b < st_backend_count(); b++) {
+                size_t n = strlen(names);
+                snprintf(names + n, sizeof names - n, "%s%s", b ? "|" : "", st_backend_name((st_backend_kind)b));
+            }
+            value = names;
+        }
         snprintf(left, sizeof left, "  %s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
-                 o->value ? " " : "", o->value ? o->value : "");
+                 value ? " " : "", value ? value : "");
         fputs(left, f);
         int col = (int)strlen(left);
         if (col >= COL - 1) {

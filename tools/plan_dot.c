@@ -38,12 +38,15 @@ static void dot_text(FILE *f, const char *s)
     }
 }
 
+/* A colour per backend, by its number in the registry: the CPU blue, the
+ * next green, orange, ... (transfers yellow). */
 static const char *fill_of(const char *device, bool transfer)
 {
+    static const char *const PALETTE[] = {"#dbeafe", "#dcfce7", "#ffedd5", "#f3e8ff", "#fce7f3", "#e0f2fe"};
     if (transfer) return "#fef3c7";
-    if (!strcmp(device, "cuda")) return "#dcfce7";
-    if (!strcmp(device, "opencl")) return "#ffedd5";
-    return "#dbeafe";
+    st_backend_kind kind = ST_BACKEND_CPU;
+    if (st_backend_find(device, &kind) != ST_OK) kind = ST_BACKEND_CPU;
+    return PALETTE[(int)kind % (int)(sizeof PALETTE / sizeof *PALETTE)];
 }
 
 static const char *label_of(const st_dag *d, int s)

@@ -17,7 +17,8 @@ ST_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 
 ST_OF_NUMPY = {np.dtype(t): k for k, t in ST_DTYPES.items() if k != 16}
 ST_F32, ST_STRING, ST_BF16 = 1, 8, 16
 
-BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2, "vulkan": 3}
+# the library's registry of backends: name -> st_backend_kind
+BACKENDS = {lib.st_backend_name(k).decode(): k for k in range(lib.st_backend_count())}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
 SCHEDULES = {"default": 0, "random": 1}
 HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}
@@ -145,8 +146,9 @@ class Session:
                 hazard_mode="ranges", device=0, memory_limit=0,
                 inter_op=True, profile=None)
 
-    model is a Model, a path or the model's bytes.  backend: "cpu", "cuda"
-    or "opencl"; precision: "f32", "f16" or "bf16" (what weights and
+    model is a Model, a path or the model's bytes.  backend: a name in the
+    library's registry of backends (strata.BACKENDS: "cpu", "cuda",
+    "opencl", ...); precision: "f32", "f16" or "bf16" (what weights and
     activations are stored in; arithmetic accumulates in f32); threads: CPU
     threads, 0 for one per core; sanitize: prove every conflicting pair of
     commands ordered and poison fresh memory; schedule "random" runs ready

@@ -119,18 +119,30 @@ struct st_exec {
     struct st_prof_run *prof;
 };
 
-/* A backend built as a module (the CUDA one, libstrata_cuda.so, loaded on
- * first use): what its one entry point hands over.  The module defines
- * the entry with this header in view, so the compiler checks it; the
- * loader checks abi, so a module of another build is refused, not run. */
-#define ST_BACKEND_ABI 5
+/* A backend module: what each backend hands the registry
+ * (backends/registry.c, one line per backend).  A built-in backend
+ * defines its entry point `const st_backend_module *st_<name>_module(void)`
+ * in the library; a loadable one (CUDA: libstrata_cuda.so, loaded on first
+ * use) defines the same entry in its own shared object, with this header
+ * in view so the compiler checks it, and the loader checks abi, so a
+ * module of another build is refused, not run. */
+#define ST_BACKEND_ABI 6
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
+    const char *name;                         /* "cpu", "cuda", ...: what --backend, Python and
+                                                 st_backend_find take; the registry's name */
     const st_kernel_table *kernels;           /* readable without a device */
-    st_backend *(*open)(int device);          /* the device's backend, or NULL with a message */
+    /* The device's backend, created on first use, or NULL with a message.
+     * kind is the backend's number in the registry (st_backend_kind): it
+     * goes into st_backend.kind, which keys its storages' address space. */
+    st_backend *(*open)(st_backend_kind kind, int device);
 } st_backend_module;
 
-const st_backend_module *st_cuda_module(void);
+/* The registry (backends/registry.c): a backend's kind is its index there;
+ * st_backend_count() (strata.h) counts them, those this build lacks too. */
+/* The module of kind, loading it if it is loadable; NULL with a message
+ * when kind is out of range, not built, or its module does not load. */
+const st_backend_module *st_backend_module_of(st_backend_kind kind);
 
 /* The backend for kind, created on first use.  NULL with an error message
  * when the kind is not built in or has no device. */

@@ -5,14 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
-
 void st_storage_retain(st_storage *s) { atomic_fetch_add(&s->refs, 1); }
 
 void st_storage_release(st_storage *s)
 {
     if (!s) return;
-    if (atomic_fetch_sub(&s->refs, 1) == 1) s->backend->storage_free(s->backend, s);
+    if (atomic_fetch_sub(&s->refs, 1) == 1) s->free_fn(s->backend, s);
 }
 
 /* A sorted array of live allocations per address space.  Lookups are
@@ -23,8 +21,26 @@ typedef struct {
     size_t n, cap;
 } range_index;
 
-static range_index st_index[3];
+/* one per address space (a backend's kind), grown as backends appear */
+static range_index *st_index;
+static int st_n_index;
 static pthread_mutex_t st_index_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The index of space, under the lock; NULL when space is out of range
+ * (make: grow to it; NULL then means out of memory). */
+static range_index *index_of(int space, bool make)
+{
+    if (space < 0) return NULL;
+    if (space >= st_n_index) {
+        if (!make) return NULL;
+        range_index *v = realloc(st_index, (size_t)(space + 1) * sizeof *v);
+        if (!v) return NULL;
+        memset(v + st_n_index, 0, (size_t)(space + 1 - st_n_index) * sizeof *v);
+        st_index = v;
+        st_n_index = space + 1;
+    }
+    return &st_index[space];
+}
 
 static size_t lower_bound(const range_index *ix, uintptr_t addr)
 {
@@ -39,8 +55,12 @@ static size_t lower_bound(const range_index *ix, uintptr_t addr)
 
 void st_storage_index_add(st_storage *s)
 {
-    range_index *ix = &st_index[s->backend->kind];
     pthread_mutex_lock(&st_index_lock);
+    range_index *ix = index_of(s->space, true);
+    if (!ix) { /* the index is a debugging aid; losing an entry is not fatal */
+        pthread_mutex_unlock(&st_index_lock);
+        return;
+    }
     if (ix->n == ix->cap) {
         size_t cap = ix->cap ? ix->cap * 2 : 64;
         st_storage **v = realloc(ix->v, cap * sizeof *v);
@@ -60,9 +80,9 @@ void st_storage_index_add(st_storage *s)
 
 void st_storage_index_remove(st_storage *s)
 {
-    range_index *ix = &st_index[s->backend->kind];
     pthread_mutex_lock(&st_index_lock);
-    for (size_t i = lower_bound(ix, s->addr); i < ix->n && ix->v[i]->addr == s->addr; i++) {
+    range_index *ix = index_of(s->space, false);
+    for (size_t i = ix ? lower_bound(ix, s->addr) : 0; ix && i < ix->n && ix->v[i]->addr == s->addr; i++) {
         if (ix->v[i] == s) {
             memmove(ix->v + i, ix->v + i + 1, (ix->n - i - 1) * sizeof *ix->v);
             ix->n--;
@@ -74,11 +94,11 @@ void st_storage_index_remove(st_storage *s)
 
 st_storage *st_storage_resolve(st_backend_kind kind, uintptr_t p, uint64_t *offset)
 {
-    range_index *ix = &st_index[kind];
     st_storage *found = NULL;
     pthread_mutex_lock(&st_index_lock);
+    range_index *ix = index_of((int)kind, false);
     /* the last allocation starting at or before p is the only candidate */
-    size_t i = lower_bound(ix, p + 1);
+    size_t i = ix ? lower_bound(ix, p + 1) : 0;
     if (i > 0) {
         st_storage *s = ix->v[i - 1];
         if (p >= s->addr && p - s->addr < s->size) {

@@ -34,7 +34,12 @@ typedef atomic_int st_refcount;
 
 typedef struct st_storage {
     st_refcount refs;
-    struct st_backend *backend;   /* who allocated it and frees it */
+    struct st_backend *backend;   /* who allocated it */
+    /* Frees it once the last reference goes (its backend's storage_free):
+     * the storage carries it, so core calls no backend. */
+    void (*free_fn)(struct st_backend *b, struct st_storage *s);
+    int space;                    /* the address space the index files it under: the
+                                     allocating backend's kind (host memory: ST_BACKEND_CPU) */
     uint64_t size;                /* bytes */
     void *host;                   /* host-addressable base, or NULL on a device */
     void *dev;                    /* device handle (CUDA pointer, cl_mem), or NULL */
@@ -46,7 +51,8 @@ typedef struct st_storage {
 void st_storage_retain(st_storage *s);
 void st_storage_release(st_storage *s);
 
-/* The address index (rule 2).  Backends register each allocation. */
+/* The address index (rule 2).  Backends register each allocation, under
+ * s->space; there is one index per address space, made on first use. */
 void st_storage_index_add(st_storage *s);
 void st_storage_index_remove(st_storage *s);
 /* Finds the storage whose range [addr, addr + size) holds p, in the address

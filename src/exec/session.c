@@ -122,8 +122,7 @@ static st_status check_options(const st_session_options *o)
 {
     const char *bad = NULL;
     long long v = 0;
-    if (o->backend != ST_BACKEND_CPU && o->backend != ST_BACKEND_CUDA && o->backend != ST_BACKEND_OPENCL &&
-        o->backend != ST_BACKEND_VULKAN)
+    if ((int)o->backend < 0 || (int)o->backend >= st_backend_count())
         bad = "backend", v = o->backend;
     else if (o->threads < 0 || o->threads > ST_MAX_THREADS) bad = "threads", v = o->threads;
     else if (o->schedule != ST_SCHEDULE_DEFAULT && o->schedule != ST_SCHEDULE_RANDOM) bad = "schedule", v = o->schedule;
@@ -170,7 +169,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
                             g->nodes[i].domain[0] ? g->nodes[i].domain : "ai.onnx", g->nodes[i].opset);
     st_backend *b = st_backend_get(opt.backend, opt.device);
     if (!b) return opt.backend == ST_BACKEND_CPU ? ST_ERR_INTERNAL : ST_ERR_UNSUPPORTED;
-    st_backend *cpu = st_cpu_backend();
+    st_backend *cpu = st_backend_get(ST_BACKEND_CPU, 0);
     /* a profile that could not be written is refused now, before a run */
     st_profile *prof = NULL;
     if (opt.profile) {

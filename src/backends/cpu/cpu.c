@@ -2,21 +2,11 @@
  * cpu.c — the CPU backend: host storages and an executor that runs the
  * hazard DAG on a thread pool.
  *
- * The executor keeps, per command, how many predecessors are not yet
- * complete.  A command whose count reaches zero is ready; workers take
- * ready commands (in program order, or in a seeded random order with
- * ST_SCHEDULE_RANDOM) and run them concurrently with each other and with
- * the loop chunks of running kernels.  Nothing else orders commands: if
- * the DAG lacked an edge, this executor would run the pair in either
- * order, which is what the random schedule exists to expose.
- *
- * With ST_SCHEDULE_RANDOM a finished command is often "completed late":
- * its successors are released only some steps later, in random order, the
- * way a GPU may retire work long after it was issued.
- *
- * With sanitize on, a command that starts while a running command touches
- * conflicting bytes is a hard error (a run-time check of the same property
- * the static check in exec/dag.c proves).
+ * The executor runs the hazard DAG through the shared driver's readiness
+ * (runtime/ready.h: the schedule, late completion, the sanitizer, the
+ * run's cancel and deadline): workers take ready commands and run them
+ * concurrently with each other and with the loop chunks of running
+ * kernels.  What is the CPU's own is the pool glue and the kernel call.
  *
  * A profiled session (exec/profile.h) hands each run a buffer; the worker
  * that runs a command reads the host clock before and after it and
@@ -45,6 +35,7 @@
 #include "exec/profile.h"
 #include "exec/runctl.h"
 #include "exec/schedule.h"
+#include "runtime/ready.h"
 
 #define ST_CPU_ALIGN 64
 
@@ -65,6 +56,8 @@ static st_status cpu_storage_new(st_backend *b, void *host, uint64_t size, bool 
     if (!s) return st_error(ST_ERR_NOMEM, "out of memory allocating storage '%s'", label);
     atomic_init(&s->refs, 1);
     s->backend = b;
+    s->free_fn = cpu_storage_free;
+    s->space = b->kind;
     s->size = size;
     s->host = host;
     s->addr = (uintptr_t)host;
@@ -123,32 +116,13 @@ static st_status cpu_fill(st_backend *b, st_storage *s, uint64_t off, int byte, 
 
 /* ---- the executor ---- */
 
-enum { CMD_WAITING = 0, CMD_READY, CMD_RUNNING, CMD_SKIPPED, CMD_EXECUTED, CMD_COMPLETE };
-
 typedef struct cpu_exec {
     st_exec base;
     st_pool *pool;
-    st_sched sched;             /* exec/schedule.h */
-    bool sanitize;
-    bool serial;                /* one command at a time */
-    int n_active;
-    const st_dag *dag;
-    int *remaining;
-    unsigned char *state;
-    int *ready;
-    int n_ready;
-    int *late;                 /* executed, successors not yet released */
-    int n_late;
-    int n_executed;
+    st_ready ready;             /* runtime/ready.h: which commands may start (under the pool lock) */
     int n_wait_list;            /* exec_wait calls waiting on a list of commands (under the pool lock) */
-    int *running;
-    int n_running;
     int *current;               /* profiled: the command each worker runs (under the pool lock) */
     int n_workers;
-    st_status err;
-    char errmsg[1024];
-    st_run_ref run;             /* the run's cancel and deadline (exec/runctl.h) */
-    int cap;
     /* STRATA_CPU_PROFILE: milliseconds and calls per op type */
     bool profile, profile_nodes;
     int n_prof;
@@ -204,75 +178,15 @@ static void prof_print(const cpu_exec *e)
     }
 }
 
-static void release(cpu_exec *e, int c)
-{
-    const st_cmd *cmd = &e->dag->cmds[c];
-    e->state[c] = CMD_COMPLETE;
-    for (int k = 0; k < cmd->n_succ; k++) {
-        int s = e->dag->succs[cmd->succ_first + k];
-        if (--e->remaining[s] == 0) {
-            e->state[s] = CMD_READY;
-            e->ready[e->n_ready++] = s;
-        }
-    }
-}
-
-static void release_late(cpu_exec *e, int i)
-{
-    int c = e->late[i];
-    e->late[i] = e->late[--e->n_late];
-    release(e, c);
-}
-
-static bool fp_conflict(const st_dag *d, int a, int b)
-{
-    const st_cmd *ca = &d->cmds[a], *cb = &d->cmds[b];
-    for (int i = ca->fp_first; i < ca->fp_first + ca->n_fp; i++)
-        for (int j = cb->fp_first; j < cb->fp_first + cb->n_fp; j++) {
-            const st_fp *x = &d->fps[i], *y = &d->fps[j];
-            if (x->storage == y->storage && x->lo < y->hi && y->lo < x->hi && (x->write || y->write)) return true;
-        }
-    return false;
-}
-
+/* st_task_source.next, under the pool lock: the next ready command. */
 static bool exec_next(void *ctx, int *task)
 {
     cpu_exec *e = ctx;
-    if (!e->dag) return false;
-    /* release some late completions at random moments */
-    while (e->n_late && (e->n_ready == 0 || st_sched_release_now(&e->sched)))
-        release_late(e, st_sched_below(&e->sched, e->n_late));
-    if (e->n_ready == 0 || (e->serial && e->n_active > 0)) return false;
-    int pick = st_sched_pick(&e->sched, e->ready, e->n_ready);
-    int c = e->ready[pick];
-    e->ready[pick] = e->ready[--e->n_ready];
-    e->n_active++;
-    /* a cancelled run, or one past its deadline, starts nothing more */
-    if (e->err == ST_OK) {
-        st_status r = st_run_check(&e->run, e->dag->cmds[c].gnode->name, e->dag->cmds[c].op->name);
-        if (r != ST_OK) {
-            e->err = r;
-            snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
-        }
-    }
-    if (e->current) { /* the worker asking runs c: for the help it gets (help_observed) */
+    if (!st_ready_next(&e->ready, task)) return false;
+    if (e->current) { /* the worker asking runs it: for the help it gets (help_observed) */
         int w = st_pool_self(e->pool);
-        if (w >= 0 && w < e->n_workers) e->current[w] = c;
+        if (w >= 0 && w < e->n_workers) e->current[w] = *task;
     }
-    /* after a failure the rest of the run is skipped, but still retired in
-     * DAG order so waiters wake */
-    e->state[c] = e->err == ST_OK ? CMD_RUNNING : CMD_SKIPPED;
-    if (e->sanitize) {
-        for (int i = 0; i < e->n_running; i++)
-            if (fp_conflict(e->dag, e->running[i], c) && e->err == ST_OK) {
-                e->err = ST_ERR_HAZARD;
-                snprintf(e->errmsg, sizeof e->errmsg,
-                         "sanitizer: command #%d '%s' started while conflicting command #%d '%s' was running", c,
-                         e->dag->cmds[c].gnode->name, e->running[i], e->dag->cmds[e->running[i]].gnode->name);
-            }
-        e->running[e->n_running++] = c;
-    }
-    *task = c;
     return true;
 }
 
@@ -280,15 +194,17 @@ static bool exec_next(void *ctx, int *task)
 static void help_observed(void *ctx, int worker, int owner, int64_t t0, int64_t t1)
 {
     cpu_exec *e = ctx;
-    if (!e->base.prof || !e->dag || worker < 0 || owner < 0 || owner >= e->n_workers) return;
+    if (!e->base.prof || !e->ready.drive.dag || worker < 0 || owner < 0 || owner >= e->n_workers) return;
     st_prof_add_help(e->base.prof, e->current[owner], ST_PROF_LANE(ST_LANE_WORKER, worker), t0, t1);
 }
 
+/* st_task_source.run, outside the lock: the CPU's "enqueue" runs the
+ * kernel on the worker that took it. */
 static void exec_run(void *ctx, int c)
 {
     cpu_exec *e = ctx;
-    const st_cmd *cmd = &e->dag->cmds[c];
-    if (e->state[c] == CMD_SKIPPED) return; /* set under the lock before this call */
+    const st_cmd *cmd = &e->ready.drive.dag->cmds[c];
+    if (e->ready.state[c] == ST_CMD_SKIPPED) return; /* set under the lock before this call */
     st_operand ops[cmd->n_in + cmd->n_out > 0 ? cmd->n_in + cmd->n_out : 1];
     for (int k = 0; k < cmd->n_in + cmd->n_out; k++)
         ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
@@ -296,102 +212,60 @@ static void exec_run(void *ctx, int c)
     double t0 = e->profile ? now_ms() : 0;
     st_prof_run *trace = e->base.prof;
     int64_t ns0 = trace ? st_prof_now() : 0;
-    st_status raw = cmd->run(&k), s = st_cmd_status(raw);
+    st_status raw = cmd->run(&k);
     if (trace) st_prof_mark(trace, c, ns0, st_prof_now(), ST_PROF_LANE(ST_LANE_WORKER, st_pool_self(e->pool)));
     if (e->profile) prof_add(e, e->profile_nodes ? cmd->gnode->name : cmd->op->name, now_ms() - t0);
-    if (s != ST_OK) {
+    if (raw != ST_OK) {
+        st_status s = st_drive_kernel_status(raw);
         st_pool_lock(e->pool);
-        if (e->err == ST_OK) {
-            e->err = s;
-            snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s%s", cmd->gnode->name, cmd->op->name,
-                     raw != s ? "the kernel refused at run time a node its accepts took: " : "", st_last_error());
-        }
+        st_drive_fail(&e->ready.drive, s, cmd);
         st_pool_unlock(e->pool);
     }
 }
 
+/* st_task_source.done, under the pool lock. */
 static void exec_done(void *ctx, int c)
 {
     cpu_exec *e = ctx;
-    e->state[c] = CMD_EXECUTED;
-    e->n_executed++;
-    e->n_active--;
-    if (e->sanitize)
-        for (int i = 0; i < e->n_running; i++)
-            if (e->running[i] == c) {
-                e->running[i] = e->running[--e->n_running];
-                break;
-            }
-    if (st_sched_hold(&e->sched)) e->late[e->n_late++] = c;
-    else release(e, c);
-    if (e->n_late && e->n_executed == e->dag->n_cmds)
-        while (e->n_late) release_late(e, 0);
+    st_ready_done(&e->ready, c);
     /* Wake other workers (there may be new work for them), and exec_wait
      * only when what it waits for may be done: a wake per command sent
      * the thread in exec_wait through a futex wake, two context switches
      * and back to sleep for each node (10% of a transformer encoder's CPU
      * time on one thread).  With one worker nobody else takes work. */
     if (st_pool_threads(e->pool) > 1) st_pool_broadcast(e->pool);
-    if (e->n_wait_list > 0 || e->n_executed == e->dag->n_cmds) st_pool_notify(e->pool);
+    if (e->n_wait_list > 0 || st_ready_finished(&e->ready)) st_pool_notify(e->pool);
 }
 
 static st_status exec_submit(st_exec *base, const st_dag *d)
 {
     cpu_exec *e = (cpu_exec *)base;
-    if (d->n_cmds > e->cap) {
-        int cap = d->n_cmds;
-        int *r = realloc(e->remaining, (size_t)cap * sizeof *r);
-        if (r) e->remaining = r;
-        unsigned char *st = realloc(e->state, (size_t)cap);
-        if (st) e->state = st;
-        int *rd = realloc(e->ready, (size_t)cap * sizeof *rd);
-        if (rd) e->ready = rd;
-        int *lt = realloc(e->late, (size_t)cap * sizeof *lt);
-        if (lt) e->late = lt;
-        int *rn = realloc(e->running, (size_t)cap * sizeof *rn);
-        if (rn) e->running = rn;
-        if (!r || !st || !rd || !lt || !rn) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
-        e->cap = cap;
-    }
     st_pool_lock(e->pool);
-    e->dag = d;
-    e->run = st_run_current(base->ctl);
-    e->n_ready = e->n_late = e->n_running = e->n_executed = e->n_active = 0;
-    e->err = ST_OK;
-    e->errmsg[0] = 0;
-    for (int c = 0; c < d->n_cmds; c++) {
-        e->remaining[c] = d->cmds[c].n_pred;
-        e->state[c] = CMD_WAITING;
-        if (d->cmds[c].n_pred == 0) {
-            e->state[c] = CMD_READY;
-            e->ready[e->n_ready++] = c;
-        }
-    }
-    st_pool_broadcast(e->pool);
+    st_status r = st_ready_start(&e->ready, d, base->ctl);
+    if (r == ST_OK) st_pool_broadcast(e->pool);
     st_pool_unlock(e->pool);
-    return ST_OK;
+    return r;
 }
 
 static st_status exec_wait(st_exec *base, const int *cmds, int n)
 {
     cpu_exec *e = (cpu_exec *)base;
     st_pool_lock(e->pool);
-    if (!e->dag) {
+    if (!e->ready.drive.dag) {
         st_pool_unlock(e->pool);
         return ST_OK;
     }
     if (n >= 0) e->n_wait_list++; /* exec_done wakes this wait after every command */
     for (;;) {
         bool pending = false;
-        if (n < 0) pending = e->n_executed < e->dag->n_cmds;
+        if (n < 0) pending = !st_ready_finished(&e->ready);
         else
-            for (int i = 0; i < n && !pending; i++) pending = e->state[cmds[i]] < CMD_EXECUTED;
+            for (int i = 0; i < n && !pending; i++) pending = !st_ready_executed(&e->ready, cmds[i]);
         if (!pending) break;
         st_pool_wait(e->pool);
     }
     if (n >= 0) e->n_wait_list--;
-    st_status s = e->err;
-    if (s != ST_OK) st_error(s, "%s", e->errmsg);
+    st_status s = st_drive_status(&e->ready.drive);
     st_pool_unlock(e->pool);
     return s;
 }
@@ -402,11 +276,7 @@ static void exec_destroy(st_exec *base)
     exec_wait(base, NULL, -1);
     if (e->profile) prof_print(e);
     st_pool_destroy(e->pool);
-    free(e->remaining);
-    free(e->state);
-    free(e->ready);
-    free(e->late);
-    free(e->running);
+    st_ready_free(&e->ready);
     free(e->current);
     free(e);
 }
@@ -415,7 +285,7 @@ static int exec_pending(st_exec *base)
 {
     cpu_exec *e = (cpu_exec *)base;
     st_pool_lock(e->pool);
-    int n = e->dag ? e->dag->n_cmds - e->n_executed : 0;
+    int n = e->ready.drive.dag ? e->ready.drive.dag->n_cmds - e->ready.n_executed : 0;
     st_pool_unlock(e->pool);
     return n;
 }
@@ -496,9 +366,7 @@ static st_status cpu_exec_create(st_backend *b, const st_session_options *o, st_
     if (!e) return st_error(ST_ERR_NOMEM, "out of memory creating the CPU executor");
     e->base.vt = &cpu_exec_vt;
     e->base.backend = b;
-    st_sched_init(&e->sched, o);
-    e->sanitize = o->sanitize != 0;
-    e->serial = o->serial != 0;
+    st_ready_init(&e->ready, o);
     const char *prof = getenv("STRATA_CPU_PROFILE");
     e->profile = prof && *prof && strcmp(prof, "0") != 0;
     e->profile_nodes = e->profile && !strcmp(prof, "nodes");
@@ -537,3 +405,16 @@ static st_backend st_cpu = {
 };
 
 st_backend *st_cpu_backend(void) { return &st_cpu; }
+
+/* The CPU is kind 0 (ST_BACKEND_CPU), the host's address space, always. */
+static st_backend *cpu_open(st_backend_kind kind, int device)
+{
+    (void)kind;
+    (void)device;
+    return &st_cpu;
+}
+
+static const st_backend_module cpu_module = {ST_BACKEND_ABI, "cpu", &st_cpu_kernel_table, cpu_open};
+
+/* The registry's entry (backends/registry.c). */
+const st_backend_module *st_cpu_module(void) { return &cpu_module; }

@@ -86,6 +86,8 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     }
     atomic_init(&s->refs, 1);
     s->backend = b;
+    s->free_fn = storage_free;
+    s->space = b->kind;
     s->size = size;
     s->dev = p;
     s->addr = (uintptr_t)p;
@@ -243,6 +245,8 @@ static st_status host_alloc(st_backend *b, uint64_t size, const char *label, st_
     }
     atomic_init(&s->refs, 1);
     s->backend = &pinned_backend;
+    s->free_fn = pinned_free;
+    s->space = ST_BACKEND_CPU; /* host memory */
     s->size = size;
     s->host = p;
     s->addr = (uintptr_t)p;
@@ -252,13 +256,16 @@ static st_status host_alloc(st_backend *b, uint64_t size, const char *label, st_
     return ST_OK;
 }
 
-st_backend *st_cuda_backend(int device)
+static st_backend_kind cuda_kind = ST_BACKEND_CUDA; /* the registry's number, set by open */
+
+static st_backend *st_cuda_backend(st_backend_kind kind, int device)
 {
     if (device < 0 || device >= ST_CUDA_MAX_DEVICES) {
         st_error(ST_ERR_INVALID_ARG, "cuda: device %d is out of range", device);
         return NULL;
     }
     pthread_mutex_lock(&devices_lock);
+    cuda_kind = kind;
     st_cuda_device *c = devices[device];
     if (!c) {
         int count = 0;
@@ -277,7 +284,7 @@ st_backend *st_cuda_backend(int device)
                 make_slot_events(c);
             st_cuda_exclusive_unlock();
             if (made) {
-                c->base.kind = ST_BACKEND_CUDA;
+                c->base.kind = cuda_kind;
                 c->base.name = "cuda";
                 c->base.storage_alloc = storage_alloc;
                 c->base.storage_free = storage_free;
@@ -304,6 +311,6 @@ st_backend *st_cuda_backend(int device)
 }
 
 /* The module's one entry point (backends/backend.h declares it). */
-static const st_backend_module module = {ST_BACKEND_ABI, &st_cuda_kernel_table, st_cuda_backend};
+static const st_backend_module module = {ST_BACKEND_ABI, "cuda", &st_cuda_kernel_table, st_cuda_backend};
 
 const st_backend_module *st_cuda_module(void) { return &module; }

@@ -41,6 +41,11 @@
  * for the whole loop instead of once per iteration.  STRATA_CUDA_COND=0
  * (or STRATA_CUDA_GRAPHS=0, or profiling) leaves loops to the host.
  *
+ * The walk over the DAG (its order, the cancel and deadline check before
+ * each command, the first failure, a host command's run) is the shared
+ * driver's (runtime/drive.h); this file keeps the stream assignment, the
+ * enqueue and host-node callbacks, graph capture and replay, and waits.
+ *
  * Host access (rule 4): commands that touch the bytes of a graph input or
  * output record a host-visible event (an external event record, so it is
  * recorded on graph replay too); st_tensor_read waits on the events of
@@ -64,6 +69,7 @@
 #include "exec/profile.h"
 #include "exec/runctl.h"
 #include "exec/schedule.h"
+#include "runtime/drive.h"
 
 #define ST_CUDA_STREAMS 4
 
@@ -127,10 +133,8 @@ typedef struct cuda_exec {
     int *loop_stop, *loop_stop_dev; /* mapped pinned: the host asks a loop to stop */
     void *loop_scratch;          /* device: carried values in transit, when they overlap */
     size_t loop_scratch_bytes;
-    st_sched sched;              /* exec/schedule.h */
-    st_status err;
-    char errmsg[1024];
-    st_run_ref run;              /* the run's cancel and deadline (exec/runctl.h) */
+    st_drive drive;              /* runtime/drive.h: the schedule, the run's cancel and
+                                    deadline, its first failure */
 } cuda_exec;
 
 static void timing_free(dag_state *st)
@@ -203,8 +207,8 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
     for (int c = 0; c < d->n_cmds; c++) {
         const st_cmd *cmd = &d->cmds[c];
         int pick = -1;
-        if (e->sched.random) {
-            pick = st_sched_below(&e->sched, e->n_streams);
+        if (e->drive.sched.random) {
+            pick = st_sched_below(&e->drive.sched, e->n_streams);
         } else {
             for (int k = 0; k < cmd->n_pred && pick < 0; k++) {
                 int p = d->preds[cmd->pred_first + k];
@@ -254,12 +258,8 @@ static st_status state_new(cuda_exec *e, const st_dag *d, dag_state **out)
 static void CUDART_CB host_fn(void *arg)
 {
     host_call *h = arg;
-    st_prof_run *trace = h->e->base.prof;
-    int64_t t0 = trace ? st_prof_now() : 0;
-    /* a cancelled run, or one past its deadline, runs no more host commands */
-    st_status r = st_run_check(&h->e->run, h->dag->cmds[h->c].gnode->name, h->dag->cmds[h->c].op->name);
-    if (r == ST_OK) r = st_host_run(h->e->host, h->dag, h->c);
-    if (trace && r == ST_OK) st_prof_mark(trace, h->c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
+    /* the run's cancel and deadline, the CPU kernel, its profile mark */
+    st_status r = st_drive_host(h->e->host, &h->e->drive.run, h->e->base.prof, h->dag, h->c);
     if (r == ST_OK) return;
     pthread_mutex_lock(&h->e->hmu);
     if (h->e->host_err == ST_OK) {
@@ -285,14 +285,6 @@ st_status st_cuda_transfer(const st_kctx *k)
     return st_cuda_check(cudaMemcpyAsync(dp, sp, (size_t)(hi - lo), cudaMemcpyDefault, (cudaStream_t)ctx->stream), "transfer");
 }
 
-static void fail(cuda_exec *e, st_status s, const st_cmd *cmd)
-{
-    if (e->err != ST_OK) return;
-    e->err = s;
-    if (cmd) snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name, st_last_error());
-    else snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
-}
-
 /* A profiled session's timing events for st (made on its first run). */
 static st_status timing_events(dag_state *st)
 {
@@ -312,10 +304,96 @@ static st_status timing_events(dag_state *st)
     return r;
 }
 
-/* Enqueues every command (directly, or into a capture).  cond_body: the
- * capture is a conditional node's body, which may hold no event record
- * nodes, so the host-visible events are left out (the loop's caller waits
- * for the whole graph instead). */
+/* What the driver's callbacks work on (runtime/drive.h). */
+typedef struct cuda_walk {
+    cuda_exec *e;
+    dag_state *st;
+    bool capturing, cond_body, timed;
+} cuda_walk;
+
+/* Command c's stream waits for its predecessors on other streams. */
+static int wait_preds(const cuda_walk *w, int c)
+{
+    const st_dag *d = w->st->dag;
+    const st_cmd *cmd = &d->cmds[c];
+    int s = w->st->stream_of[c];
+    for (int k = 0; k < cmd->n_pred; k++) {
+        int p = d->preds[cmd->pred_first + k];
+        if (w->st->stream_of[p] != s) cudaStreamWaitEvent(w->e->streams[s], w->st->dep[p], 0);
+    }
+    return s;
+}
+
+/* After command c on stream s: the event its successors on other streams
+ * wait for, and the host-visible one (not inside a conditional body). */
+static void record_after(const cuda_walk *w, int c, int s)
+{
+    if (w->st->cross[c]) cudaEventRecord(w->st->dep[c], w->e->streams[s]);
+    if (w->st->host[c] && !w->cond_body)
+        cudaEventRecordWithFlags(w->st->done[c], w->e->streams[s], w->capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
+}
+
+/* The driver's host-node callback: a host function on c's stream. */
+static st_status walk_host(void *arg, int c)
+{
+    cuda_walk *w = arg;
+    int s = wait_preds(w, c);
+    ST_TRY(st_cuda_check(cudaLaunchHostFunc(w->e->streams[s], host_fn, &w->st->calls[c]), "cudaLaunchHostFunc"));
+    record_after(w, c, s);
+    return ST_OK;
+}
+
+/* The driver's enqueue callback: c's kernel (or transfer) on its stream. */
+static st_status walk_enqueue(void *arg, int c)
+{
+    cuda_walk *w = arg;
+    cuda_exec *e = w->e;
+    dag_state *st = w->st;
+    const st_cmd *cmd = &st->dag->cmds[c];
+    int s = wait_preds(w, c);
+    st_operand ops_buf[64];
+    int nops = cmd->n_in + cmd->n_out;
+    st_operand *ops = nops <= 64 ? ops_buf : malloc((size_t)nops * sizeof *ops);
+    if (!ops) return st_error(ST_ERR_NOMEM, "out of memory");
+    /* device memory, or a transfer's pinned host side */
+    for (int k = 0; k < nops; k++) {
+        const st_storage *sv = cmd->views[k].storage;
+        ops[k] = st_operand_of(&cmd->views[k], sv ? (sv->dev ? sv->dev : sv->host) : NULL);
+    }
+    st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], w->capturing,
+                       e->tf32, e->cb->sm_count, e->error_word_dev, c};
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
+    if (w->timed) cudaEventRecord(st->t_start[c], e->streams[s]);
+    st_status r;
+    if (st_fault_hit(ST_FAULT_LAUNCH, cmd->gnode->name, 0)) { /* a test's: the launch is refused */
+        st_cuda_fault_launch(e->streams[s]);
+        r = ST_OK;
+    } else {
+        r = st->fn[c](&k);
+    }
+    if (w->timed && r == ST_OK) {
+        cudaEventRecord(st->t_end[c], e->streams[s]);
+        st->t_rec[c] = 1;
+    }
+    r = st_drive_kernel_status(r);
+    if (ops != ops_buf) free(ops);
+    /* while capturing too: a refused launch invalidates the capture,
+     * and the next library call would report that instead of the launch */
+    if (r == ST_OK) r = st_cuda_check(cudaGetLastError(), "kernel launch");
+    if (r != ST_OK) return r;
+    record_after(w, c, s);
+    return ST_OK;
+}
+
+static const st_drive_ops cuda_drive_ops = {walk_enqueue, walk_host};
+
+/* Enqueues every command (directly, or into a capture) through the shared
+ * driver, in the schedule's order: a random schedule enqueues in a random
+ * topological order too (a command's predecessors are always enqueued,
+ * and their events recorded, before it).  cond_body: the capture is a
+ * conditional node's body, which may hold no event record nodes, so the
+ * host-visible events are left out (the loop's caller waits for the whole
+ * graph instead).  A failure is the driver's (e->drive.err). */
 static void enqueue(cuda_exec *e, dag_state *st, bool capturing, bool cond_body)
 {
     const st_dag *d = st->dag;
@@ -330,86 +408,12 @@ static void enqueue(cuda_exec *e, dag_state *st, bool capturing, bool cond_body)
         cudaEventRecord(e->fork, e->streams[0]);
         for (int s = 1; s < e->n_streams; s++) cudaStreamWaitEvent(e->streams[s], e->fork, 0);
     }
-    st_operand ops_buf[64];
-    /* a random schedule enqueues in a random topological order too (a
-     * command's predecessors are always enqueued, and their events
-     * recorded, before it) */
-    int *order = NULL;
-    if (e->sched.random) {
-        order = malloc(3 * ((size_t)d->n_cmds + 1) * sizeof *order);
-        if (!order) {
-            fail(e, st_error(ST_ERR_NOMEM, "out of memory"), NULL);
-            return;
-        }
-        st_sched_order(&e->sched, d, order, order + d->n_cmds + 1);
-    }
-    for (int i = 0; i < d->n_cmds && e->err == ST_OK; i++) {
-        int c = order ? order[i] : i;
-        const st_cmd *cmd = &d->cmds[c];
-        int s = st->stream_of[c];
-        /* a cancelled run, or one past its deadline, queues nothing more
-         * (not while capturing: a graph is every command, cancelled or not) */
-        st_status stop = capturing ? ST_OK : st_run_check(&e->run, cmd->gnode->name, cmd->op->name);
-        if (stop != ST_OK) {
-            fail(e, stop, NULL);
-            break;
-        }
-        for (int k = 0; k < cmd->n_pred; k++) {
-            int p = d->preds[cmd->pred_first + k];
-            if (st->stream_of[p] != s) cudaStreamWaitEvent(e->streams[s], st->dep[p], 0);
-        }
-        if (cmd->device == ST_DEV_HOST) {
-            st_status r = st_cuda_check(cudaLaunchHostFunc(e->streams[s], host_fn, &st->calls[c]), "cudaLaunchHostFunc");
-            if (r != ST_OK) {
-                fail(e, r, cmd);
-                break;
-            }
-            if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
-            if (st->host[c] && !cond_body)
-                cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
-            continue;
-        }
-        int nops = cmd->n_in + cmd->n_out;
-        st_operand *ops = nops <= 64 ? ops_buf : malloc((size_t)nops * sizeof *ops);
-        if (!ops) {
-            fail(e, st_error(ST_ERR_NOMEM, "out of memory"), cmd);
-            break;
-        }
-        /* device memory, or a transfer's pinned host side */
-        for (int k = 0; k < nops; k++) {
-            const st_storage *sv = cmd->views[k].storage;
-            ops[k] = st_operand_of(&cmd->views[k], sv ? (sv->dev ? sv->dev : sv->host) : NULL);
-        }
-        st_cuda_ctx ctx = {e->streams[s], e->lt, e->dnn[s], e->workspace[s], ST_CUDA_WORKSPACE, &st->slots[c], capturing,
-                           e->tf32, e->cb->sm_count, e->error_word_dev, c};
-        st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
-        if (timed) cudaEventRecord(st->t_start[c], e->streams[s]);
-        st_status r;
-        if (st_fault_hit(ST_FAULT_LAUNCH, cmd->gnode->name, 0)) { /* a test's: the launch is refused */
-            st_cuda_fault_launch(e->streams[s]);
-            r = ST_OK;
-        } else {
-            r = st->fn[c](&k);
-        }
-        if (timed && r == ST_OK) {
-            cudaEventRecord(st->t_end[c], e->streams[s]);
-            st->t_rec[c] = 1;
-        }
-        if (r == ST_ERR_UNSUPPORTED)
-            r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
-        if (ops != ops_buf) free(ops);
-        /* while capturing too: a refused launch invalidates the capture,
-         * and the next library call would report that instead of the launch */
-        if (r == ST_OK) r = st_cuda_check(cudaGetLastError(), "kernel launch");
-        if (r != ST_OK) {
-            fail(e, r, cmd);
-            break;
-        }
-        if (st->cross[c]) cudaEventRecord(st->dep[c], e->streams[s]);
-        if (st->host[c] && !cond_body)
-            cudaEventRecordWithFlags(st->done[c], e->streams[s], capturing ? cudaEventRecordExternal : cudaEventRecordDefault);
-    }
-    free(order);
+    st_status r = st_drive_order(&e->drive, d);
+    if (r != ST_OK) st_drive_fail(&e->drive, r, NULL);
+    /* a cancelled run, or one past its deadline, queues nothing more
+     * (not while capturing: a graph is every command, cancelled or not) */
+    cuda_walk w = {e, st, capturing, cond_body, timed};
+    if (r == ST_OK) st_drive_walk(&e->drive, 0, d->n_cmds, !capturing, &cuda_drive_ops, &w, NULL);
     if (capturing || e->n_streams > 1)
         for (int s = 1; s < e->n_streams; s++) {
             cudaEventRecord(e->join[s], e->streams[s]);
@@ -421,8 +425,8 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
 {
     cuda_exec *e = (cuda_exec *)base;
     cudaSetDevice(e->cb->device);
-    e->err = ST_OK;
-    e->errmsg[0] = 0;
+    e->drive.err = ST_OK;
+    e->drive.errmsg[0] = 0;
     pthread_mutex_lock(&e->hmu);
     e->host_err = ST_OK;
     pthread_mutex_unlock(&e->hmu);
@@ -431,7 +435,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         if (e->states[i].dag == d) st = &e->states[i];
     if (!st) ST_TRY(state_new(e, d, &st));
     e->cur = st;
-    e->run = st_run_current(base->ctl);
+    e->drive.run = st_run_current(base->ctl);
     bool timed = e->base.prof != NULL;
     if (timed) ST_TRY(timing_events(st));
     /* the runtime's last error is per thread and outlives the call that
@@ -457,14 +461,14 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         enqueue(e, st, true, false);
         r = st_cuda_check(cudaStreamEndCapture(e->streams[0], &g), "cudaStreamEndCapture");
         st_cuda_capture_unlock();
-        if (e->err != ST_OK || r != ST_OK) {
+        if (e->drive.err != ST_OK || r != ST_OK) {
             /* an invalidated capture leaves its error as the thread's last
              * one; clear it so the next run starts clean */
             if (g) cudaGraphDestroy(g);
             cudaGetLastError();
-            if (e->err == ST_OK) return r;
-            st_error(e->err, "%s", e->errmsg);
-            return e->err;
+            if (e->drive.err == ST_OK) return r;
+            st_error(e->drive.err, "%s", e->drive.errmsg);
+            return e->drive.err;
         }
         if (r == ST_OK) r = st_cuda_check(cudaGraphInstantiate(&st->graph, g, 0), "cudaGraphInstantiate");
         if (g) cudaGraphDestroy(g);
@@ -472,12 +476,12 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         if (r != ST_OK) return r;
     } else {
         enqueue(e, st, false, false);
-        if (e->err != ST_OK) {
+        if (e->drive.err != ST_OK) {
             /* leave nothing half-enqueued running */
             for (int i = 0; i < e->n_streams; i++) cudaStreamSynchronize(e->streams[i]);
             cudaGetLastError();
-            st_error(e->err, "%s", e->errmsg);
-            return e->err;
+            st_error(e->drive.err, "%s", e->drive.errmsg);
+            return e->drive.err;
         }
     }
     st->runs++;
@@ -498,7 +502,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         else all = true;
     }
     if (all && r == ST_OK) r = st_cuda_check(cudaEventSynchronize(e->run_done), "waiting for the run");
-    if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    if (r == ST_OK && e->drive.err != ST_OK) r = st_error(e->drive.err, "%s", e->drive.errmsg);
     if (r == ST_OK) {
         pthread_mutex_lock(&e->hmu);
         if (e->host_err != ST_OK) r = st_error(e->host_err, "%s", e->host_msg);
@@ -609,6 +613,7 @@ static void destroy_locked(cuda_exec *e)
     if (e->loop_scratch) cudaFree(e->loop_scratch);
     st_host_destroy(e->host);
     pthread_mutex_destroy(&e->hmu);
+    st_drive_free(&e->drive);
     free(e);
 }
 
@@ -703,9 +708,9 @@ static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, 
         loop_copies(e->streams[0], l, scratch);
         int le = st_cuda_loop_begin(e->streams[0], e->loop_ctl, iter ? view_addr(iter) : NULL,
                                     iter ? (int)st_dtype_size(iter->dtype) : 0);
-        e->err = ST_OK;
+        e->drive.err = ST_OK;
         if (le == cudaSuccess) enqueue(e, st, true, true);
-        if (le == cudaSuccess && e->err == ST_OK)
+        if (le == cudaSuccess && e->drive.err == ST_OK)
             le = st_cuda_loop_end(e->streams[0], (unsigned long long)h, e->loop_ctl, view_addr(l->cond), e->loop_stop_dev);
         step = "cudaStreamEndCapture";
         ce = cudaStreamEndCapture(e->streams[0], &captured);
@@ -715,9 +720,9 @@ static st_status loop_build(cuda_exec *e, dag_state *st, const st_exec_loop *l, 
             ce = (cudaError_t)le;
             step = "a loop control kernel's launch";
         }
-        if (ce == cudaSuccess && e->err != ST_OK) {
-            snprintf(why, sizeof why, "capturing its body into a conditional node failed (%s)", e->errmsg);
-            e->err = ST_OK;
+        if (ce == cudaSuccess && e->drive.err != ST_OK) {
+            snprintf(why, sizeof why, "capturing its body into a conditional node failed (%s)", e->drive.errmsg);
+            e->drive.err = ST_OK;
             cudaGetLastError();
             cudaGraphDestroy(g);
             return no_loop(l, why);
@@ -832,8 +837,8 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
     }
     /* run it: the state in, the graph, the state out, then one wait */
     e->cur = st;
-    e->run = st_run_current(base->ctl);
-    e->err = ST_OK;
+    e->drive.run = st_run_current(base->ctl);
+    e->drive.err = ST_OK;
     *e->error_word = 0;
     *(volatile int *)e->loop_stop = 0;
     *e->loop_host = (st_cuda_loop_ctl){l->next, l->end, l->max, 0};
@@ -868,7 +873,7 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
     char stop_msg[ST_ERROR_MAX] = "";
     cudaError_t q;
     for (int spins = 0; (q = cudaEventQuery(e->run_done)) == cudaErrorNotReady; spins++) {
-        if (stop == ST_OK && (stop = st_run_check_at(&e->run, where)) != ST_OK) {
+        if (stop == ST_OK && (stop = st_run_check_at(&e->drive.run, where)) != ST_OK) {
             *(volatile int *)e->loop_stop = 1;
             /* kept: st_error below would format the thread's message
              * buffer into itself, which printed an empty message */
@@ -908,7 +913,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
     e->cb = cbk;
     pthread_mutex_init(&e->hmu, NULL);
     e->n_streams = ST_CUDA_STREAMS;
-    st_sched_init(&e->sched, o);
+    st_drive_init(&e->drive, o);
     const char *g = getenv("STRATA_CUDA_GRAPHS"), *tf = getenv("STRATA_CUDA_TF32"), *cc = getenv("STRATA_CUDA_COND");
     e->use_graphs = !(g && strcmp(g, "0") == 0);
     e->use_cond = !(cc && strcmp(cc, "0") == 0);

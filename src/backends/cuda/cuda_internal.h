@@ -31,7 +31,6 @@ typedef struct st_cuda_device {
 /* ST_OK, or ST_ERR_BACKEND with the CUDA error's text (err is a cudaError_t). */
 st_status st_cuda_check(int err, const char *what);
 st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
-st_backend *st_cuda_backend(int device);
 /* A mixed plan's transfer between device and pinned host memory (cuda_exec.c). */
 st_status st_cuda_transfer(const st_kctx *k);
 /* A while loop on the device (k_loop.cu, cuda_exec.c's exec_loop): its

@@ -74,6 +74,7 @@
 #include "exec/profile.h"
 #include "exec/runctl.h"
 #include "exec/schedule.h"
+#include "runtime/drive.h"
 
 typedef struct dag_state {
     const st_dag *dag;
@@ -114,19 +115,15 @@ typedef struct cl_exec {
     char host_msg[1024];
     cl_command_queue queue;
     bool out_of_order;
-    st_sched sched;              /* exec/schedule.h */
+    st_drive drive;              /* runtime/drive.h: the schedule, the run's cancel, its failure */
     bool timed;                  /* a profiled session: the queue keeps time stamps */
     int profile;                 /* STRATA_OPENCL_PROFILE: 1 per op type, 2 also per command */
     cl_kernel kernels[ST_CLK_COUNT];
     dag_state *states;
     int n_states, cap_states;
     dag_state *cur;
-    int *order, *scratch;
     cl_event *wait_buf;
     int cap_cmds, cap_wait;
-    st_status err;
-    char errmsg[1024];
-    st_run_ref run;              /* the run's cancel and deadline (exec/runctl.h) */
     /* queuing in segments (see the header): window commands a segment, 0
      * for all at once; pos[c] is command c's place in the enqueue order,
      * fed how many of them are queued, feeding whether more may come
@@ -313,7 +310,14 @@ static cl_int wait_events(cl_uint n, const cl_event *ev)
     return result;
 }
 
-static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate);
+/* What the driver's callbacks work on (runtime/drive.h). */
+typedef struct cl_walk {
+    cl_exec *e;
+    dag_state *st;
+    cl_event gate;             /* the random schedule's, or NULL */
+} cl_walk;
+
+static const st_drive_ops cl_drive_ops;
 static st_status queue_feed(cl_exec *e, dag_state *st, int k);
 
 /* Records the run's first failure seen on the host thread. */
@@ -338,15 +342,14 @@ static void feed(cl_exec *e, const host_job *job, bool failed)
     st_status r = ST_OK;
     if (job->n_wait && wait_events(job->n_wait, job->wait) != CL_SUCCESS)
         r = st_error(ST_ERR_BACKEND, "opencl: the run stopped before node '%s' (%s): a command before it failed on the device",
-                     d->cmds[e->order[lo]].gnode->name, d->cmds[e->order[lo]].op->name);
+                     d->cmds[e->drive.order[lo]].gnode->name, d->cmds[e->drive.order[lo]].op->name);
     for (cl_uint i = 0; i < job->n_wait; i++) clReleaseEvent(job->wait[i]);
     free(job->wait);
     if (r == ST_OK && failed) r = ST_ERR_BACKEND; /* reported already */
-    if (r == ST_OK) r = st_run_check(&job->run, d->cmds[e->order[lo]].gnode->name, d->cmds[e->order[lo]].op->name);
+    if (r == ST_OK) r = st_run_check(&job->run, d->cmds[e->drive.order[lo]].gnode->name, d->cmds[e->drive.order[lo]].op->name);
+    cl_walk w = {e, st, NULL};
     for (int i = lo; i < hi && r == ST_OK; i++) {
-        int c = e->order[i];
-        r = enqueue_cmd(e, st, c, NULL);
-        if (r != ST_OK) st_error_prefix(r, "node '%s' (%s): ", d->cmds[c].gnode->name, d->cmds[c].op->name);
+        r = st_drive_one(d, e->drive.order[i], &cl_drive_ops, &w);
         pthread_mutex_lock(&e->hmu);
         if (r == ST_OK) e->fed = i + 1;
         pthread_cond_broadcast(&e->hcv);
@@ -392,11 +395,7 @@ static void *host_main(void *arg)
         if (job.n_wait && wait_events(job.n_wait, job.wait) != CL_SUCCESS)
             r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
                          job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
-        if (r == ST_OK && !failed) r = st_run_check(&job.run, job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
-        st_prof_run *trace = e->base.prof;
-        int64_t t0 = trace ? st_prof_now() : 0;
-        if (r == ST_OK && !failed) r = st_host_run(e->host, job.dag, job.c);
-        if (trace && r == ST_OK && !failed) st_prof_mark(trace, job.c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
+        if (r == ST_OK && !failed) r = st_drive_host(e->host, &job.run, e->base.prof, job.dag, job.c);
         /* the event completes and the job counts as done in one step
          * under the lock: a caller whose wait on the event returned, or
          * host_drain's, must not then find the job still pending
@@ -445,12 +444,12 @@ static st_status host_start(cl_exec *e)
 static st_status queue_feed(cl_exec *e, dag_state *st, int k)
 {
     ST_TRY(host_start(e));
-    host_job job = {k, -1, st->dag, NULL, 0, NULL, e->run, st};
+    host_job job = {k, -1, st->dag, NULL, 0, NULL, e->drive.run, st};
     int lo = (k - 2) * e->window, hi = lo + e->window;
     job.wait = malloc((size_t)e->window * sizeof *job.wait);
     if (!job.wait) return st_error(ST_ERR_NOMEM, "out of memory queuing a run in segments");
     for (int i = lo; i < hi; i++) {
-        cl_event ev = st->events[e->order[i]];
+        cl_event ev = st->events[e->drive.order[i]];
         if (!ev) continue;
         clRetainEvent(ev);
         job.wait[job.n_wait++] = ev;
@@ -471,7 +470,7 @@ static st_status enqueue_host(cl_exec *e, dag_state *st, int c, const cl_event *
     cl_int err;
     cl_event u = clCreateUserEvent(e->dev->context, &err);
     ST_TRY(st_cl_check(err, "clCreateUserEvent"));
-    host_job job = {-1, c, st->dag, u, nw, NULL, e->run, st};
+    host_job job = {-1, c, st->dag, u, nw, NULL, e->drive.run, st};
     if (nw) {
         job.wait = malloc(nw * sizeof *job.wait);
         if (!job.wait) {
@@ -542,24 +541,12 @@ static st_status state_get(cl_exec *e, const st_dag *d, dag_state **out)
     return ST_OK;
 }
 
-static void fail(cl_exec *e, st_status s, const st_cmd *cmd)
-{
-    if (e->err != ST_OK) return;
-    e->err = s;
-    if (cmd) snprintf(e->errmsg, sizeof e->errmsg, "node '%s' (%s): %s", cmd->gnode->name, cmd->op->name, st_last_error());
-    else snprintf(e->errmsg, sizeof e->errmsg, "%s", st_last_error());
-}
-
 static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
 {
     if (n_cmds > e->cap_cmds) {
-        int *o = realloc(e->order, (size_t)n_cmds * sizeof *o);
-        if (o) e->order = o;
-        int *r = realloc(e->scratch, 2 * (size_t)n_cmds * sizeof *r);
-        if (r) e->scratch = r;
         int *ps = realloc(e->pos, (size_t)n_cmds * sizeof *ps);
         if (ps) e->pos = ps;
-        if (!o || !r || !ps) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
+        if (!ps) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
         e->cap_cmds = n_cmds;
     }
     if (n_wait > e->cap_wait) {
@@ -571,15 +558,35 @@ static st_status reserve(cl_exec *e, int n_cmds, int n_wait)
     return ST_OK;
 }
 
-/* Enqueues command c; its event goes to st->events[c]. */
-static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
+/* Command c's wait list in e->wait_buf: its predecessors' events (and
+ * the gate for a command without any); returns its length. */
+static cl_uint gather_wait(const cl_walk *w, int c)
 {
-    const st_dag *d = st->dag;
+    const st_dag *d = w->st->dag;
     const st_cmd *cmd = &d->cmds[c];
     cl_uint nw = 0;
-    for (int k = 0; k < cmd->n_pred; k++) e->wait_buf[nw++] = st->events[d->preds[cmd->pred_first + k]];
-    if (gate && !cmd->n_pred) e->wait_buf[nw++] = gate;
-    if (cmd->device == ST_DEV_HOST) return enqueue_host(e, st, c, e->wait_buf, nw);
+    for (int k = 0; k < cmd->n_pred; k++) w->e->wait_buf[nw++] = w->st->events[d->preds[cmd->pred_first + k]];
+    if (w->gate && !cmd->n_pred) w->e->wait_buf[nw++] = w->gate;
+    return nw;
+}
+
+/* The driver's host-node callback: host command c behind its wait list. */
+static st_status walk_host(void *ctx, int c)
+{
+    cl_walk *w = ctx;
+    cl_uint nw = gather_wait(w, c);
+    return enqueue_host(w->e, w->st, c, w->e->wait_buf, nw);
+}
+
+/* The driver's enqueue callback: command c (a kernel or a transfer); its
+ * event goes to st->events[c]. */
+static st_status walk_enqueue(void *arg, int c)
+{
+    cl_walk *w = arg;
+    cl_exec *e = w->e;
+    dag_state *st = w->st;
+    const st_cmd *cmd = &st->dag->cmds[c];
+    cl_uint nw = gather_wait(w, c);
     int nops = cmd->n_in + cmd->n_out;
     st_operand ops_buf[32];
     st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
@@ -592,9 +599,7 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     st_cl_ctx ctx = {e->dev, e->queue, e->kernels, nw ? e->wait_buf : NULL, nw, NULL, 0, 0, &st->slots[c],
                      e->base.prof && st->first, NULL};
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
-    st_status r = (cmd->run ? cmd->run : st_cl_transfer)(&k);
-    if (r == ST_ERR_UNSUPPORTED)
-        r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
+    st_status r = st_drive_kernel_status((cmd->run ? cmd->run : st_cl_transfer)(&k));
     if (ops != ops_buf) free(ops);
     cl_event ev = NULL;
     if (r == ST_OK) {
@@ -619,11 +624,13 @@ static st_status enqueue_cmd(cl_exec *e, dag_state *st, int c, cl_event gate)
     return r;
 }
 
+static const st_drive_ops cl_drive_ops = {walk_enqueue, walk_host};
+
 static st_status exec_submit(st_exec *base, const st_dag *d)
 {
     cl_exec *e = (cl_exec *)base;
-    e->err = ST_OK;
-    e->errmsg[0] = 0;
+    /* the run's failure cleared, its cancel and deadline, its order */
+    ST_TRY(st_drive_start(&e->drive, d, base->ctl));
     dag_state *st = NULL;
     ST_TRY(state_get(e, d, &st));
     /* the previous run of this DAG is complete (the session waited) */
@@ -661,38 +668,28 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     e->feeding = true;
     pthread_mutex_unlock(&e->hmu);
     e->cur = st;
-    e->run = st_run_current(base->ctl);
-    st_sched_order(&e->sched, d, e->order, e->scratch);
-    for (int i = 0; i < d->n_cmds; i++) e->pos[e->order[i]] = i;
+    for (int i = 0; i < d->n_cmds; i++) e->pos[e->drive.order[i]] = i;
     /* the first two segments now, the rest from the host thread (a random
      * schedule's gate needs the whole DAG queued) */
-    int now = e->window && !e->sched.random && d->n_cmds > 2 * e->window ? 2 * e->window : d->n_cmds;
+    int now = e->window && !e->drive.sched.random && d->n_cmds > 2 * e->window ? 2 * e->window : d->n_cmds;
     cl_event gate = NULL;
-    if (e->sched.random) {
+    if (e->drive.sched.random) {
         cl_int err;
         gate = clCreateUserEvent(e->dev->context, &err);
         ST_TRY(st_cl_check(err, "clCreateUserEvent"));
     }
-    for (int i = 0; i < now && e->err == ST_OK; i++) {
-        int c = e->order[i];
-        /* a cancelled run, or one past its deadline, queues nothing more */
-        st_status r = st_run_check(&e->run, d->cmds[c].gnode->name, d->cmds[c].op->name);
-        if (r != ST_OK) {
-            fail(e, r, NULL);
-            break;
-        }
-        r = enqueue_cmd(e, st, c, gate);
-        if (r != ST_OK) fail(e, r, &d->cmds[c]);
-    }
+    /* the driver checks the run's cancel and deadline before each */
+    cl_walk w = {e, st, gate};
+    st_status r = st_drive_walk(&e->drive, 0, now, true, &cl_drive_ops, &w, NULL);
     pthread_mutex_lock(&e->hmu);
-    e->fed = e->err == ST_OK ? now : 0;
-    e->feeding = e->err == ST_OK && now < d->n_cmds;
+    e->fed = r == ST_OK ? now : 0;
+    e->feeding = r == ST_OK && now < d->n_cmds;
     pthread_mutex_unlock(&e->hmu);
     /* the last thing this thread queues: from here the host thread does */
-    if (e->err == ST_OK && now < d->n_cmds) {
-        st_status r = queue_feed(e, st, 2);
+    if (r == ST_OK && now < d->n_cmds) {
+        r = queue_feed(e, st, 2);
         if (r != ST_OK) {
-            fail(e, r, NULL);
+            st_drive_fail(&e->drive, r, NULL);
             pthread_mutex_lock(&e->hmu);
             e->feeding = false;
             pthread_mutex_unlock(&e->hmu);
@@ -702,11 +699,10 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
         clSetUserEventStatus(gate, CL_COMPLETE);
         clReleaseEvent(gate);
     }
-    if (e->err != ST_OK) {
+    if (e->drive.err != ST_OK) {
         host_drain(e);
         clFinish(e->queue); /* leave nothing half-enqueued running */
-        st_error(e->err, "%s", e->errmsg);
-        return e->err;
+        return st_drive_status(&e->drive);
     }
     return st_cl_check(clFlush(e->queue), "clFlush");
 }
@@ -763,7 +759,7 @@ static st_status event_status(cl_exec *e, const dag_state *st, int c)
 static st_status root_failure(cl_exec *e, const dag_state *st, st_status found)
 {
     for (int i = 0; i < st->dag->n_cmds; i++) {
-        st_status r = event_status(e, st, e->order[i]);
+        st_status r = event_status(e, st, e->drive.order[i]);
         if (r != ST_OK) return r;
     }
     return found;
@@ -809,7 +805,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
             clFinish(e->queue);
         }
         if (r != ST_OK) r = root_failure(e, st, r);
-        if (r == ST_OK && missing && e->err == ST_OK) {
+        if (r == ST_OK && missing && e->drive.err == ST_OK) {
             pthread_mutex_lock(&e->hmu);
             r = st_error(e->host_err != ST_OK ? e->host_err : ST_ERR_INTERNAL, "%s",
                          e->host_err != ST_OK ? e->host_msg : "opencl: the run stopped before queuing the commands waited for");
@@ -817,7 +813,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         }
     }
     free(evs);
-    if (r == ST_OK && e->err != ST_OK) r = st_error(e->err, "%s", e->errmsg);
+    if (r == ST_OK) r = st_drive_status(&e->drive);
     if (r == ST_OK) {
         pthread_mutex_lock(&e->hmu);
         if (e->host_err != ST_OK) r = st_error(e->host_err, "%s", e->host_msg);
@@ -929,8 +925,7 @@ static void exec_destroy(st_exec *base)
     for (int k = 0; k < ST_CLK_COUNT; k++)
         if (e->kernels[k]) clReleaseKernel(e->kernels[k]);
     if (e->queue) clReleaseCommandQueue(e->queue);
-    free(e->order);
-    free(e->scratch);
+    st_drive_free(&e->drive);
     free(e->pos);
     free(e->wait_buf);
     free(e);
@@ -969,7 +964,7 @@ st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec 
     pthread_mutex_init(&e->hmu, NULL);
     pthread_cond_init(&e->hcv, NULL);
     e->threads = o->threads;
-    st_sched_init(&e->sched, o);
+    st_drive_init(&e->drive, o);
     const char *win = getenv("STRATA_OPENCL_WINDOW");
     e->window = win && *win ? atoi(win) : d->is_gpu ? 0 : ST_CL_SEGMENT;
     if (e->window < 0) e->window = 0;

@@ -189,7 +189,6 @@ bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len);
  * or a sub-buffer made by someone else over one) and a byte offset. */
 st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *storage_off);
 
-st_backend *st_opencl_backend(int device);
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
 
 #endif

@@ -16,7 +16,7 @@
  * Rule 2: a cl_mem is a handle, not an address, so each storage also gets
  * a range in a synthetic, process-wide OpenCL address space (disjoint
  * ranges with a guard gap, handed out in allocation order) and that range
- * goes into the address index: st_storage_resolve(ST_BACKEND_OPENCL,
+ * goes into the address index: st_storage_resolve(b->kind,
  * s->addr + off) gives (s, off) for any off inside the storage.  Code that
  * holds a (cl_mem, offset) pair instead uses st_cl_resolve, which also
  * accepts a sub-buffer someone else made over a storage (it follows
@@ -54,6 +54,7 @@ static st_cl_device *devices[ST_CL_MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 /* the next free address of the synthetic OpenCL address space (rule 2) */
 static _Atomic uint64_t next_addr = ST_CL_ADDR_BASE;
+static st_backend_kind cl_kind = ST_BACKEND_OPENCL; /* the registry's number, set by open */
 
 const char *st_cl_error_name(cl_int err)
 {
@@ -160,7 +161,7 @@ st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *stora
     pthread_mutex_unlock(&d->mem_lock);
     if (!s) return NULL;
     /* the same answer the address index gives (rule 2) */
-    return st_storage_resolve(ST_BACKEND_OPENCL, s->addr + off, storage_off);
+    return st_storage_resolve(s->backend->kind, s->addr + off, storage_off);
 }
 
 /* ---- storages ---- */
@@ -197,6 +198,8 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
     }
     atomic_init(&s->refs, 1);
     s->backend = b;
+    s->free_fn = storage_free;
+    s->space = b->kind;
     s->size = size;
     s->dev = m;
     s->addr = atomic_fetch_add(&next_addr, (size + ST_CL_ADDR_GAP - 1) / ST_CL_ADDR_GAP * ST_CL_ADDR_GAP + ST_CL_ADDR_GAP);
@@ -383,7 +386,7 @@ static st_status device_init(st_cl_device *d, const cand *c)
     pthread_mutex_init(&d->transfer_lock, NULL);
     pthread_mutex_init(&d->program_lock, NULL);
     pthread_mutex_init(&d->mem_lock, NULL);
-    d->base.kind = ST_BACKEND_OPENCL;
+    d->base.kind = cl_kind;
     d->base.name = "opencl";
     d->base.storage_alloc = storage_alloc;
     d->base.storage_free = storage_free;
@@ -396,13 +399,14 @@ static st_status device_init(st_cl_device *d, const cand *c)
     return ST_OK;
 }
 
-st_backend *st_opencl_backend(int device)
+static st_backend *st_opencl_backend(st_backend_kind kind, int device)
 {
     if (device < 0 || device >= ST_CL_MAX_DEVICES) {
         st_error(ST_ERR_INVALID_ARG, "opencl: device %d is out of range", device);
         return NULL;
     }
     pthread_mutex_lock(&devices_lock);
+    cl_kind = kind;
     st_cl_device *d = devices[device];
     if (!d) {
         cand list[ST_CL_MAX_DEVICES];
@@ -428,3 +432,8 @@ st_backend *st_opencl_backend(int device)
     pthread_mutex_unlock(&devices_lock);
     return d ? &d->base : NULL;
 }
+
+static const st_backend_module cl_module = {ST_BACKEND_ABI, "opencl", &st_cl_kernel_table, st_opencl_backend};
+
+/* The registry's entry (backends/registry.c). */
+const st_backend_module *st_opencl_module(void) { return &cl_module; }

@@ -233,7 +233,6 @@ static inline bool st_vk_is_f16(const st_view *v) { return v->dtype == ST_F16; }
 st_status st_vk_copy_buffer(st_vk_ctx *c, const st_storage *src, int64_t src_off, const st_storage *dst, int64_t dst_off,
                             int64_t n);
 
-st_backend *st_vulkan_backend(int device);
 st_status st_vk_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
 
 #endif

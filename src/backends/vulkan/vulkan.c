@@ -47,6 +47,7 @@ static st_vk_device *devices[ST_VK_MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_addr = ST_VK_ADDR_BASE;
 static atomic_long validation_messages;
+static st_backend_kind vk_kind; /* the registry's number, set by open */
 
 const char *st_vk_result_name(VkResult r)
 {
@@ -157,6 +158,8 @@ static st_status storage_new(st_backend *b, uint64_t size, const char *label, bo
     }
     atomic_init(&s->refs, 1);
     s->backend = b;
+    s->free_fn = storage_free;
+    s->space = b->kind;
     s->size = size;
     s->dev = vb;
     s->host = host && vb ? vb->map : NULL;
@@ -479,7 +482,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     pthread_mutex_init(&d->pipe_lock, NULL);
     pthread_mutex_init(&d->map_lock, NULL);
     ST_TRY(st_vk_pipelines_init(d));
-    d->base.kind = ST_BACKEND_VULKAN;
+    d->base.kind = vk_kind;
     d->base.name = "vulkan";
     d->base.storage_alloc = storage_alloc;
     d->base.storage_free = storage_free;
@@ -501,13 +504,14 @@ static void at_exit(void)
         if (devices[i]) st_vk_cache_save(devices[i]);
 }
 
-st_backend *st_vulkan_backend(int device)
+static st_backend *vulkan_open(st_backend_kind kind, int device)
 {
     if (device < 0 || device >= ST_VK_MAX_DEVICES) {
         st_error(ST_ERR_INVALID_ARG, "vulkan: device %d is out of range", device);
         return NULL;
     }
     pthread_mutex_lock(&devices_lock);
+    vk_kind = kind;
     st_vk_device *d = devices[device];
     if (!d && instance_get() == ST_OK) {
         VkPhysicalDevice list[ST_VK_MAX_DEVICES];
@@ -537,3 +541,8 @@ st_backend *st_vulkan_backend(int device)
     pthread_mutex_unlock(&devices_lock);
     return d ? &d->base : NULL;
 }
+
+static const st_backend_module vk_module = {ST_BACKEND_ABI, "vulkan", &st_vk_kernel_table, vulkan_open};
+
+/* The registry's entry (backends/registry.c). */
+const st_backend_module *st_vulkan_module(void) { return &vk_module; }

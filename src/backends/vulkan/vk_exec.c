@@ -22,6 +22,12 @@
  * writes visible to the host; between segments the semaphore is the whole
  * dependency.
  *
+ * The shared driver (runtime/drive.h) gives the start order (program
+ * order, or a seeded random topological one), walks it to record (its
+ * enqueue callback records a command into the open command buffer, its
+ * host callback closes it and makes a host segment), checks cancel and
+ * deadlines, and runs host commands (st_drive_host).
+ *
  * Command buffers are recorded once per DAG and resubmitted on later runs
  * (the views, parameters and barriers of a DAG never change); a random
  * schedule (--schedule random) records a new seeded topological order
@@ -44,6 +50,7 @@
 #include "exec/host.h"
 #include "exec/runctl.h"
 #include "exec/schedule.h"
+#include "runtime/drive.h"
 
 #define PARAM_CHUNK (64 * 1024)
 #define PARAM_ALIGN 256
@@ -87,7 +94,7 @@ typedef struct vk_exec {
     st_vk_device *dev;
     VkSemaphore timeline;
     uint64_t value;            /* the last value handed out */
-    st_sched sched;
+    st_drive drive;            /* runtime/drive.h: the order, the run's cancel, its failure */
     bool whole;                /* --hazard-mode storage */
     int stats;
     st_host *host;
@@ -95,12 +102,7 @@ typedef struct vk_exec {
     dag_state *states;
     int n_states, cap_states;
     dag_state *cur;
-    int *scratch;
-    int cap_scratch;
-    st_run_ref run;
     long valid_before;         /* validation messages before the run */
-    st_status host_err;
-    char host_msg[1024];
 } vk_exec;
 
 long st_vk_validation_errors(void);
@@ -322,94 +324,135 @@ static st_status state_get(vk_exec *e, const st_dag *d, dag_state **out)
     return ST_OK;
 }
 
-/* Records device segment s of st. */
-static st_status record(vk_exec *e, dag_state *st, segment *s)
+/* The recording walk's state: the open command buffer, if any. */
+typedef struct walk {
+    vk_exec *e;
+    dag_state *st;
+    st_vk_rec rec;
+    segment *open;
+    int pos;                   /* commands walked so far */
+} walk;
+
+static void rec_stats(vk_exec *e, const st_vk_rec *rec, int n)
 {
-    const st_dag *d = st->dag;
+    if (!e->stats) return;
+    fprintf(stderr,
+            "vulkan stats: %d commands, 1 command buffer, %ld barriers, %ld ranges (%ld edge overlaps, %ld api overlaps), "
+            "%ld unordered conflicts\n",
+            n, rec->tr.barriers, rec->tr.ranges, rec->tr.edge_ranges, rec->tr.api_ranges, rec->tr.missed);
+    if (rec->tr.missed)
+        fprintf(stderr, "vulkan stats: the DAG left %ld conflicting accesses unordered: no barrier was made for them\n",
+                rec->tr.missed);
+}
+
+/* Ends the open command buffer: device writes become visible to the host
+ * once its value is reached. */
+static st_status seg_close(walk *w)
+{
+    if (!w->open) return ST_OK;
+    VkMemoryBarrier2 out = {VK_STRUCTURE_TYPE_MEMORY_BARRIER_2, NULL, STAGES,
+                            VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
+                            VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};
+    VkDependencyInfo di = {VK_STRUCTURE_TYPE_DEPENDENCY_INFO, NULL, 0, 1, &out, 0, NULL, 0, NULL};
+    vkCmdPipelineBarrier2(w->open->cb, &di);
+    st_status r = st_vk_check(vkEndCommandBuffer(w->open->cb), "vkEndCommandBuffer");
+    rec_stats(w->e, &w->rec, w->open->n);
+    st_vk_tracker_free(&w->rec.tr);
+    w->open = NULL;
+    return r;
+}
+
+/* A new segment at the walk's position (its command buffer kept from an
+ * earlier recording of the DAG when there was one). */
+static segment *seg_new(walk *w, bool host)
+{
+    dag_state *st = w->st;
+    segment *s = &st->segs[st->n_segs++];
+    VkCommandBuffer cb = s->cb; /* segs[] keeps buffers across recordings */
+    *s = (segment){host, w->pos, 0, cb, 0};
+    return s;
+}
+
+/* Opens a command buffer: host writes (inputs, a host segment's results)
+ * become visible to the device first. */
+static st_status seg_open(walk *w)
+{
+    vk_exec *e = w->e;
+    segment *s = seg_new(w, false);
     if (!s->cb) {
-        VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, st->pool,
+        VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, w->st->pool,
                                           VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
         ST_TRY(st_vk_check(vkAllocateCommandBuffers(e->dev->dev, &ai, &s->cb), "vkAllocateCommandBuffers"));
     }
     VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL, 0, NULL};
     ST_TRY(st_vk_check(vkBeginCommandBuffer(s->cb, &bi), "vkBeginCommandBuffer"));
-    st_vk_rec rec = {e->dev, st, s->cb, {0}, VK_NULL_HANDLE};
-    rec.tr.dag = d;
-    rec.tr.anc = st->anc;
-    rec.tr.words = st->words;
-    rec.tr.whole = e->whole;
-    /* what the host wrote (inputs, a host segment's results) is visible */
+    w->rec = (st_vk_rec){e->dev, w->st, s->cb, {0}, VK_NULL_HANDLE};
+    w->rec.tr.dag = w->st->dag;
+    w->rec.tr.anc = w->st->anc;
+    w->rec.tr.words = w->st->words;
+    w->rec.tr.whole = e->whole;
     VkMemoryBarrier2 in = {VK_STRUCTURE_TYPE_MEMORY_BARRIER_2, NULL, VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_WRITE_BIT,
                            STAGES, VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_TRANSFER_READ_BIT};
     VkDependencyInfo di = {VK_STRUCTURE_TYPE_DEPENDENCY_INFO, NULL, 0, 1, &in, 0, NULL, 0, NULL};
     vkCmdPipelineBarrier2(s->cb, &di);
-    st_status r = ST_OK;
-    for (int i = s->first; i < s->first + s->n && r == ST_OK; i++) {
-        int c = st->order[i];
-        const st_cmd *cmd = &d->cmds[c];
-        int nops = cmd->n_in + cmd->n_out;
-        st_operand ops_buf[32];
-        st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
-        if (!ops) {
-            r = st_error(ST_ERR_NOMEM, "out of memory");
-            break;
-        }
-        /* operands carry shapes only; data marks a present operand */
-        for (int k = 0; k < nops; k++) {
-            ops[k] = st_operand_of(&cmd->views[k], NULL);
-            if (cmd->views[k].storage) ops[k].data = cmd->views[k].storage->dev ? cmd->views[k].storage->dev : cmd->views[k].storage;
-        }
-        st_vk_ctx ctx = {e->dev, &rec, c};
-        st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx,
-                     cmd->priv};
-        r = (cmd->run ? cmd->run : st_vk_transfer)(&k);
-        if (r == ST_ERR_UNSUPPORTED)
-            r = st_error_prefix(ST_ERR_INTERNAL, "the kernel refused at run time a node its accepts took: ");
-        if (r != ST_OK) st_error_prefix(r, "node '%s' (%s): ", cmd->gnode->name, cmd->op->name);
-        if (ops != ops_buf) free(ops);
-    }
-    /* what the device wrote is visible to the host once the value is reached */
-    VkMemoryBarrier2 out = {VK_STRUCTURE_TYPE_MEMORY_BARRIER_2, NULL, STAGES,
-                            VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_2_HOST_BIT,
-                            VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};
-    di.pMemoryBarriers = &out;
-    vkCmdPipelineBarrier2(s->cb, &di);
-    st_status r2 = st_vk_check(vkEndCommandBuffer(s->cb), "vkEndCommandBuffer");
-    if (e->stats)
-        fprintf(stderr,
-                "vulkan stats: %d commands, 1 command buffer, %ld barriers, %ld ranges (%ld edge overlaps, %ld api overlaps), "
-                "%ld unordered conflicts\n",
-                s->n, rec.tr.barriers, rec.tr.ranges, rec.tr.edge_ranges, rec.tr.api_ranges, rec.tr.missed);
-    if (rec.tr.missed && e->stats)
-        fprintf(stderr, "vulkan stats: the DAG left %ld conflicting accesses unordered: no barrier was made for them\n",
-                rec.tr.missed);
-    st_vk_tracker_free(&rec.tr);
-    return r != ST_OK ? r : r2;
+    w->open = s;
+    return ST_OK;
 }
 
-/* Cuts st->order into segments and records the device ones. */
+/* The driver's enqueue callback: records command c into the open command
+ * buffer (opening one after a host segment or at the start). */
+static st_status walk_enqueue(void *ctx, int c)
+{
+    walk *w = ctx;
+    dag_state *st = w->st;
+    const st_cmd *cmd = &st->dag->cmds[c];
+    if (!w->open) ST_TRY(seg_open(w));
+    st->order[w->pos++] = c;
+    w->open->n++;
+    st->seg_of[c] = (int)(w->open - st->segs);
+    int nops = cmd->n_in + cmd->n_out;
+    st_operand ops_buf[32];
+    st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
+    if (!ops) return st_error(ST_ERR_NOMEM, "out of memory");
+    /* operands carry shapes only; data marks a present operand */
+    for (int k = 0; k < nops; k++) {
+        ops[k] = st_operand_of(&cmd->views[k], NULL);
+        if (cmd->views[k].storage) ops[k].data = cmd->views[k].storage->dev ? cmd->views[k].storage->dev : cmd->views[k].storage;
+    }
+    st_vk_ctx vc = {w->e->dev, &w->rec, c};
+    st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &vc,
+                 cmd->priv};
+    st_status r = st_drive_kernel_status((cmd->run ? cmd->run : st_vk_transfer)(&k));
+    if (ops != ops_buf) free(ops);
+    return r;
+}
+
+/* The driver's host callback: a host command is a segment of its own. */
+static st_status walk_host(void *ctx, int c)
+{
+    walk *w = ctx;
+    ST_TRY(seg_close(w));
+    segment *s = seg_new(w, true);
+    w->st->order[w->pos++] = c;
+    s->n = 1;
+    w->st->seg_of[c] = (int)(s - w->st->segs);
+    return ST_OK;
+}
+
+static const st_drive_ops vk_drive_ops = {walk_enqueue, walk_host};
+
+/* Records the DAG in the driver's start order into segments. */
 static st_status record_all(vk_exec *e, dag_state *st)
 {
-    const st_dag *d = st->dag;
-    int old = st->n_segs;
-    segment *keep = st->segs;
+    walk w = {e, st, {0}, NULL, 0};
     st->n_segs = 0;
-    for (int i = 0; i < d->n_cmds; i++) {
-        int c = st->order[i];
-        bool host = d->cmds[c].device == ST_DEV_HOST;
-        segment *s = st->n_segs ? &st->segs[st->n_segs - 1] : NULL;
-        if (!s || host || s->host) {
-            s = &st->segs[st->n_segs++];
-            VkCommandBuffer cb = st->n_segs - 1 < old ? keep[st->n_segs - 1].cb : VK_NULL_HANDLE;
-            *s = (segment){host, i, 0, cb, 0};
-        }
-        s->n++;
-        st->seg_of[c] = st->n_segs - 1;
-    }
-    /* command buffers of segments no longer there stay in the pool until it goes */
-    for (int i = 0; i < st->n_segs; i++)
-        if (!st->segs[i].host) ST_TRY(record(e, st, &st->segs[i]));
-    for (int i = st->n_segs; i < old; i++) st->segs[i].cb = VK_NULL_HANDLE;
+    st->recorded = false;
+    /* parameter blocks are written again from the start */
+    for (int i = 0; i < st->n_chunks; i++) st->chunks[i].used = 0;
+    st_status r = st_drive_walk(&e->drive, 0, st->dag->n_cmds, false, &vk_drive_ops, &w, NULL);
+    st_status r2 = seg_close(&w);
+    if (r == ST_OK && r2 != ST_OK) st_drive_fail(&e->drive, r2, NULL);
+    if (r != ST_OK || r2 != ST_OK) return st_drive_status(&e->drive);
     st->recorded = true;
     return ST_OK;
 }
@@ -426,29 +469,16 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     vk_exec *e = (vk_exec *)base;
     dag_state *st = NULL;
     ST_TRY(state_get(e, d, &st));
-    e->host_err = ST_OK;
-    e->run = st_run_current(base->ctl);
     e->valid_before = st_vk_validation_errors();
     /* the DAG's command buffers may still run from its last run */
     ST_TRY(wait_value(e, st->last));
-    if (!st->recorded || e->sched.random) {
-        int n = d->n_cmds > 0 ? d->n_cmds : 1;
-        if (e->cap_scratch < 2 * n) {
-            int *s = realloc(e->scratch, 2 * (size_t)n * sizeof *s);
-            if (!s) return st_error(ST_ERR_NOMEM, "out of memory starting a run");
-            e->scratch = s;
-            e->cap_scratch = 2 * n;
-        }
-        st_sched_order(&e->sched, d, st->order, e->scratch);
-        /* parameter blocks are written again from the start */
-        for (int i = 0; i < st->n_chunks; i++) st->chunks[i].used = 0;
-        ST_TRY(record_all(e, st));
-    }
+    ST_TRY(st_drive_start(&e->drive, d, base->ctl));
+    if (!st->recorded || e->drive.sched.random) ST_TRY(record_all(e, st));
     e->cur = st;
     for (int i = 0; i < st->n_segs; i++) {
         segment *s = &st->segs[i];
         const st_cmd *first = &d->cmds[st->order[s->first]];
-        st_status r = st_run_check(&e->run, first->gnode->name, first->op->name);
+        st_status r = st_run_check(&e->drive.run, first->gnode->name, first->op->name);
         uint64_t prev = e->value, v = ++e->value;
         s->value = v;
         st->last = v;
@@ -467,18 +497,16 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
             /* a host command: after the segment before it, on this thread */
             r = wait_value(e, prev);
             if (r == ST_OK && !e->host) r = st_host_create(&(st_session_options){.threads = e->threads}, &e->host);
-            for (int j = s->first; j < s->first + s->n && r == ST_OK; j++) r = st_host_run(e->host, d, st->order[j]);
+            if (r == ST_OK) r = st_drive_host(e->host, &e->drive.run, base->prof, d, st->order[s->first]);
         }
         /* signalled even on failure, so waits for later values return */
         VkSemaphoreSignalInfo sig = {VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, NULL, e->timeline, v};
         if (r != ST_OK) {
-            e->host_err = r;
-            snprintf(e->host_msg, sizeof e->host_msg, "%s", st_last_error());
+            st_drive_fail(&e->drive, r, NULL);
             wait_value(e, prev); /* a host signal must not overtake a pending device one */
             for (int j = i + 1; j < st->n_segs; j++) st->segs[j].value = v;
             vkSignalSemaphore(e->dev->dev, &sig);
-            st_error(r, "%s", e->host_msg);
-            return r;
+            return st_drive_status(&e->drive);
         }
         vkSignalSemaphore(e->dev->dev, &sig);
     }
@@ -487,7 +515,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
 
 static st_status run_result(vk_exec *e)
 {
-    if (e->host_err != ST_OK) return st_error(e->host_err, "%s", e->host_msg);
+    ST_TRY(st_drive_status(&e->drive));
     long now = st_vk_validation_errors();
     if (now != e->valid_before)
         return st_error(ST_ERR_BACKEND, "vulkan: the validation layer reported %ld message(s) during the run (above)",
@@ -549,7 +577,7 @@ static void exec_destroy(st_exec *base)
     if (e->timeline) wait_value(e, e->value);
     for (int i = 0; i < e->n_states; i++) state_free(e, &e->states[i]);
     free(e->states);
-    free(e->scratch);
+    st_drive_free(&e->drive);
     st_host_destroy(e->host);
     if (e->timeline) vkDestroySemaphore(e->dev->dev, e->timeline, NULL);
     st_vk_cache_save(e->dev);
@@ -568,7 +596,7 @@ st_status st_vk_exec_create(st_backend *b, const st_session_options *o, st_exec 
     e->dev = d;
     e->threads = o->threads;
     e->whole = o->hazard_mode == ST_HAZARD_STORAGE;
-    st_sched_init(&e->sched, o);
+    st_drive_init(&e->drive, o);
     const char *stats = getenv("STRATA_VULKAN_STATS");
     e->stats = stats ? atoi(stats) : 0;
     VkSemaphoreTypeCreateInfo ti = {VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, NULL, VK_SEMAPHORE_TYPE_TIMELINE, 0};

@@ -110,7 +110,8 @@ static st_status vk_reduce(const st_kctx *k)
     ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
     ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
     /* y's strides over x's shape: 0 on the reduced axes */
-    uint32_t mask = s->mask ? s->mask & (uint32_t)((1u << x->rank) - 1) : (uint32_t)((1u << x->rank) - 1);
+    /* mask 0: nothing reduced (noop_with_empty_axes), each row one element */
+    uint32_t mask = s->mask & (uint32_t)((1u << x->rank) - 1);
     int64_t ys[ST_MAX_RANK];
     int yd = 0;
     for (int d = 0; d < x->rank; d++) {

@@ -35,7 +35,7 @@ static const tool_command COMMANDS[] = {
      "writes a standard QDQ model that any ONNX runtime runs, and prints its accuracy against MODEL on the same "
      "inputs: each output's max and mean error, and for a YOLO model how many of the float model's boxes it keeps.",
      st_cmd_quantize},
-    {"probe", "--backend opencl [options]",
+    {"probe", "--backend opencl|vulkan [options]",
      "The seed report's sub-buffer experiment on this machine's OpenCL device: how often a kernel writing "
      "through a sub-buffer, or through the parent at an offset, is seen by a later copy of the parent, on in-order "
      "and out-of-order queues.  It measures; it never fails on what it finds.",

@@ -1,12 +1,15 @@
 /*
  * k_rows.c — the row ops on Vulkan: Softmax and LogSoftmax
- * (softmax.comp), LayerNormalization (norm.comp) and the ReduceX ops
+ * (softmax.comp), LayerNormalization (norm.comp), BatchNormalization as
+ * a per-channel affine map (affine.comp) and the ReduceX ops
  * that sum, average, bound or take a norm (reduce.comp).  Shapes are split
  * into outer positions and rows with the CPU's st_rows
  * (backends/cpu/rows.h), so a row is the same set of elements, in the
  * same order, on both backends; a work-group of 64 reduces each row in
  * shared memory, in f32.
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/rows.h"
@@ -84,6 +87,87 @@ static st_status vk_norm(const st_kctx *k)
     }
     p[54] = s->kind == ST_N_LOG_SOFTMAX;
     return st_vk_dispatch(c, h ? ST_VKS_softmax_f16 : ST_VKS_softmax_f32, p, NP, 2, bind, groups);
+}
+
+/* BatchNormalization at inference: a[c] = scale / sqrt(var + eps),
+ * b[c] = bias - mean * a[c], from its constant parameters at plan time
+ * (in double, rounded once), applied by affine.comp. */
+static bool rows_fit(const st_knode *n, char *why, size_t len);
+
+typedef struct bn_priv {
+    int64_t c;
+    float ab[];
+} bn_priv;
+
+static double param(const st_knode *n, int i, int64_t c)
+{
+    const void *d = n->data[i];
+    return n->views[i].dtype == ST_F32 ? ((const float *)d)[c] : st_f16_to_f32(((const uint16_t *)d)[c]);
+}
+
+static st_status bn_prepare(const st_knode *n, void **priv)
+{
+    const st_norm_state *s = n->state;
+    int64_t C = n->views[0].sizes[1];
+    bn_priv *bp = malloc(sizeof *bp + 2 * (size_t)C * sizeof(float));
+    if (!bp) return st_error(ST_ERR_NOMEM, "out of memory");
+    bp->c = C;
+    for (int64_t c = 0; c < C; c++) {
+        double a = param(n, 1, c) / sqrt(param(n, 4, c) + (double)s->epsilon);
+        bp->ab[c] = (float)a;
+        bp->ab[C + c] = (float)(param(n, 2, c) - param(n, 3, c) * a);
+    }
+    *priv = bp;
+    return ST_OK;
+}
+
+static void bn_release(void *priv) { free(priv); }
+
+static st_status vk_batchnorm(const st_kctx *k)
+{
+    st_vk_ctx *c = k->dev;
+    const bn_priv *bp = k->priv;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int64_t n = st_view_numel(y);
+    if (n == 0) return ST_OK;
+    st_vk_bind bind[2];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    int np = 39 + 2 * (int)bp->c;
+    int32_t *p = malloc((size_t)np * sizeof *p);
+    if (!p) return st_error(ST_ERR_NOMEM, "out of memory");
+    p[0] = (int32_t)n;
+    p[1] = (int32_t)bp->c;
+    p[2] = (int32_t)st_numel(x->rank - 2, x->sizes + 2);
+    st_vk_td(y, bind[0].elem, p + 3);
+    st_vk_td(x, bind[1].elem, p + 21);
+    memcpy(p + 39, bp->ab, 2 * (size_t)bp->c * sizeof(float));
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    st_status r = st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_affine_f16 : ST_VKS_affine_f32, p, np, 2, bind, groups);
+    free(p);
+    return r;
+}
+
+static bool batchnorm_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_norm_state *s = n->state;
+    if (n->n_in < 5 || !s->spatial) return st_kernel_refuse(why, len, "this BatchNormalization runs on the CPU");
+    if (n->views[0].rank < 2 || n->views[0].sizes[1] > 8192) return st_kernel_refuse(why, len, "too many channels");
+    for (int i = 1; i < 5; i++) {
+        const st_view *v = &n->views[i];
+        if (!n->data[i] || (v->dtype != ST_F32 && v->dtype != ST_F16) || st_view_numel(v) != n->views[0].sizes[1] ||
+            !st_view_is_contiguous(v))
+            return st_kernel_refuse(why, len, "BatchNormalization with parameters computed at run time");
+    }
+    for (int o = 1; o < n->n_out; o++)
+        if (n->views[n->n_in + o].rank >= 0) return st_kernel_refuse(why, len, "training outputs");
+    st_knode m = *n;
+    st_view v[2] = {n->views[0], n->views[n->n_in]};
+    m.views = v;
+    m.n_in = 1;
+    m.n_out = 1;
+    return rows_fit(&m, why, len);
 }
 
 static int reduce_kind(int kind)
@@ -180,6 +264,7 @@ const st_kernel st_vk_k_rows[] = {
     {"Softmax", "", FL, vk_norm, softmax_accepts, NULL, NULL},
     {"LogSoftmax", "", FL, vk_norm, softmax_accepts, NULL, NULL},
     {"LayerNormalization", "", FL, vk_norm, layernorm_accepts, NULL, NULL},
+    {"BatchNormalization", "", FL, vk_batchnorm, batchnorm_accepts, bn_prepare, bn_release},
     REDUCE("ReduceSum"), REDUCE("ReduceMean"), REDUCE("ReduceMax"), REDUCE("ReduceMin"), REDUCE("ReduceL1"),
     REDUCE("ReduceL2"), REDUCE("ReduceSumSquare"),
     {NULL}

@@ -54,7 +54,9 @@
     X(norm_f32, 0)           \
     X(norm_f16, 1)           \
     X(resize_f32, 0)         \
-    X(resize_f16, 1)
+    X(resize_f16, 1)         \
+    X(affine_f32, 0)         \
+    X(affine_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,

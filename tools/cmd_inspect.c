@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/dag.h"
+#include "runtime/dag.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 #include "tool.h"
 
@@ -408,7 +409,7 @@ int st_cmd_inspect(int argc, char **argv)
                 printf("%sstage %d: %s%s\n", k ? "\n" : "", k + 1, p->cut_note[0] ? "stops where " : "the rest",
                        p->cut_note[0] ? p->cut_note : "");
             rc = plan_summary(&o, p, dag);
-            /* a while loop: how it ran (exec/loop.c), the host's way or the device's */
+            /* a while loop: how it ran (session/loop.c), the host's way or the device's */
             const char *note = st_session_loop_note(s);
             char own[160];
             if (p->loop) snprintf(own, sizeof own, "Loop '%.120s':", p->loop->name);

@@ -27,12 +27,13 @@
 #include "tool.h"
 
 #ifdef ST_HAVE_VULKAN
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/status.h"
 #endif
 
 #ifdef ST_HAVE_OPENCL
 #include "backends/opencl/cl_internal.h"
+#include "backends/registry.h"
 #include "core/status.h"
 
 static const char *probe_src =

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "tool.h"
 
 static const struct {

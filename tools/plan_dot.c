@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/dag.h"
+#include "runtime/dag.h"
 #include "graph/model.h"
 #include "plan/plan.h"
 #include "tool.h"

@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 #include "strata.h"
 
@@ -62,7 +63,8 @@ int main(int argc, char **argv)
     st_session_options_init(&o);
     /* the CPU's kernel table decides fusion, as in a CPU session */
     st_backend *cpu = st_cpu_backend();
-    st_plan_target t = {.main = cpu->kernels, .main_device = cpu, .host = cpu->kernels, .host_device = cpu};
+    st_plan_target t = {.main = cpu->kernels, .main_device = cpu, .host = cpu->kernels, .host_device = cpu,
+                         .passes = &st_passes};
     st_plan *p;
     if (st_plan_build(m, &t, &o, rank, (const int64_t(*)[ST_MAX_RANK])dims, data, NULL, &p) != ST_OK) {
         fprintf(stderr, "flops: %s\n", st_last_error());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cond_tests.sh — while loops as one CUDA graph with a conditional WHILE node
-# (src/exec/loop.c, src/backends/cuda/cuda_exec.c's exec_loop, k_loop.cu),
+# (src/session/loop.c, src/backends/cuda/cuda_exec.c's exec_loop, k_loop.cu),
 # on the GPU machine, from the repository root with .device/ carried
 # (scripts/device/pack.sh generates .device/models/cond with
 # tests/models/cond_loop.py: the models, their inputs and float64

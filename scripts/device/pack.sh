@@ -23,7 +23,7 @@ for lib in $(ldd "$B/strata" | awk '/=> \/(usr\/)?lib\/x86_64/ {print $3}'); do
   case "$(basename "$lib")" in libc.so*|libm.so*|libgcc_s*|libstdc++*|libdl*|libpthread*|librt*) ;; *) cp -L "$lib" "$D/lib/" ;; esac
 done
 # the CUDA module links libstrata.so (it binds to the program's own copy
-# first; see src/backends/backend.c), so the loader must find it too
+# first; see src/backends/registry.c), so the loader must find it too
 cp -L "$B/$(readelf -d "$B/libstrata.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')" "$D/lib/"
 # OpenBLAS alone is 36 MB and the tool carries 64 MB in all: travel compressed
 tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"

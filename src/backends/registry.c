@@ -21,7 +21,7 @@
  * libstrata.so, so it calls back into the library that loaded it, or into
  * a static program's copy when the program exports it (-rdynamic).
  */
-#include "backends/backend.h"
+#include "backends/registry.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -35,9 +35,9 @@
 
 #include "core/status.h"
 
-const st_backend_module *st_cpu_module(void);
+st_backend_entry st_cpu_module;
 #ifdef ST_HAVE_OPENCL
-const st_backend_module *st_opencl_module(void);
+st_backend_entry st_opencl_module;
 #define ST_OPENCL_ENTRY st_opencl_module
 #else
 #define ST_OPENCL_ENTRY NULL /* not built: its lookups say so */
@@ -51,7 +51,7 @@ const st_backend_module *st_vulkan_module(void);
 
 typedef struct st_backend_slot {
     const char *name;
-    const st_backend_module *(*entry)(void); /* built in; NULL: loadable or not built */
+    st_backend_entry *entry;                 /* built in; NULL: loadable or not built */
     const char *file;                        /* loadable: the shared object's file name */
 } st_backend_slot;
 
@@ -142,7 +142,7 @@ static void load_module(int i)
     }
     /* the one name looked up: the entry point backend.h declares */
     snprintf(entry_name, sizeof entry_name, "st_%s_module", sl->name);
-    const st_backend_module *(*entry)(void) = (const st_backend_module *(*)(void))dlsym(h, entry_name);
+    st_backend_entry *entry = (st_backend_entry *)dlsym(h, entry_name);
     const st_backend_module *m = entry ? entry() : NULL;
     if (!m) snprintf(err, sizeof load_error[i], "backend '%s': %s has no entry point %s", sl->name, sl->file, entry_name);
     else if (m->abi != ST_BACKEND_ABI)

@@ -1,7 +1,7 @@
 /*
  * index.h — the parameter blocks that the index family's shape rules
  * (ops/index.c) parse from attributes and its CPU kernels
- * (backends/cpu/k_index.c) read.  Everything a kernel can take from its
+ * (backends/cpu/k_index_copy.c, k_index_gather.c) read.  Everything a kernel can take from its
  * operands' shapes (Expand's and Tile's factors, Range's length, ...) is
  * not repeated here, so a kernel never disagrees with the shapes it runs on.
  */

@@ -3,7 +3,7 @@
  * LayerNormalization, BatchNormalization (inference), InstanceNormalization,
  * LpNormalization, MeanVarianceNormalization, LRN and GroupNormalization
  * (opsets 18 and 21).  Each is an
- * operation on rows (see backends/cpu/rows.h): the rule sets which axes
+ * operation on rows (see backends/common/rows.h): the rule sets which axes
  * one row spans and checks the parameters.  Kernel: backends/cpu/k_norm.c.
  *
  * Softmax, LogSoftmax and Hardmax changed at opset 13: before, the input

@@ -2,10 +2,11 @@
  * op_table.c — the op table: one row per ONNX op, kept with its family.
  *
  * Each family file in src/ops/ (elementwise.c, shape.c, linalg.c, conv.c,
- * ...) ends with its rows: the op's shape rule, view rule, footprint rule
- * and kernels (see op.h).  To find everything about an op, find its row.
- * Adding an op is one row plus its rule and kernels; a new family is one
- * more entry in FAMILIES below.
+ * ...) ends with its rows: the op's shape rule, view rule and footprint
+ * rule (see op.h).  Kernels are not in the rows: each backend's kernel
+ * table (ops/kernel.h, backends/<name>/table.c) has a line per kernel
+ * naming the op.  Adding an op is one row plus its rules, and one table
+ * line beside each kernel; a new family is one more entry in FAMILIES.
  */
 #include <string.h>
 

@@ -51,6 +51,7 @@
 
 #include "graph/model.h"
 #include "ops/concat.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 static bool placeable(const st_plan *p, int x, int c, st_dtype dtype)

@@ -30,7 +30,7 @@
  * whose copies would pass ST_MAX_EXPANDED_NODES, is not expanded:
  * st_control_runtime_loop says so, and the plan is cut there for the
  * session to run the body one iteration at a time (plan/stage.c,
- * exec/loop.c).  A condition or trip count computed from the data cuts the
+ * session/loop.c).  A condition or trip count computed from the data cuts the
  * plan too, and the next stage is planned with its value known.
  *
  * Names of copied values and nodes are prefixed with the control node's
@@ -44,6 +44,7 @@
 #include "core/status.h"
 #include "graph/derive.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 /* An expansion may not make the graph larger than this. */

@@ -34,6 +34,7 @@
 #include "graph/model.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 typedef struct users {

@@ -24,6 +24,7 @@
 #include "graph/model.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 /* Node i runs the ai.onnx op `name` (after any rewrite). */

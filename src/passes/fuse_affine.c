@@ -36,6 +36,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 static bool is_exec(const st_plan *p, int node) { return node >= 0 && p->nodes[node].kind == ST_PN_EXEC; }

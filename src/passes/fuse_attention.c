@@ -37,6 +37,7 @@
 #include "graph/model.h"
 #include "ops/linalg.h"
 #include "ops/norm.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 /* Node i runs the ai.onnx op `name` (after any rewrite). */

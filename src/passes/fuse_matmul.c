@@ -35,6 +35,7 @@
 #include "graph/model.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 /* Node i runs the ai.onnx op `name` (after any rewrite). */

@@ -56,6 +56,7 @@
 #include "ops/linalg.h"
 #include "ops/misc.h"
 #include "ops/qlinear.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 typedef struct qparam {

@@ -51,6 +51,7 @@
 #include "core/status.h"
 #include "graph/derive.h"
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 static bool op_is(const st_node *n, const char *op) { return n && !n->domain[0] && !strcmp(n->op_type, op); }

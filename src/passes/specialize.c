@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "graph/model.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 static bool needs_fold(const st_plan *p, const st_node *n)

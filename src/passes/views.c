@@ -24,6 +24,7 @@
 
 #include "graph/model.h"
 #include "ops/concat.h"
+#include "passes/passes.h"
 #include "plan/plan.h"
 
 static st_status resolve(st_plan *p, int v);

@@ -140,14 +140,14 @@ st_status st_plan_place(st_plan *p)
     /* each round either ends or forces one more node to the host, or turns
      * concat placement off: at most n_nodes + 1 rounds */
     for (int round = 0; round <= p->n_nodes + 1 && s == ST_OK; round++) {
-        st_pass_layout_reset(p);
-        s = st_pass_layout(p);
+        p->target.passes->layout_reset(p);
+        s = p->target.passes->layout(p);
         for (int i = 0; i < p->n_nodes && s == ST_OK; i++)
             if (placed_node(p, i)) s = place_node(p, i, !forced[i]);
         if (s != ST_OK) break;
-        st_pass_layout_reset(p);
-        if (concats) st_pass_place_concats(p);
-        s = st_pass_layout(p);
+        p->target.passes->layout_reset(p);
+        if (concats) p->target.passes->place_concats(p);
+        s = p->target.passes->layout(p);
         if (s != ST_OK) break;
         int bad = first_refusal(p);
         if (bad < 0) break;

@@ -73,7 +73,7 @@ st_status st_plan_buffers(st_plan *p)
         b->size = (value_bytes(pv) + ST_ALIGN - 1) / ST_ALIGN * ST_ALIGN;
         b->first = pv->kind == ST_PV_INPUT ? -1 : pv->producer;
         /* inputs keep their bytes to the end, so a run whose inputs did not
-         * change need not upload them again (exec/session.c) */
+         * change need not upload them again (session/session.c) */
         b->last = pv->kind == ST_PV_INPUT ? p->n_nodes : b->first;
         b->device = st_plan_value_device(p, v);
         buf_of_root[v] = p->n_buffers++;
@@ -269,14 +269,6 @@ st_status st_plan_own_graph(st_plan *p)
  * STRATA_ATTENTION_FUSION=1, when the table has a FusedAttention kernel
  * it does not ask for by default (CUDA: slower there than the unfused
  * graph on the sizes measured; the switch is for checking and timing it). */
-static bool attention_fusion(const st_kernel_table *t)
-{
-    if (t->caps & ST_CAP_ATTENTION) return true;
-    const char *e = getenv("STRATA_ATTENTION_FUSION");
-    const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
-    return e && strcmp(e, "1") == 0 && fa && st_kernel_dtypes(t, fa) != 0;
-}
-
 st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_session_options *o,
                         const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK], const void *const *in_data,
                         const int *in_elems, st_plan **out)
@@ -326,7 +318,8 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     st_status s = ST_OK;
     /* the tensors that sequence and optional inputs hold are values of
      * the plan's own graph, made once (they keep their ids on replans) */
-    if (lists) s = st_sequence_inputs(p);
+    const st_pass_pipeline *pl = t->passes;
+    if (lists) s = pl->sequence_inputs(p);
     if (s == ST_OK && lists) s = plan_fit(p);
     if (s != ST_OK) {
         st_plan_free(p);
@@ -342,7 +335,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         p->cut = -1;
         p->cut_loop = false;
         s = init_values(p);
-        if (s == ST_OK) s = st_specialize(p);
+        if (s == ST_OK) s = pl->specialize(p);
         if (s != ST_OK && p->cut >= 0) {
             /* the first stage is planned again on its own (and stops no
              * more: the nodes it keeps specialized before the cut) */
@@ -357,14 +350,11 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
         if (s != ST_OK) break;
     }
     p->in_data = NULL;
-    if (s == ST_OK) s = st_sequence_outputs(p);
-    if (s == ST_OK) s = st_pass_fuse(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_CONV_AFFINE)) s = st_pass_fuse_affine(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_QDQ)) s = st_pass_fuse_qdq(p);
-    if (s == ST_OK && attention_fusion(t->main))
-        s = st_pass_fuse_attention(p, (t->main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
-    if (s == ST_OK && (t->main->caps & ST_CAP_MATMUL_EPI)) s = st_pass_fuse_matmul(p);
-    if (s == ST_OK && (t->main->caps & ST_CAP_ADD_NORM)) s = st_pass_fuse_add_norm(p);
+    /* the rewriting passes, in the pipeline's order, each behind its gate */
+    for (int i = 0; i < pl->n_passes && s == ST_OK; i++) {
+        const st_pass *ps = &pl->passes[i];
+        if ((t->main->caps & ps->caps) == ps->caps && (!ps->gate || ps->gate(t->main))) s = ps->run(p);
+    }
     /* devices and kernels, concat placement and the final layout */
     if (s == ST_OK) s = st_plan_place(p);
     if (s == ST_OK) s = st_plan_transfers(p);

@@ -21,8 +21,8 @@
  *   plan/transfer.c     the copies between devices a mixed plan needs
  *   plan/plan.c         buffers, lifetimes, arena offsets, and
  *                       the kernels' prepare() state
- * The session (exec/session.c) then owns the plan and the hazard DAG that
- * exec/dag.c builds from it.
+ * The session (session/session.c) then owns the plan and the hazard DAG that
+ * runtime/dag.c builds from it.
  *
  * Devices: ST_DEV_MAIN is the session's backend; ST_DEV_HOST is the CPU,
  * which runs the nodes the main backend's kernel table refuses (a "mixed"
@@ -54,6 +54,9 @@ typedef struct st_plan_target {
     const void *host_device;
     bool mixed;                     /* main is not the CPU, so HOST is a second device */
     bool strict;                    /* no fallback: a node main refuses is an error */
+    /* The passes plan building runs (passes/pipeline.c, st_passes): handed
+     * in, so that plan/ calls no pass by name (passes sit above plan). */
+    const struct st_pass_pipeline *passes;
 } st_plan_target;
 
 typedef enum st_pv_kind {
@@ -173,7 +176,7 @@ typedef struct st_plan {
     st_graph *next_g;
     char cut_note[200];           /* what stopped it, for inspect */
     /* A loop stage: after this plan runs, the session runs the Loop's body
-     * one iteration at a time (exec/loop.c), then plans next_g on its
+     * one iteration at a time (session/loop.c), then plans next_g on its
      * results and this plan's outputs. */
     struct st_loop *loop;
 
@@ -265,40 +268,39 @@ st_status st_plan_build(const struct st_model *m, const st_plan_target *t, const
 /* Whether plan p is valid for these bound inputs. */
 bool st_plan_matches(const st_plan *p, const int *in_rank, const int64_t (*in_dims)[ST_MAX_RANK],
                      const void *const *in_data, const int *in_elems);
-/* st_plan_bind (exec/bind.h) then gives it storages. */
+/* st_plan_bind (session/bind.h) then gives it storages. */
 void st_plan_free(st_plan *p);
 
-/* Passes, in order (each file's header says what it owns). */
-st_status st_specialize(st_plan *p);
-st_status st_pass_fuse(st_plan *p);
-st_status st_pass_fuse_affine(st_plan *p);
-st_status st_pass_fuse_qdq(st_plan *p);
-/* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
-st_status st_pass_fuse_attention(st_plan *p, bool views);
-st_status st_pass_fuse_matmul(st_plan *p);
-st_status st_pass_fuse_add_norm(st_plan *p);
+/* One pass of the pipeline: it runs when the main kernel table has every
+ * capability in caps and gate (if any) agrees. */
+typedef struct st_pass {
+    const char *name;
+    uint32_t caps;                                 /* ST_CAP_* all required; 0: none */
+    bool (*gate)(const st_kernel_table *main);     /* a further condition, or NULL */
+    st_status (*run)(st_plan *p);
+} st_pass;
+
+/* What plan building calls of the passes, declared in one place
+ * (passes/pipeline.c): the steps woven into building (sequence inputs,
+ * specialization in its retry loop, the layout placement repeats, a
+ * stage cut's list nodes, two graph queries) and the table of rewriting
+ * passes walked in order once the plan is specialized. */
+typedef struct st_pass_pipeline {
+    st_status (*sequence_inputs)(st_plan *p);
+    st_status (*specialize)(st_plan *p);
+    void (*layout_reset)(st_plan *p);
+    st_status (*layout)(st_plan *p);
+    void (*place_concats)(st_plan *p);
+    int (*sequence_defer)(st_graph *g, int cut);
+    const st_node *(*sequence_node)(const st_graph *g, int v);
+    int (*outer_value)(const st_node *n, int src);
+    const st_pass *passes;
+    int n_passes;
+} st_pass_pipeline;
+
 st_status st_plan_place(st_plan *p);
 st_status st_plan_transfers(st_plan *p);
 st_status st_plan_prepare(st_plan *p);
-/* Shared by the fusion passes (passes/fuse.c): count[v] = input slots of
- * running nodes that read value v; the only running reader of v (not a
- * graph output), or -1. */
-void st_plan_count_readers(const st_plan *p, int *count);
-int st_plan_sole_reader(const st_plan *p, const int *count, int v);
-/* Whether plan node `node` runs (not folded, fused or dead); whether values
- * a and b have the same planned shape. */
-bool st_plan_node_runs(const st_plan *p, int node);
-bool st_plan_same_shape(const st_plan *p, int a, int b);
-/* The epilogue of node a when it is an activation a producer can apply
- * (Relu, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, Clip with
- * constant bounds), else false. */
-struct st_epilogue;
-bool st_plan_act_of(const st_plan *p, int a, struct st_epilogue *e);
-void st_pass_place_concats(st_plan *p);
-st_status st_pass_layout(st_plan *p);
-/* Undoes st_pass_place_concats and st_pass_layout (plan/place.c lays the
- * plan out twice: to ask the tables with real strides, then for good). */
-void st_pass_layout_reset(st_plan *p);
 st_status st_plan_buffers(st_plan *p);
 
 /* The device whose memory holds value v's bytes (its root's producer's);
@@ -323,39 +325,6 @@ static inline uint64_t st_pvalue_bytes(const st_pvalue *pv)
 
 /* Plan-owned memory for a constant. */
 void *st_plan_alloc(st_plan *p, uint64_t bytes);
-
-/* Whether node n is If, Loop or Scan; expands control node i into its
- * body in the plan's own graph (passes/control.c). */
-bool st_control_op(const st_node *n);
-st_status st_control_expand(st_plan *p, int i);
-/* Whether node i is a Loop that must run at run time, one iteration at a
- * time: its body computes its condition (plan/stage.c). */
-bool st_control_runtime_loop(const st_plan *p, int i);
-/* The value id in the node's graph that subgraph reference src of node n
- * stands for (its implicit inputs), or -1. */
-int st_control_outer_value(const st_node *n, int src);
-
-/* Sequences and optionals (passes/sequence.c).  st_sequence_inputs makes
- * the values of the tensors that sequence and optional graph inputs hold;
- * st_sequence_touches says whether specialization hands node n to
- * st_sequence_lower, which marks a list node (SequenceConstruct, Optional)
- * as structure, or rewrites node i into what it does to lists and sets
- * p->expanded (*missing: a value it needs as a constant, or -1);
- * st_sequence_outputs makes the tensors that sequence and optional graph
- * outputs hold graph outputs of the plan's graph.  st_sequence_node: the
- * list node that makes value v in g, or NULL when v is a tensor. */
-st_status st_sequence_inputs(st_plan *p);
-bool st_sequence_touches(const st_plan *p, const st_node *n);
-st_status st_sequence_lower(st_plan *p, int i, int *missing);
-st_status st_sequence_outputs(st_plan *p);
-const st_node *st_sequence_node(const st_graph *g, int v);
-/* In a stage split at node cut: moves the list nodes before it to just
- * before it, so that the next stage makes the lists and their tensors
- * cross instead (plan/stage.c).  Returns the new cut. */
-int st_sequence_defer(st_graph *g, int cut);
-
-/* Evaluates a node on the host (folding), outputs into plan memory. */
-st_status st_fold_node(st_plan *p, int node);
 
 /* The op node i's command runs and the values it reads (fusion may have
  * rewritten both). */

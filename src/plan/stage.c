@@ -15,7 +15,7 @@
  *   - next_g, a derived graph, keeps the nodes from the cut on; those
  *     results are its inputs, except the ones this plan folded to
  *     constants (shape arithmetic), which it receives as constants.
- * The session (exec/session.c) runs this plan, waits, reads those outputs
+ * The session (session/session.c) runs this plan, waits, reads those outputs
  * to the host and plans next_g as a model of its own, whose inputs now
  * hold the data the cut needed: specialization takes them as values
  * (ST_STAGE_VALUE_MAX) and the If folds, the Loop unrolls, the NMS runs
@@ -30,7 +30,7 @@
  * unrolled before it runs, however much is known.  The cut then falls on
  * the Loop itself: this plan runs what comes before it, p->loop describes
  * the Loop for the session, which runs the body as a model of its own one
- * iteration at a time (exec/loop.c, each iteration planned like any model
+ * iteration at a time (session/loop.c, each iteration planned like any model
  * and cached by shape), and next_g, the rest after the Loop, takes the
  * Loop's results as inputs.  When work precedes the Loop, the first cut
  * is an ordinary one before it, and the next stage starts with the Loop.
@@ -114,7 +114,7 @@ st_status st_plan_split(st_plan *p)
     }
     /* a sequence or optional is structure, not bytes: the next stage makes
      * the lists, and their tensors cross (passes/sequence.c) */
-    cut = st_sequence_defer(g, cut);
+    cut = p->target.passes->sequence_defer(g, cut);
 
     bool *need = calloc((size_t)g->n_values + 1, sizeof *need);
     int *cross = malloc(((size_t)g->n_values + 1) * sizeof *cross);
@@ -140,7 +140,7 @@ st_status st_plan_split(st_plan *p)
             s = make_const(b, v, pv);
             continue;
         }
-        if (pv->kind == ST_PV_STRUCT || st_sequence_node(g, v)) {
+        if (pv->kind == ST_PV_STRUCT || p->target.passes->sequence_node(g, v)) {
             s = st_error(ST_ERR_UNSUPPORTED, "the sequence or optional '%s' would cross a stage of the plan as bytes",
                          gv->name);
             continue;
@@ -260,13 +260,13 @@ static st_status loop_split(st_plan *p)
         for (int j = 0; j < n_carried; j++) l->init[j] = n->in[2 + j];
         for (int j = 0; j < n->n_out; j++) l->out[j] = n->out[j];
         for (int k = 0; k < b->n_outer && s == ST_OK; k++) {
-            l->outer[k] = st_control_outer_value(n, b->outer_src[k]);
+            l->outer[k] = p->target.passes->outer_value(n, b->outer_src[k]);
             if (l->outer[k] < 0)
                 s = st_error(ST_ERR_INTERNAL, "Loop '%s': outer value '%s' of the body has no value", n->name,
                              b->values[b->outer[k]].name);
         }
     }
-    /* the session carries tensors between iterations (exec/loop.c); a
+    /* the session carries tensors between iterations (session/loop.c); a
      * sequence's length and its elements' shapes are plan-time structure
      * (passes/sequence.c), which a loop that decides at run time when to
      * stop cannot give each iteration's plan */
@@ -297,7 +297,7 @@ static st_status loop_split(st_plan *p)
                 s = make_const(c, v, pv);
                 continue;
             }
-            if (!from_loop && (pv->kind == ST_PV_STRUCT || st_sequence_node(g, v))) {
+            if (!from_loop && (pv->kind == ST_PV_STRUCT || p->target.passes->sequence_node(g, v))) {
                 s = st_error(ST_ERR_UNSUPPORTED, "the sequence or optional '%s' would cross Loop '%s' as bytes",
                              gv->name, n->name);
                 continue;

@@ -16,7 +16,7 @@
  * no reader looks at), so the copy's view is the value's view moved to
  * the copy's buffer.  Its buffer is placed with the others
  * (plan/plan.c), and the transfer is a command with a footprint on both
- * storages (exec/dag.c): the DAG orders it after the writers of the bytes
+ * storages (runtime/dag.c): the DAG orders it after the writers of the bytes
  * it reads and before the readers of the bytes it writes, like any other
  * command, and the sanitizer checks it the same way.
  */

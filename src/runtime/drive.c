@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "exec/profile.h"
+#include "runtime/profile.h"
 
 void st_drive_init(st_drive *dr, const st_session_options *o)
 {

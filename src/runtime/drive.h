@@ -26,10 +26,10 @@
 
 #include <stdbool.h>
 
-#include "exec/dag.h"
-#include "exec/host.h"
-#include "exec/runctl.h"
-#include "exec/schedule.h"
+#include "runtime/dag.h"
+#include "runtime/host.h"
+#include "runtime/runctl.h"
+#include "runtime/schedule.h"
 
 struct st_prof_run;
 

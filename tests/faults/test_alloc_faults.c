@@ -294,7 +294,7 @@ static bool sweep(const th_case *c, const config *cfg, long stride, long offset,
 /* --count-warm N: no failures; how many allocations a warm session makes
  * per run (bind the inputs, run, read the outputs), after ten runs that
  * warm it up, by call site.  A warm session reuses its plan's memory and
- * its workers' scratch (backends/cpu/scratch.h), so it should make none
+ * its workers' scratch (runtime/scratch.h), so it should make none
  * beyond what the caller's calls themselves need; more than --max-warm
  * per run fails the test. */
 static bool count_warm(const th_case *c, const config *cfg, int runs, double max_per_run)

@@ -22,7 +22,7 @@
  *
  * The main thread samples the process's resident memory (RSS), malloc's
  * own figures (mallinfo2: bytes handed out and not freed, "in use", less
- * what the workers keep as scratch, backends/cpu/scratch.h; and bytes
+ * what the workers keep as scratch, runtime/scratch.h; and bytes
  * taken from the system, "held") and the open file descriptors every
  * M ms (100) with the number of runs done.  At 8 checkpoints, an eighth
  * of the runs apart, every thread stops with no run in flight and the
@@ -55,7 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "harness.h"
 
 typedef struct soak_case {
@@ -199,7 +199,7 @@ static void malloc_kib(double *in_use, double *held)
 {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
     struct mallinfo2 mi = mallinfo2();
-    /* less the scratch the sessions' workers keep (backends/cpu/scratch.h):
+    /* less the scratch the sessions' workers keep (runtime/scratch.h):
      * it depends on how many workers the sessions alive drew, 1 or 2 */
     *in_use = ((double)(mi.uordblks + mi.hblkhd) - (double)st_scratch_kept()) / 1024.0;
     *held = (double)(mi.arena + mi.hblkhd) / 1024.0;

@@ -8,7 +8,7 @@ float64 from the recurrence (independent of any ONNX runtime).
 The Loop has no trip count: its body computes the condition (i + 1 < N,
 N = ITERATIONS, 3000 by default, an initializer of the outer graph), so
 strata cannot unroll it and runs it one iteration at a time
-(src/exec/loop.c).  Each iteration carries y' = 0.99 y + 0.01 x (x read
+(src/session/loop.c).  Each iteration carries y' = 0.99 y + 0.01 x (x read
 from the outer scope) and emits d = max(y'), stacked into ds.  A contraction,
 so float32 rounding does not grow with the iteration count.  The tests
 cancel runs of it, and fail every allocation of it in turn

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """cond_loop.py OUTDIR — while loops that CUDA can run as one graph with a
-conditional WHILE node (src/exec/loop.c, src/backends/cuda/cuda_exec.c),
+conditional WHILE node (src/session/loop.c, src/backends/cuda/cuda_exec.c),
 with float64 references computed here from the recurrences (independent
 of any ONNX runtime), and <case>_iters_<c>.txt, how many iterations input
 set c runs (tests/models/cond_test.py checks the count the Loop reports).

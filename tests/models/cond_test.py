@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""While loops run on the device or on the host (src/exec/loop.c): the
+"""While loops run on the device or on the host (src/session/loop.c): the
 fixtures of tests/models/cond_loop.py, checked against their float64
 references, with the path each Loop took read from STRATA_LOOP_VERBOSE's
 line.

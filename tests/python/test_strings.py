@@ -197,7 +197,7 @@ def test_c_api_checks():
 
 def while_loop_with_strings(scan_strings):
     """x halves until its maximum is at most 1 (a Loop whose body computes
-    its condition, run an iteration at a time: exec/loop.c), carrying the
+    its condition, run an iteration at a time: session/loop.c), carrying the
     strings w, upper-cased each iteration; with scan_strings the body also
     gives each iteration's halved x as text, a scan output of strings."""
     vi = helper.make_tensor_value_info
@@ -222,7 +222,7 @@ def while_loop_with_strings(scan_strings):
 
 def test_strings_through_a_while_loop(rng):
     # carried strings go from iteration to iteration with their characters
-    # (exec/bound.c): each iteration's plan may be evicted before the next
+    # (session/bound.c): each iteration's plan may be evicted before the next
     s = strata.Session(while_loop_with_strings(False))
     words = np.array(["ab", "Straße", ""], dtype=object)
     for _ in range(3):

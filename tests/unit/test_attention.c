@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "check.h"
 #include "ops/kernel.h"
 #include "ops/linalg.h"

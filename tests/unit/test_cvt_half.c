@@ -1,5 +1,5 @@
 /*
- * test_cvt_half.c — the vector conversions (src/backends/cpu/cvt_half.h)
+ * test_cvt_half.c — the vector conversions (src/backends/common/cvt_half.h)
  * give exactly st_convert's bits.
  *
  * Every f16 and every bf16 bit pattern to f32; to f16 and bf16, every f32
@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "check.h"
 
 #define CHUNK 4093 /* prime: tails of every length mod 16 */

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/dag.h"
+#include "runtime/dag.h"
 #include "graph/model.h"
 #include "plan/plan.h"
 #include "strata.h"

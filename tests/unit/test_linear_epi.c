@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "check.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "backends/registry.h"
 #include "core/status.h"
 
 static int failures;

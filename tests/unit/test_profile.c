@@ -1,5 +1,5 @@
 /*
- * test_profile.c — the trace writer (src/exec/profile.c) on a DAG and
+ * test_profile.c — the trace writer (src/runtime/profile.c) on a DAG and
  * timings made up to reach what real runs here rarely do: commands that
  * overlap on one OpenCL queue (an out-of-order queue; PoCL runs them one
  * at a time), node names that need escaping or are not UTF-8, a failed
@@ -16,8 +16,8 @@
 
 #include "check.h"
 #include "core/storage.h"
-#include "exec/dag.h"
-#include "exec/profile.h"
+#include "runtime/dag.h"
+#include "runtime/profile.h"
 #include "graph/graph.h"
 
 static char *slurp(const char *path)

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "backends/cpu/conv_s8.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 
 /* Bytes a task's staging may take: the band's rows of every channel quad
  * stay in L2 while the GEMM walks the taps over them. */

@@ -8,7 +8,7 @@
  * concurrently with each other and with the loop chunks of running
  * kernels.  What is the CPU's own is the pool glue and the kernel call.
  *
- * A profiled session (exec/profile.h) hands each run a buffer; the worker
+ * A profiled session (runtime/profile.h) hands each run a buffer; the worker
  * that runs a command reads the host clock before and after it and
  * records both with its own number as the lane.  The pool reports a
  * worker's time on another command's loop chunks too (st_pool_observer),
@@ -25,16 +25,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "core/status.h"
 #include "core/bigmem.h"
-#include "exec/dag.h"
-#include "exec/profile.h"
-#include "exec/runctl.h"
-#include "exec/schedule.h"
+#include "runtime/dag.h"
+#include "runtime/profile.h"
+#include "runtime/runctl.h"
+#include "runtime/schedule.h"
 #include "runtime/ready.h"
 
 #define ST_CPU_ALIGN 64
@@ -315,7 +315,7 @@ static void loop_copies(const st_exec_loop *l, char *scratch)
 /* A test's stand-in for a device loop (STRATA_CPU_LOOP=1): runs the rest
  * of a while loop the way CUDA's conditional graph does (the spec's
  * copies, staged or not, the iteration number, the condition, the trip
- * count and the limit; one DAG run per iteration), so that exec/loop.c's
+ * count and the limit; one DAG run per iteration), so that session/loop.c's
  * spec and the results it reads back are tested where there is no GPU.
  * It saves nothing on a CPU, hence off by default. */
 static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
@@ -417,4 +417,5 @@ static st_backend *cpu_open(st_backend_kind kind, int device)
 static const st_backend_module cpu_module = {ST_BACKEND_ABI, "cpu", &st_cpu_kernel_table, cpu_open};
 
 /* The registry's entry (backends/registry.c). */
+st_backend_entry st_cpu_module;
 const st_backend_module *st_cpu_module(void) { return &cpu_module; }

@@ -25,7 +25,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "core/bigmem.h"
 #include "backends/cpu/vmath.h"
 

@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "core/dtype.h"
 #include "core/status.h"
 

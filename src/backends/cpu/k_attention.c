@@ -36,8 +36,8 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
-#include "backends/cpu/pool.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/pool.h"
+#include "runtime/scratch.h"
 #include "backends/cpu/vmath.h"
 #include "ops/linalg.h"
 

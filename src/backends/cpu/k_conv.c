@@ -17,7 +17,7 @@
 
 #include "backends/cpu/clones.h"
 #include "backends/cpu/k_conv.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "core/bigmem.h"
 #include "backends/cpu/linalg.h"
 

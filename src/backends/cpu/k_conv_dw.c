@@ -4,9 +4,9 @@
  */
 #include <stdlib.h>
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/k_conv.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 
 /* Depthwise: a task per (image, channel, band) stages its rows and runs the
  * taps as shifted vector FMAs, one output row at a time. */

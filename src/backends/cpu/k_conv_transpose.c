@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
 #include "ops/conv.h"

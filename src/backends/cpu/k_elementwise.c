@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/pool.h"
-#include "backends/cpu/rows.h"
+#include "runtime/pool.h"
+#include "backends/common/rows.h"
 #include "ops/elementwise.h"
 
 #define BLOCK 256

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/index.h"
 #include "ops/op.h"
 

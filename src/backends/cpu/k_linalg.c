@@ -26,12 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "core/bigmem.h"
 #include "ops/linalg.h"
 

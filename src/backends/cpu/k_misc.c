@@ -18,7 +18,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/misc.h"
 
 #define LOSS_TASK 256

@@ -22,7 +22,7 @@
 #include "backends/cpu/gemm_s8.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/quantize_vec.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/misc.h"
 
 #define ROW_TASK_ELEMS 16384

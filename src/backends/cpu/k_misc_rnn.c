@@ -23,7 +23,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/linalg.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/misc.h"
 
 /* One direction's weight, packed row-major [rows, cols]: f32 or f64. */

@@ -21,7 +21,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/misc.h"
 
 /* ---- GridSample ---- */

@@ -13,7 +13,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/misc.h"
 
 #define ST_TWO_PI 6.283185307179586476925286766559

@@ -32,9 +32,9 @@
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/k_norm.h"
-#include "backends/cpu/pool.h"
-#include "backends/cpu/scratch.h"
-#include "backends/cpu/rows.h"
+#include "runtime/pool.h"
+#include "runtime/scratch.h"
+#include "backends/common/rows.h"
 #include "backends/cpu/vmath.h"
 #include "ops/norm.h"
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "backends/cpu/clones.h"
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/k_conv.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 
 /* ---- pooling ---- */
 

@@ -20,8 +20,8 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/lut_u8.h"
-#include "backends/cpu/pool.h"
-#include "backends/cpu/rows.h"
+#include "runtime/pool.h"
+#include "backends/common/rows.h"
 #include "ops/qlinear.h"
 
 #define ROW_TASK_ELEMS 32768

@@ -28,8 +28,8 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/fastmath.h"
 #include "backends/cpu/k_reduce.h"
-#include "backends/cpu/pool.h"
-#include "backends/cpu/rows.h"
+#include "runtime/pool.h"
+#include "backends/common/rows.h"
 #include "ops/reduce.h"
 
 #define CHUNK 512          /* elements converted to f32 at a time */

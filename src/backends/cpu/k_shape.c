@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/concat.h"
 #include "ops/ops.h"
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 #include "backends/cpu/k_conv.h"
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "core/bigmem.h"
 
 /*

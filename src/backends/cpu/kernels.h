@@ -8,7 +8,7 @@
 #ifndef ST_CPU_KERNELS_H
 #define ST_CPU_KERNELS_H
 
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "ops/kernel.h"
 #include "ops/op.h"
 #include "ops/elementwise.h"

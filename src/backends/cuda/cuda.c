@@ -15,7 +15,7 @@
  * (cuda_exec.c waits on the transfer stream at submit).  A download
  * returns when the bytes have arrived.  Copies on the one transfer stream
  * run in order, so a read after a write sees it.  The caller
- * (exec/access.c, exec/session.c) has already waited for the commands
+ * (session/access.c, session/session.c) has already waited for the commands
  * whose footprints overlap the range.
  */
 #include <cuda_runtime_api.h>
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "runtime/backend.h"
 #include "backends/cuda/cuda_internal.h"
 #include "core/fault.h"
 #include "core/status.h"
@@ -310,7 +310,8 @@ static st_backend *st_cuda_backend(st_backend_kind kind, int device)
     return c ? &c->base : NULL;
 }
 
-/* The module's one entry point (backends/backend.h declares it). */
+/* The module's one entry point, of the type runtime/backend.h declares. */
+st_backend_entry st_cuda_module;
 static const st_backend_module module = {ST_BACKEND_ABI, "cuda", &st_cuda_kernel_table, st_cuda_backend};
 
 const st_backend_module *st_cuda_module(void) { return &module; }

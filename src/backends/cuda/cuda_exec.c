@@ -19,7 +19,7 @@
  * their stream (cudaLaunchHostFunc): the stream order and the events
  * around them are the DAG's, as for any command, and a captured graph
  * keeps them as host nodes.  The function runs the CPU kernel on the
- * host arena (pinned, cuda.c) through exec/host.h; a failure is recorded
+ * host arena (pinned, cuda.c) through runtime/host.h; a failure is recorded
  * and reported by the next wait.  Transfers between the device and the
  * host arena are cudaMemcpyAsync on the stream (st_cuda_transfer).
  *
@@ -31,9 +31,9 @@
  * overhead a graph saves.  Event times are read once the run is complete
  * (exec_collect), relative to an event recorded before the run's first
  * command, and moved to the host clock with one offset per run
- * (exec/profile.h).
+ * (runtime/profile.h).
  *
- * A while loop whose body is one device-only plan (exec/loop.c) can run
+ * A while loop whose body is one device-only plan (session/loop.c) can run
  * as one graph: a conditional WHILE node whose body graph is the body's
  * DAG, captured like any run, between the copies that carry each
  * iteration's results into the next one's inputs and a kernel that sets
@@ -64,11 +64,11 @@
 #include "backends/cuda/cuda_internal.h"
 #include "core/fault.h"
 #include "core/status.h"
-#include "exec/dag.h"
-#include "exec/host.h"
-#include "exec/profile.h"
-#include "exec/runctl.h"
-#include "exec/schedule.h"
+#include "runtime/dag.h"
+#include "runtime/host.h"
+#include "runtime/profile.h"
+#include "runtime/runctl.h"
+#include "runtime/schedule.h"
 #include "runtime/drive.h"
 
 #define ST_CUDA_STREAMS 4
@@ -520,7 +520,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
 /* The device times of d's last run (complete) into run, on the host
  * clock.  Each command's events are measured from the run's base event;
  * the base is placed on the host clock through a marker recorded on the
- * idle stream between two host clock reads (exec/profile.h). */
+ * idle stream between two host clock reads (runtime/profile.h). */
 static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
 {
     cuda_exec *e = (cuda_exec *)base;

@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "backends/backend.h"
+#include "runtime/backend.h"
 #include "ops/op.h"
 
 typedef struct st_cuda_device {

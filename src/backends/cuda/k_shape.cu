@@ -1,5 +1,5 @@
 /*
- * k_copy.cu — CUDA kernels that move bytes: the copy a view op makes when
+ * k_shape.cu — CUDA kernels that move bytes: the copy a view op makes when
  * its layout cannot be a pure view, Concat's copies of the inputs that are
  * not in place, and Gather with an index tensor.  The view rule used is the
  * op's own (the same function the planner and the CPU use).

@@ -4,7 +4,7 @@
  *   - st_rowlay: an n-d shape split into outer positions and rows (the
  *     axes of a mask), for up to ST_RL_MAXOPS operands with their own
  *     strides over that one shape (0 where an operand does not extend),
- *     the device twin of backends/cpu/rows.h.  A kernel runs one block per
+ *     the device twin of backends/common/rows.h.  A kernel runs one block per
  *     outer position and walks the row with the block's threads.
  *   - block reductions (warp shuffles, then one warp over the warps'
  *     results): a fixed tree for a given block size, so a result does not

@@ -1,7 +1,7 @@
 /*
  * table.c — the CUDA backend's kernel table: one entry list per family
  * file.  The module hands it over through its one entry point
- * (st_cuda_module, backends/backend.h), so a kernel is bound by the
+ * (st_cuda_module, runtime/backend.h), so a kernel is bound by the
  * compiler, never by a name looked up at run time.  An op with no entry
  * here runs on the CPU in a mixed plan (plan/place.c).
  */

@@ -32,13 +32,13 @@
  * A mixed plan's host commands (plan/place.c) run on the executor's host
  * thread, in enqueue order: each stands in the DAG as a user event that
  * the thread completes once the command's predecessors' events are
- * complete and its CPU kernel has run (exec/host.h), so device successors
+ * complete and its CPU kernel has run (runtime/host.h), so device successors
  * wait on it like on any event.  The thread waits only for earlier
  * commands, which are flushed to the device first, so it never waits for
  * itself.  Transfers between the device and the host arena are read and
  * write commands on the queue (st_cl_transfer).
  *
- * Cancelling (exec/runctl.h): a device cannot take back commands it was
+ * Cancelling (runtime/runctl.h): a device cannot take back commands it was
  * given, so on a CPU device (PoCL), where a run can take seconds, a long
  * DAG is queued in segments of ST_CL_SEGMENT commands, two ahead of the
  * device: the host thread queues segment k + 2 once segment k is done,
@@ -54,7 +54,7 @@
  * CL_QUEUE_PROFILING_ENABLE (only then: it costs the driver time stamps).
  * A command's slice runs from its first event's start to its last
  * event's end, read once the run is complete (exec_collect) and moved to
- * the host clock with one offset per run (exec/profile.h); host commands
+ * the host clock with one offset per run (runtime/profile.h); host commands
  * are timed with the host clock on the host thread.
  *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
@@ -69,11 +69,11 @@
 #include "backends/opencl/cl_internal.h"
 #include "core/fault.h"
 #include "core/status.h"
-#include "exec/dag.h"
-#include "exec/host.h"
-#include "exec/profile.h"
-#include "exec/runctl.h"
-#include "exec/schedule.h"
+#include "runtime/dag.h"
+#include "runtime/host.h"
+#include "runtime/profile.h"
+#include "runtime/runctl.h"
+#include "runtime/schedule.h"
 #include "runtime/drive.h"
 
 typedef struct dag_state {
@@ -827,7 +827,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
  * after clFinish, and its queued time (the same device time base, by the
  * spec) between the reads around the enqueue call, which is tighter where
  * the driver is consistent.  The tightest of a few tries is kept; *err is
- * half its width (exec/profile.h). */
+ * half its width (runtime/profile.h). */
 static st_status clock_offset(cl_exec *e, int64_t *offset, int64_t *err)
 {
     int64_t best_lo = 0, best_hi = -1;

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backends/backend.h"
+#include "runtime/backend.h"
 #include "backends/opencl/kernels.h"
 #include "ops/kernel.h"
 #include "core/view.h"

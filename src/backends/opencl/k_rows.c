@@ -2,12 +2,12 @@
  * k_rows.c — host side of the row kernels on OpenCL (rows.cl): the norm
  * family's Softmax, LogSoftmax and BatchNormalization, and the ReduceX
  * ops.  Shapes are split into outer positions and rows with the CPU's
- * st_rows (backends/cpu/rows.h), so a row is the same set of elements, in
+ * st_rows (backends/common/rows.h), so a row is the same set of elements, in
  * the same order, on both backends.
  */
 #include <string.h>
 
-#include "backends/cpu/rows.h"
+#include "backends/common/rows.h"
 #include "backends/opencl/cl_internal.h"
 #include "core/status.h"
 #include "ops/norm.h"

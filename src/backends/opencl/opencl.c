@@ -25,7 +25,7 @@
  *
  * Host copies use a separate in-order transfer queue and block until the
  * bytes have moved.  They do not wait for commands: the caller
- * (exec/access.c, exec/session.c) has already waited for the commands
+ * (session/access.c, session/session.c) has already waited for the commands
  * whose footprints overlap the range.  Commands that are still running
  * touch other bytes of the same cl_mem; OpenCL leaves concurrent use of
  * one buffer from two queues to the implementation, and every driver
@@ -436,4 +436,5 @@ static st_backend *st_opencl_backend(st_backend_kind kind, int device)
 static const st_backend_module cl_module = {ST_BACKEND_ABI, "opencl", &st_cl_kernel_table, st_opencl_backend};
 
 /* The registry's entry (backends/registry.c). */
+st_backend_entry st_opencl_module;
 const st_backend_module *st_opencl_module(void) { return &cl_module; }

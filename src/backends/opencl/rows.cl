@@ -3,7 +3,7 @@
  * the reductions (ReduceSum, ReduceMean, ...), and BatchNormalization.
  *
  * The host splits x's shape into outer positions and rows exactly as the
- * CPU kernels do (backends/cpu/rows.h: both halves coalesced, rows
+ * CPU kernels do (backends/common/rows.h: both halves coalesced, rows
  * numbered row-major over the outer axes, elements visited row-major
  * within a row), and passes both halves with x's and y's strides in
  * st_rows_p.  A reduction's output has stride 0 along the row.

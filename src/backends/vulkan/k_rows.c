@@ -4,7 +4,7 @@
  * a per-channel affine map (affine.comp) and the ReduceX ops
  * that sum, average, bound or take a norm (reduce.comp).  Shapes are split
  * into outer positions and rows with the CPU's st_rows
- * (backends/cpu/rows.h), so a row is the same set of elements, in the
+ * (backends/common/rows.h), so a row is the same set of elements, in the
  * same order, on both backends; a work-group of 64 reduces each row in
  * shared memory, in f32.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/rows.h"
+#include "backends/common/rows.h"
 #include "backends/vulkan/kernels.h"
 #include "backends/vulkan/vk_internal.h"
 #include "core/status.h"

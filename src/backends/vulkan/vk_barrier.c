@@ -36,7 +36,7 @@
 
 #include "backends/vulkan/vk_internal.h"
 #include "core/status.h"
-#include "exec/dag.h"
+#include "runtime/dag.h"
 
 st_status st_vk_ancestors(const st_dag *d, uint64_t **out, int *words)
 {

@@ -46,10 +46,10 @@
 #include "backends/vulkan/kernels.h"
 #include "backends/vulkan/vk_internal.h"
 #include "core/status.h"
-#include "exec/dag.h"
-#include "exec/host.h"
-#include "exec/runctl.h"
-#include "exec/schedule.h"
+#include "runtime/dag.h"
+#include "runtime/host.h"
+#include "runtime/runctl.h"
+#include "runtime/schedule.h"
 #include "runtime/drive.h"
 
 #define PARAM_CHUNK (64 * 1024)

@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include "backends/backend.h"
+#include "runtime/backend.h"
 #include "core/view.h"
 #include "ops/kernel.h"
 

@@ -3,7 +3,7 @@
  *
  * A backend is a process-wide object per device: it allocates storages,
  * copies bytes between the host and storage ranges, and creates one
- * executor per session.  An executor runs a hazard DAG (exec/dag.h): it
+ * executor per session.  An executor runs a hazard DAG (runtime/dag.h): it
  * starts each command once its predecessors are done, and can wait for any
  * set of commands.  Everything about ordering is decided above the backend
  * by byte ranges; a backend only maps the DAG's edges onto its own
@@ -33,7 +33,7 @@ typedef struct st_backend {
                               st_storage **out);
     void (*storage_free)(struct st_backend *b, st_storage *s);
     /* Host <-> storage copies.  They do not wait for commands: the caller
-     * (exec/access.c) has already waited for the overlapping ones. */
+     * (session/access.c) has already waited for the overlapping ones. */
     st_status (*write)(struct st_backend *b, st_storage *s, uint64_t off, const void *src, uint64_t n);
     st_status (*read)(struct st_backend *b, st_storage *s, uint64_t off, void *dst, uint64_t n);
     st_status (*fill)(struct st_backend *b, st_storage *s, uint64_t off, int byte, uint64_t n);
@@ -97,11 +97,11 @@ typedef struct st_exec_vt {
     /* Optional, for executors that time commands on a device clock: once
      * the last run of dag is complete (and before dag runs again or is
      * forgotten), fills run's times of the commands timed on the device,
-     * converted to the host clock (exec/profile.h says how). */
+     * converted to the host clock (runtime/profile.h says how). */
     st_status (*collect)(st_exec *e, const struct st_dag *dag, struct st_prof_run *run);
     /* Optional, for executors that can repeat a DAG on the device until a
      * value it computes says stop (CUDA's conditional WHILE node): runs
-     * the rest of a while loop (exec/loop.c), see st_exec_loop.  Returns
+     * the rest of a while loop (session/loop.c), see st_exec_loop.  Returns
      * ST_ERR_UNSUPPORTED, having run nothing, when it cannot take this
      * loop (the message says why); the caller then runs it on the host. */
     st_status (*loop)(st_exec *e, const struct st_dag *dag, struct st_exec_loop *l);
@@ -110,10 +110,10 @@ typedef struct st_exec_vt {
 struct st_exec {
     const st_exec_vt *vt;
     st_backend *backend;
-    /* The session's cancel and deadline state (exec/runctl.h), set after
+    /* The session's cancel and deadline state (runtime/runctl.h), set after
      * exec_create; executors take the run's part of it at submit. */
     const struct st_run_ctl *ctl;
-    /* Profiling (exec/profile.h): where the run being submitted records
+    /* Profiling (runtime/profile.h): where the run being submitted records
      * its command times, set by the session before each submit; NULL when
      * the session is not profiled.  It stays valid until the run is done. */
     struct st_prof_run *prof;
@@ -138,19 +138,10 @@ typedef struct st_backend_module {
     st_backend *(*open)(st_backend_kind kind, int device);
 } st_backend_module;
 
-/* The registry (backends/registry.c): a backend's kind is its index there;
- * st_backend_count() (strata.h) counts them, those this build lacks too. */
-/* The module of kind, loading it if it is loadable; NULL with a message
- * when kind is out of range, not built, or its module does not load. */
-const st_backend_module *st_backend_module_of(st_backend_kind kind);
+/* The type of a module's entry point, st_<name>_module: each backend
+ * declares its entry with it (`st_backend_entry st_cuda_module;`), so the
+ * compiler checks the definition against what the registry calls. */
+typedef const st_backend_module *st_backend_entry(void);
 
-/* The backend for kind, created on first use.  NULL with an error message
- * when the kind is not built in or has no device. */
-st_backend *st_backend_get(st_backend_kind kind, int device);
-/* The kernel table of kind, without opening a device (for `strata inspect
- * --ops` and tests); NULL with a message when it is not built. */
-const st_kernel_table *st_backend_kernels(st_backend_kind kind);
-
-st_backend *st_cpu_backend(void);
 
 #endif

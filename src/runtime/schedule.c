@@ -1,5 +1,5 @@
 /* schedule.c — the schedule policy (schedule.h). */
-#include "exec/schedule.h"
+#include "runtime/schedule.h"
 
 void st_sched_init(st_sched *s, const st_session_options *o)
 {

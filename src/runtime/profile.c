@@ -24,7 +24,7 @@
  * for a viewer to draw them; commands of one OpenCL out-of-order queue
  * can, so such a lane is split into "overlap" sub-threads, first fit.
  */
-#include "exec/profile.h"
+#include "runtime/profile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/backend.h"
+#include "runtime/backend.h"
 #include "core/status.h"
-#include "exec/dag.h"
+#include "runtime/dag.h"
 
 #define SUBLANES 16           /* overlap sub-threads per lane */
 #define PID_HOST 1

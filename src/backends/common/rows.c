@@ -1,7 +1,7 @@
 /* rows.c — outer positions and rows of a shape (see rows.h). */
-#include "backends/cpu/rows.h"
+#include "backends/common/rows.h"
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 
 #include <string.h>
 

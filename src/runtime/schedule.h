@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "exec/dag.h"
+#include "runtime/dag.h"
 
 typedef struct st_sched {
     bool random;

@@ -1,5 +1,5 @@
 /* pool.c — worker threads serving loop chunks and DAG tasks (see pool.h). */
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 #include "core/status.h"
 
 typedef struct job {

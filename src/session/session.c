@@ -7,10 +7,10 @@
  * plan runs on the CPU), the executor and its tracker.
  * A run waits for the previous run before it touches the arena, so only
  * one DAG is ever in flight per session; within it, host accesses wait by
- * byte range (exec/access.c).  A session is used by one thread at a time;
+ * byte range (session/access.c).  A session is used by one thread at a time;
  * a second thread entering gets ST_ERR_BUSY.
  *
- * Profiling (st_session_options.profile, exec/profile.h): each stage's
+ * Profiling (st_session_options.profile, runtime/profile.h): each stage's
  * DAG is submitted with a timing buffer for the executor, the session
  * times its own work in the run, and a run is formatted into the trace
  * when the next run (or st_session_profile_write) has waited for it,
@@ -21,13 +21,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
+#include "passes/passes.h"
 #include "core/status.h"
 #include "core/strings.h"
-#include "exec/bind.h"
-#include "exec/bound.h"
-#include "exec/profile.h"
-#include "exec/runctl.h"
-#include "exec/session.h"
+#include "session/bind.h"
+#include "session/bound.h"
+#include "runtime/profile.h"
+#include "runtime/runctl.h"
+#include "session/session.h"
 #include "graph/model.h"
 
 #define ST_PLAN_CACHE 16
@@ -84,11 +86,11 @@ struct st_session {
     /* the plans of the last run's stages, by serial (plan/stage.c) */
     uint64_t stage_serial[ST_MAX_STAGES];
     int n_stages;
-    st_run_ctl ctl;           /* runs' numbers, cancel and deadline (exec/runctl.h) */
+    st_run_ctl ctl;           /* runs' numbers, cancel and deadline (runtime/runctl.h) */
     atomic_uint_fast64_t deadline_ns; /* st_session_set_deadline; 0: none */
     st_profile *prof;         /* NULL unless the options name a profile */
     uint64_t pins;            /* pin numbers handed out (st_cached.pin) */
-    int loop_depth;           /* > 0 while a loop body runs (exec/loop.c) */
+    int loop_depth;           /* > 0 while a loop body runs (session/loop.c) */
     char loop_note[400];      /* how the last run's last while loop ran, for inspect */
 };
 
@@ -197,6 +199,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->target.host_device = cpu;
     s->target.mixed = b != cpu;
     s->target.strict = opt.no_fallback != 0;
+    s->target.passes = &st_passes; /* passes/pipeline.c */
     s->bound = bound;
     s->prof = prof;
     atomic_init(&s->busy, 0);
@@ -738,7 +741,7 @@ static st_status submit_stage(st_session *s, const st_model *m, bound_input *bou
     /* From the first byte the arena changes until the run is submitted,
      * hold the tracker's lock: a tensor read on another thread then sees
      * the last run's bytes or (waiting for its writers) this run's, never
-     * poison or half-uploaded inputs (exec/access.c). */
+     * poison or half-uploaded inputs (session/access.c). */
     pthread_mutex_lock(&t->mu);
     t->plan = 0;
     t->runner = pthread_self();
@@ -787,7 +790,7 @@ static st_status run_locked(st_session *s)
  * waited for the last run).  A staged plan runs stage by stage: each
  * waits for the one before, whose results on the host are the next one's
  * inputs (plan/stage.c); a loop stage's Loop runs one iteration at a time
- * in between (exec/loop.c).  The last stage is only submitted, unless
+ * in between (session/loop.c).  The last stage is only submitted, unless
  * wait; *last (when asked) is its plan. */
 static st_status run_chain(st_session *s, const st_model *m, bound_input *bound, bool wait, const st_plan **last)
 {
@@ -837,7 +840,7 @@ st_status st_session_run_model(st_session *s, const st_model *m, bound_input *bo
     return run_chain(s, m, bound, true, last);
 }
 
-/* Unpins what was pinned after mark (exec/loop.c, after an iteration's
+/* Unpins what was pinned after mark (session/loop.c, after an iteration's
  * results are read). */
 void st_session_unpin_after(st_session *s, uint64_t mark)
 {

@@ -1,10 +1,10 @@
 /* host.c — running a mixed plan's host commands (host.h). */
-#include "exec/host.h"
+#include "runtime/host.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "backends/cpu/pool.h"
+#include "runtime/pool.h"
 #include "core/status.h"
 
 struct st_host {

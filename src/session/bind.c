@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backends/backend.h"
-#include "exec/bind.h"
+#include "runtime/backend.h"
+#include "session/bind.h"
 
 /* Wraps each constant that host commands read where it lies (no copy). */
 static st_status wrap_consts(st_plan *p, st_backend *host, const bool *read, bool main_view)

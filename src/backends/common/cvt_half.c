@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cvt_half.h"
+#include "backends/common/cvt_half.h"
 
 #define ST_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
 

@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "backends/backend.h"
-#include "exec/dag.h"
+#include "runtime/backend.h"
+#include "runtime/dag.h"
 
 typedef struct st_tracker {
     atomic_int refs;

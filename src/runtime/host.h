@@ -14,7 +14,7 @@
 #ifndef ST_EXEC_HOST_H
 #define ST_EXEC_HOST_H
 
-#include "exec/dag.h"
+#include "runtime/dag.h"
 
 typedef struct st_host st_host;
 

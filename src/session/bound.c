@@ -1,11 +1,11 @@
 /* bound.c — host copies of values fed to plans (bound.h). */
-#include "exec/bound.h"
+#include "session/bound.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/strings.h"
-#include "exec/session.h"
+#include "session/session.h"
 
 void st_bound_free(bound_input *b, int n)
 {

@@ -12,7 +12,7 @@
  * Transitive reduction then keeps only edges no other path implies, using
  * ancestor bitsets: O(C^2 / 64) bits of work and memory for C commands.
  */
-#include "exec/dag.h"
+#include "runtime/dag.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/status.h"
-#include "exec/session.h"
+#include "session/session.h"
 
 void st_tracker_release(st_tracker *t)
 {

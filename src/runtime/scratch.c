@@ -1,5 +1,5 @@
 /* scratch.c — per-worker scratch blocks kept across runs (see scratch.h). */
-#include "backends/cpu/scratch.h"
+#include "runtime/scratch.h"
 
 #include "core/bigmem.h"
 

@@ -1,5 +1,5 @@
 /* runctl.c — cancelling a run and its deadline (runctl.h). */
-#include "exec/runctl.h"
+#include "runtime/runctl.h"
 
 #include <stdio.h>
 #include <time.h>

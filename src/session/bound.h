@@ -2,7 +2,7 @@
  * bound.h — host copies of the values a session feeds a plan: the
  * caller's inputs, a staged plan's results passed to its next stage
  * (plan/stage.c), a while loop's carried values between iterations
- * (exec/loop.c).
+ * (session/loop.c).
  */
 #ifndef ST_BOUND_H
 #define ST_BOUND_H
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "exec/runctl.h"
+#include "runtime/runctl.h"
 #include "plan/plan.h"
 
 struct st_session;
@@ -55,7 +55,7 @@ st_status st_bound_scalar(bound_input *b, st_dtype dt, int64_t x);
 
 /* Runs model m (the session's, a later stage's, a loop body) on inputs
  * bound, every stage, and waits for it: *last is the plan of its last
- * stage, valid until the session plans again (exec/session.c). */
+ * stage, valid until the session plans again (session/session.c). */
 st_status st_session_run_model(struct st_session *s, const struct st_model *m, bound_input *bound, const st_plan **last);
 
 /* The plans a run uses are pinned in the session's cache; a loop unpins
@@ -66,7 +66,7 @@ void st_session_unpin_after(struct st_session *s, uint64_t mark);
 /* The session's memory limit (bytes). */
 uint64_t st_session_memory_limit(const struct st_session *s);
 /* The run in progress, for st_run_check between a loop's iterations
- * (exec/runctl.h). */
+ * (runtime/runctl.h). */
 st_run_ref st_session_run_ref(const struct st_session *s);
 
 /* Runs the rest of a while loop on the device, as one graph, when the
@@ -78,7 +78,7 @@ st_status st_session_loop_device(struct st_session *s, const st_plan *body, stru
 void st_session_note_loop(struct st_session *s, const char *note);
 
 /* Runs loop stage p's Loop (p ran and was waited for): out[j] are the
- * Loop's outputs, carried values then stacked scan outputs (exec/loop.c). */
+ * Loop's outputs, carried values then stacked scan outputs (session/loop.c). */
 st_status st_loop_run(struct st_session *s, const st_plan *p, bound_input *out);
 
 #endif

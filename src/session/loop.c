@@ -35,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/backend.h"
-#include "exec/bound.h"
+#include "runtime/backend.h"
+#include "session/bound.h"
 #include "graph/model.h"
 
 /* The single element of bound value b as an integer. */

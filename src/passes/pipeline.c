@@ -1,0 +1,51 @@
+/*
+ * pipeline.c — the pass pipeline, declared in one place: what plan
+ * building (plan/plan.c) runs of the passes and in which order.  The
+ * session hands it to planning (st_plan_target.passes); plan/ names no
+ * pass.  The table's rows run in order after specialization, each when
+ * the session backend's kernel table has the capabilities in its gate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op.h"
+#include "passes/passes.h"
+
+/* FusedAttention for a backend that asks for it (ST_CAP_ATTENTION), or
+ * with STRATA_ATTENTION_FUSION=1 on one whose table runs the op. */
+static bool attention_gate(const st_kernel_table *t)
+{
+    if (t->caps & ST_CAP_ATTENTION) return true;
+    const char *e = getenv("STRATA_ATTENTION_FUSION");
+    const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
+    return e && strcmp(e, "1") == 0 && fa && st_kernel_dtypes(t, fa) != 0;
+}
+
+/* the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
+static st_status fuse_attention(st_plan *p)
+{
+    return st_pass_fuse_attention(p, (p->target.main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
+}
+
+static const st_pass PASSES[] = {
+    {"sequence_outputs", 0, NULL, st_sequence_outputs},
+    {"fuse", 0, NULL, st_pass_fuse},
+    {"fuse_affine", ST_CAP_CONV_AFFINE, NULL, st_pass_fuse_affine},
+    {"fuse_qdq", ST_CAP_QDQ, NULL, st_pass_fuse_qdq},
+    {"fuse_attention", 0, attention_gate, fuse_attention},
+    {"fuse_matmul", ST_CAP_MATMUL_EPI, NULL, st_pass_fuse_matmul},
+    {"fuse_add_norm", ST_CAP_ADD_NORM, NULL, st_pass_fuse_add_norm},
+};
+
+const st_pass_pipeline st_passes = {
+    .sequence_inputs = st_sequence_inputs,
+    .specialize = st_specialize,
+    .layout_reset = st_pass_layout_reset,
+    .layout = st_pass_layout,
+    .place_concats = st_pass_place_concats,
+    .sequence_defer = st_sequence_defer,
+    .sequence_node = st_sequence_node,
+    .outer_value = st_control_outer_value,
+    .passes = PASSES,
+    .n_passes = (int)(sizeof PASSES / sizeof *PASSES),
+};

@@ -22,6 +22,7 @@ PKGS=(
   python3 python3-torch python3-onnx python3-numpy python3-pil
   python3-pip python3-setuptools python3-wheel python3-venv python3-pytest
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind
   graphviz python3-matplotlib

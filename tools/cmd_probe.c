@@ -1,7 +1,7 @@
 /*
- * cmd_probe.c — `strata probe --backend opencl [--runs N]`: the seed
- * report's standalone experiment, run on this machine's OpenCL device as
- * a diagnostic.
+ * cmd_probe.c — `strata probe --backend opencl|vulkan [--runs N]`: the
+ * seed report's standalone experiment, run on this machine's OpenCL
+ * device as a diagnostic (Vulkan's: backends/vulkan/vk_probe.c).
  *
  * The report found that a second buffer object over a parent's memory (a
  * Metal no-copy alias) is not ordered against work on the parent, even in
@@ -25,6 +25,11 @@
 #include <string.h>
 
 #include "tool.h"
+
+#ifdef ST_HAVE_VULKAN
+#include "backends/registry.h"
+#include "core/status.h"
+#endif
 
 #ifdef ST_HAVE_OPENCL
 #include "backends/opencl/cl_internal.h"
@@ -203,8 +208,21 @@ int st_cmd_probe(int argc, char **argv)
             return tool_fail("probe: option '%s' is in the option table but not parsed (a bug in strata)", a);
         }
     }
+    if (!strcmp(backend, "vulkan")) {
+#ifdef ST_HAVE_VULKAN
+        /* the alias experiment on Vulkan (backends/vulkan/vk_probe.c) */
+        st_backend_kind kind;
+        if (st_backend_find("vulkan", &kind) != ST_OK) return tool_fail("probe: %s", st_last_error());
+        st_backend *b = st_backend_get(kind, device);
+        if (!b) return tool_fail("probe: %s", st_last_error());
+        int st_vk_probe(st_backend *b, int runs);
+        return st_vk_probe(b, runs) == 0 ? 0 : tool_fail("probe: %s", st_last_error());
+#else
+        return tool_fail("probe: backend 'vulkan' is not built into this strata (configure with -DSTRATA_VULKAN=ON)");
+#endif
+    }
     if (strcmp(backend, "opencl") != 0)
-        return tool_fail("probe: only --backend opencl has the sub-buffer experiment (got '%s')", backend);
+        return tool_fail("probe: --backend opencl and vulkan have the alias experiment (got '%s')", backend);
 #ifdef ST_HAVE_OPENCL
     return probe_opencl(device, runs);
 #else

@@ -41,7 +41,7 @@ static const tool_command COMMANDS[] = {
      "the repository extension (load, unload), dynamic batching, Prometheus metrics at /metrics.  SIGTERM drains: "
      "new requests get 503, those in flight finish.  docs/serving.md says more.",
      st_cmd_serve},
-    {"probe", "--backend opencl [options]",
+    {"probe", "--backend opencl|vulkan [options]",
      "The seed report's sub-buffer experiment on this machine's OpenCL device: how often a kernel writing "
      "through a sub-buffer, or through the parent at an offset, is seen by a later copy of the parent, on in-order "
      "and out-of-order queues.  It measures; it never fails on what it finds.",

@@ -42,6 +42,12 @@ st_backend_entry st_opencl_module;
 #else
 #define ST_OPENCL_ENTRY NULL /* not built: its lookups say so */
 #endif
+#ifdef ST_HAVE_VULKAN
+const st_backend_module *st_vulkan_module(void);
+#define ST_VULKAN_ENTRY st_vulkan_module
+#else
+#define ST_VULKAN_ENTRY NULL
+#endif
 
 typedef struct st_backend_slot {
     const char *name;
@@ -54,6 +60,7 @@ static const st_backend_slot slots[] = {
     {"cpu", st_cpu_module, NULL},
     {"cuda", NULL, "libstrata_cuda.so"},
     {"opencl", ST_OPENCL_ENTRY, NULL},
+    {"vulkan", ST_VULKAN_ENTRY, NULL},
 };
 
 #define N_SLOTS ((int)(sizeof slots / sizeof *slots))

@@ -26,7 +26,7 @@
  * table's accepts took fails (ST_ERR_INTERNAL), whatever the backend.
  *
  * usage: conformance [--set NAME | --data DIR] [--must-pass FILE|DIR] [--filter TEXT]
- *                    [--list FILE] [--backend cpu|opencl|cuda] [--sanitize] [--no-fallback]
+ *                    [--list FILE] [--backend NAME] [--sanitize] [--no-fallback]
  *                    [--native FILE|DIR]
  *                    [--precision-note] [-v]
  * Exit status: 1 when a case on the must-pass list does not pass.
@@ -417,7 +417,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--native") && v) o.native = argv[++i];
         else if (!strcmp(a, "--backend") && v) {
             i++;
-            o.so.backend = !strcmp(v, "cuda") ? ST_BACKEND_CUDA : !strcmp(v, "opencl") ? ST_BACKEND_OPENCL : ST_BACKEND_CPU;
+            if (st_backend_find(v, &o.so.backend) != ST_OK) {
+                fprintf(stderr, "conformance: %s\n", st_last_error());
+                return 2;
+            }
         } else if (!strcmp(a, "-v")) o.verbose = true;
         else {
             fprintf(stderr, "conformance: unknown option '%s'\n", a);

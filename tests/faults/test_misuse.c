@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         EXPECT(st_session_create(m, &b, &s), ST_ERR_INVALID_ARG, mention);                    \
         TRUE(s == NULL);                                                                       \
     } while (0)
-    BAD_OPTION(backend, (st_backend_kind)3, "backend");
+    BAD_OPTION(backend, (st_backend_kind)st_backend_count(), "backend");
     BAD_OPTION(backend, (st_backend_kind)-1, "backend");
     BAD_OPTION(threads, -1, "threads");
     BAD_OPTION(threads, 1025, "threads");

@@ -26,8 +26,8 @@ for i, layer in enumerate(ORDER):
     for name in (layer if isinstance(layer, tuple) else (layer,)):
         RANK[name] = i
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-# generated, not under src/: the protobuf-c header and OpenCL's embedded source
-GENERATED = {"onnx/onnx.pb-c.h", "opencl/st_cl_source.h"}
+# generated, not under src/: the protobuf-c header and OpenCL's and Vulkan's embedded kernels
+GENERATED = {"onnx/onnx.pb-c.h", "opencl/st_cl_source.h", "vulkan/st_vk_spirv.h"}
 
 
 def layer_of(path):

@@ -116,7 +116,7 @@ def test_errors_carry_strata_message(mlp, models_dir):
         strata.Session(mlp, memory_limit=1000).run(None, {"x": np.zeros((2, 64), np.float32)})
     assert e.value.status == "ST_ERR_NOMEM" and "memory limit" in str(e.value)
     # what Python itself refuses, before strata sees it
-    with pytest.raises(ValueError, match="backend must be one of cpu, cuda, opencl, got 'gpu'"):
+    with pytest.raises(ValueError, match="backend must be one of cpu, cuda, opencl, vulkan, got 'gpu'"):
         strata.Session(mlp, backend="gpu")
     with pytest.raises(ValueError, match="threads must be a non-negative integer"):
         strata.Session(mlp, threads=-1)

@@ -1,0 +1,167 @@
+/*
+ * k_conv.c — the windowed ops on Vulkan: Conv with 1 or 2 spatial dims as
+ * an implicit GEMM tiled through shared memory (conv.comp: the im2col
+ * columns are never stored), bias and the fused activation (st_conv_state's
+ * epilogue) applied before the one store; MaxPool, AveragePool and their
+ * global forms over 1 or 2 spatial dims (pool.comp).  Every operand is
+ * strided, so a Conv writes straight into its slot of a Concat.  3-D
+ * windows, ConvTranspose and MaxPool's Indices run on the CPU.
+ */
+#include <string.h>
+
+#include "backends/vulkan/kernels.h"
+#include "backends/vulkan/shaders/codes.h"
+#include "backends/vulkan/vk_internal.h"
+#include "core/status.h"
+#include "ops/conv.h"
+
+int st_vk_unary_code(int code);
+
+static int32_t fbits(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i;
+}
+
+/* Sizes and strides of an N, C, spatial... operand as N, C, H, W (a 1-D
+ * window gets H = 1, stride 0). */
+static void nchw(const st_view *v, int nsp, int32_t *sz, int32_t *st)
+{
+    sz[0] = (int32_t)v->sizes[0];
+    sz[1] = (int32_t)v->sizes[1];
+    st[0] = (int32_t)v->strides[0];
+    st[1] = (int32_t)v->strides[1];
+    sz[2] = nsp == 2 ? (int32_t)v->sizes[2] : 1;
+    st[2] = nsp == 2 ? (int32_t)v->strides[2] : 0;
+    sz[3] = (int32_t)v->sizes[v->rank - 1];
+    st[3] = (int32_t)v->strides[v->rank - 1];
+}
+
+static st_status vk_conv(const st_kctx *k)
+{
+    st_vk_ctx *c = k->dev;
+    const st_conv_state *s = k->state;
+    const st_view *x = &k->views[0], *w = &k->views[1], *y = &k->views[k->n_in];
+    const st_view *b = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
+    if (st_view_numel(y) == 0) return ST_OK;
+    st_vk_bind bind[4];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_view(c, w, false, &bind[2]));
+    bind[3] = (st_vk_bind){0};
+    if (b) ST_TRY(st_vk_bind_view(c, b, false, &bind[3]));
+    int nsp = s->nsp, h = nsp == 2 ? 0 : -1; /* index of the H dim in s->k etc, -1: none */
+    int32_t p[39];
+    memset(p, 0, sizeof p);
+    int32_t xs[4], xst[4], ys[4], yst[4], ws[4], wst[4];
+    nchw(x, nsp, xs, xst);
+    nchw(y, nsp, ys, yst);
+    nchw(w, nsp, ws, wst);
+    p[0] = xs[0];
+    p[1] = xs[1];
+    p[2] = xs[2];
+    p[3] = xs[3];
+    p[4] = ys[1];
+    p[5] = ys[2];
+    p[6] = ys[3];
+    p[7] = ws[2];
+    p[8] = ws[3];
+    int wi = nsp - 1;
+    p[9] = h >= 0 ? (int32_t)s->s[0] : 1;
+    p[10] = (int32_t)s->s[wi];
+    p[11] = h >= 0 ? (int32_t)s->pb[0] : 0;
+    p[12] = (int32_t)s->pb[wi];
+    p[13] = h >= 0 ? (int32_t)s->d[0] : 1;
+    p[14] = (int32_t)s->d[wi];
+    p[15] = (int32_t)s->group;
+    p[16] = (int32_t)(xs[1] / s->group);
+    p[17] = (int32_t)(ys[1] / s->group);
+    p[18] = bind[1].elem;
+    memcpy(p + 19, xst, sizeof xst);
+    p[23] = bind[2].elem;
+    memcpy(p + 24, wst, sizeof wst);
+    p[28] = bind[0].elem;
+    memcpy(p + 29, yst, sizeof yst);
+    if (b) {
+        p[33] = 1;
+        p[34] = bind[3].elem;
+        p[35] = (int32_t)b->strides[0];
+    }
+    p[36] = s->epi.act ? st_vk_unary_code(s->epi.act - 1) : 0;
+    p[37] = fbits(s->epi.alpha);
+    p[38] = fbits(s->epi.beta);
+    int64_t positions = (int64_t)ys[0] * ys[2] * ys[3];
+    uint32_t groups[3] = {(uint32_t)((positions + 15) / 16), (uint32_t)((p[17] + 15) / 16), (uint32_t)s->group};
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_conv_f16 : ST_VKS_conv_f32, p, 39, 4, bind, groups);
+}
+
+static st_status vk_pool(const st_kctx *k)
+{
+    st_vk_ctx *c = k->dev;
+    const st_conv_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int64_t n = st_view_numel(y);
+    if (n == 0) return ST_OK;
+    st_vk_bind bind[2];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    int nsp = x->rank - 2, wi = nsp - 1;
+    bool hd = nsp == 2;
+    int32_t p[28];
+    memset(p, 0, sizeof p);
+    int32_t xs[4], xst[4], ys[4], yst[4];
+    nchw(x, nsp, xs, xst);
+    nchw(y, nsp, ys, yst);
+    bool global = strncmp(k->node->op->name, "Global", 6) == 0;
+    p[0] = (int32_t)n;
+    p[1] = xs[1];
+    p[2] = xs[2];
+    p[3] = xs[3];
+    p[4] = ys[2];
+    p[5] = ys[3];
+    p[6] = global ? xs[2] : hd ? (int32_t)s->k[0] : 1;
+    p[7] = global ? xs[3] : (int32_t)s->k[wi];
+    p[8] = global || !hd ? 1 : (int32_t)s->s[0];
+    p[9] = global ? 1 : (int32_t)s->s[wi];
+    p[10] = global || !hd ? 0 : (int32_t)s->pb[0];
+    p[11] = global ? 0 : (int32_t)s->pb[wi];
+    p[12] = global || !hd ? 1 : (int32_t)s->d[0];
+    p[13] = global ? 1 : (int32_t)s->d[wi];
+    p[14] = global ? strcmp(k->node->op->name, "GlobalMaxPool") == 0 : s->is_max;
+    p[15] = global ? 0 : s->count_include_pad;
+    p[16] = global || !hd ? 0 : (int32_t)s->pe[0];
+    p[17] = global ? 0 : (int32_t)s->pe[wi];
+    p[18] = bind[1].elem;
+    memcpy(p + 19, xst, sizeof xst);
+    p[23] = bind[0].elem;
+    memcpy(p + 24, yst, sizeof yst);
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_pool_f16 : ST_VKS_pool_f32, p, 28, 2, bind, groups);
+}
+
+static bool win_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_conv_state *s = n->state;
+    const st_view *x = &n->views[0];
+    if (x->rank != 3 && x->rank != 4) return st_kernel_refuse(why, len, "%d-D windows run on the CPU", x->rank - 2);
+    if (n->n_out > 1 && n->views[n->n_in + 1].rank >= 0) return st_kernel_refuse(why, len, "MaxPool's Indices");
+    if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
+        return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    if (s && s->epi.act && !st_vk_unary_code(s->epi.act - 1)) return st_kernel_refuse(why, len, "a fused activation without a shader");
+    if (s && s->p) return st_kernel_refuse(why, len, "LpPool");
+    if (s && s->storage_order) return st_kernel_refuse(why, len, "storage_order");
+    if (s && strcmp(n->op->name, "Conv") == 0 && s->group > 65535) return st_kernel_refuse(why, len, "%lld groups", (long long)s->group);
+    return st_vk_accepts_float(n, why, len);
+}
+
+#define FL (ST_DT(ST_F32) | ST_DT(ST_F16))
+const st_kernel st_vk_k_conv[] = {
+    {"Conv", "", FL, vk_conv, win_accepts, NULL, NULL},
+    {"MaxPool", "", FL, vk_pool, win_accepts, NULL, NULL},
+    {"AveragePool", "", FL, vk_pool, win_accepts, NULL, NULL},
+    {"GlobalAveragePool", "", FL, vk_pool, win_accepts, NULL, NULL},
+    {"GlobalMaxPool", "", FL, vk_pool, win_accepts, NULL, NULL},
+    {NULL}
+};

@@ -1,0 +1,222 @@
+/*
+ * k_elementwise.c — the elementwise family on Vulkan (unary.comp,
+ * binary.comp): the unary activations, Clip with constant bounds, the
+ * binary arithmetic ops with numpy broadcasting and any strides, and the
+ * variadic Sum/Max/Min as a chain of binary dispatches.  f32, and f16
+ * where the device has it (computing in f32, rounding once at the store).
+ *
+ * The shader codes are codes.h's, not strata's st_unary numbers: the map
+ * below is the one place they meet, and an op without a shader code has
+ * no entry, so it runs on the CPU.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/vulkan/kernels.h"
+#include "backends/vulkan/shaders/codes.h"
+#include "backends/vulkan/vk_internal.h"
+#include "core/status.h"
+#include "ops/elementwise.h"
+
+/* strata's unary code -> the shaders' (0 none: not on Vulkan) */
+int st_vk_unary_code(int code)
+{
+    switch (code) {
+    case ST_U_RELU: return VK_U_RELU;
+    case ST_U_SIGMOID: return VK_U_SIGMOID;
+    case ST_U_TANH: return VK_U_TANH;
+    case ST_U_EXP: return VK_U_EXP;
+    case ST_U_LOG: return VK_U_LOG;
+    case ST_U_SQRT: return VK_U_SQRT;
+    case ST_U_NEG: return VK_U_NEG;
+    case ST_U_ABS: return VK_U_ABS;
+    case ST_U_RECIPROCAL: return VK_U_RECIPROCAL;
+    case ST_U_FLOOR: return VK_U_FLOOR;
+    case ST_U_CEIL: return VK_U_CEIL;
+    case ST_U_ROUND: return VK_U_ROUND;
+    case ST_U_ERF: return VK_U_ERF;
+    case ST_U_SIN: return VK_U_SIN;
+    case ST_U_COS: return VK_U_COS;
+    case ST_U_LEAKY_RELU: return VK_U_LEAKY_RELU;
+    case ST_U_HARD_SIGMOID: return VK_U_HARD_SIGMOID;
+    case ST_U_HARD_SWISH: return VK_U_HARD_SWISH;
+    case ST_U_ELU: return VK_U_ELU;
+    case ST_U_SELU: return VK_U_SELU;
+    case ST_U_SOFTPLUS: return VK_U_SOFTPLUS;
+    case ST_U_SOFTSIGN: return VK_U_SOFTSIGN;
+    case ST_U_SILU: return VK_U_SILU;
+    case ST_U_GELU: return VK_U_GELU;
+    case ST_U_GELU_TANH: return VK_U_GELU_TANH;
+    case ST_U_CLIP: return VK_U_CLIP;
+    case ST_U_MISH: return VK_U_MISH;
+    case ST_U_SIGN: return VK_U_SIGN;
+    }
+    return 0;
+}
+
+static int binary_code(int code)
+{
+    switch (code) {
+    case ST_B_ADD: return VK_B_ADD;
+    case ST_B_SUB: return VK_B_SUB;
+    case ST_B_MUL: return VK_B_MUL;
+    case ST_B_DIV: return VK_B_DIV;
+    case ST_B_MAX: return VK_B_MAX;
+    case ST_B_MIN: return VK_B_MIN;
+    case ST_B_POW: return VK_B_POW;
+    case ST_B_PRELU: return VK_B_PRELU;
+    }
+    return -1;
+}
+
+static int32_t fbits(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i;
+}
+
+static st_status run_unary(const st_kctx *k, int code, float a, float b, float g)
+{
+    st_vk_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int64_t n = st_view_numel(y);
+    if (n == 0) return ST_OK;
+    st_vk_bind bind[2];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    int32_t p[5 + 2 * ST_VK_TD] = {(int32_t)n, code, fbits(a), fbits(b), fbits(g)};
+    ST_TRY(st_vk_td(y, bind[0].elem, p + 5));
+    ST_TRY(st_vk_td_broadcast(x, y, bind[1].elem, p + 5 + ST_VK_TD));
+    st_vk_td_coalesce((int32_t *const[]){p + 5, p + 5 + ST_VK_TD}, 2);
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_unary_f16 : ST_VKS_unary_f32, p, (int)(sizeof p / sizeof *p), 2, bind,
+                          groups);
+}
+
+static st_status vk_unary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    return run_unary(k, st_vk_unary_code(s->code), s->alpha, s->beta, s->gamma);
+}
+
+/* Clip: bounds from the attributes (opset < 11) or constant inputs
+ * (accepts asked for constants), read at plan time into priv. */
+typedef struct clip_priv {
+    float lo, hi;
+} clip_priv;
+
+static float const_float(const st_knode *n, int i, float dflt)
+{
+    if (i >= n->n_in || n->views[i].rank < 0 || !n->data[i]) return dflt;
+    if (n->views[i].dtype == ST_F32) return *(const float *)n->data[i];
+    return st_f16_to_f32(*(const uint16_t *)n->data[i]);
+}
+
+static st_status clip_prepare(const st_knode *n, void **priv)
+{
+    const st_ew_state *s = n->state;
+    clip_priv *cp = malloc(sizeof *cp);
+    if (!cp) return st_error(ST_ERR_NOMEM, "out of memory");
+    bool legacy = n->n_in == 1;
+    cp->lo = legacy ? s->alpha : const_float(n, 1, -INFINITY);
+    cp->hi = legacy ? s->beta : const_float(n, 2, INFINITY);
+    if (cp->lo < -3.402823466e38f) cp->lo = -INFINITY;
+    if (cp->hi > 3.402823466e38f) cp->hi = INFINITY;
+    *priv = cp;
+    return ST_OK;
+}
+
+static void clip_release(void *priv) { free(priv); }
+
+static bool clip_accepts(const st_knode *n, char *why, size_t len)
+{
+    for (int i = 1; i < n->n_in; i++)
+        if (n->views[i].rank >= 0 && !n->data[i]) return st_kernel_refuse(why, len, "Clip bounds computed at run time");
+    return st_vk_accepts_float(n, why, len);
+}
+
+static st_status vk_clip(const st_kctx *k)
+{
+    const clip_priv *cp = k->priv;
+    return run_unary(k, VK_U_CLIP, cp->lo, cp->hi, 0);
+}
+
+static st_status run_binary(st_vk_ctx *c, const st_view *a, const st_view *b, const st_view *y, int code)
+{
+    int64_t n = st_view_numel(y);
+    if (n == 0) return ST_OK;
+    st_vk_bind bind[3];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, a, false, &bind[1]));
+    ST_TRY(st_vk_bind_view(c, b, false, &bind[2]));
+    int32_t p[2 + 3 * ST_VK_TD] = {(int32_t)n, code};
+    ST_TRY(st_vk_td(y, bind[0].elem, p + 2));
+    ST_TRY(st_vk_td_broadcast(a, y, bind[1].elem, p + 2 + ST_VK_TD));
+    ST_TRY(st_vk_td_broadcast(b, y, bind[2].elem, p + 2 + 2 * ST_VK_TD));
+    st_vk_td_coalesce((int32_t *const[]){p + 2, p + 2 + ST_VK_TD, p + 2 + 2 * ST_VK_TD}, 3);
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_binary_f16 : ST_VKS_binary_f32, p, (int)(sizeof p / sizeof *p), 3, bind,
+                          groups);
+}
+
+static st_status vk_binary(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    st_view b = k->views[1];
+    st_ew_legacy_b(s, &b.rank, b.sizes, b.strides);
+    return run_binary(k->dev, &k->views[0], &b, &k->views[k->n_in], binary_code(s->code));
+}
+
+/* Sum/Max/Min: y = x0 op x1, then y = y op xi: each dispatch reads what
+ * the one before wrote, and st_vk_dispatch orders them by a barrier. */
+static st_status vk_variadic(const st_kctx *k)
+{
+    const st_ew_state *s = k->state;
+    const st_view *y = &k->views[k->n_in];
+    if (k->n_in == 1) return run_unary(k, VK_U_IDENTITY, 0, 0, 0);
+    ST_TRY(run_binary(k->dev, &k->views[0], &k->views[1], y, binary_code(s->code)));
+    for (int i = 2; i < k->n_in; i++) ST_TRY(run_binary(k->dev, y, &k->views[i], y, binary_code(s->code)));
+    return ST_OK;
+}
+
+static bool unary_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_ew_state *s = n->state;
+    if (!st_vk_unary_code(s->code)) return st_kernel_refuse(why, len, "%s has no Vulkan shader", n->op->name);
+    return st_vk_accepts_float(n, why, len);
+}
+
+static bool binary_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_ew_state *s = n->state;
+    if (binary_code(s->code) < 0) return st_kernel_refuse(why, len, "%s has no Vulkan shader", n->op->name);
+    if (s->code == ST_B_MOD) return st_kernel_refuse(why, len, "Mod runs on the CPU");
+    return st_vk_accepts_float(n, why, len);
+}
+
+/* A variadic op writes y and reads it back: y must not overlap an input
+ * (other than being the same view) and must be rank >= each input's. */
+static bool variadic_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_ew_state *s = n->state;
+    if (binary_code(s->code) < 0 || s->code == ST_B_MEAN) return st_kernel_refuse(why, len, "%s runs on the CPU", n->op->name);
+    return st_vk_accepts_float(n, why, len);
+}
+
+/* ---- the kernel table entries of this file (vulkan/table.c) ---- */
+
+#define FL (ST_DT(ST_F32) | ST_DT(ST_F16))
+#define UNARY_K(name, code, types, a, b, g) {#name, "", (types) & FL, vk_unary, unary_accepts, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) {#name, "", (types) & FL, vk_binary, binary_accepts, NULL, NULL},
+#define VARIADIC_K(name, code, types) {#name, "", (types) & FL, vk_variadic, variadic_accepts, NULL, NULL},
+const st_kernel st_vk_k_elementwise[] = {
+    ST_UNARY_OPS(UNARY_K)
+    ST_BINARY_OPS(BINARY_K)
+    ST_VARIADIC_OPS(VARIADIC_K)
+    {"Clip", "", FL, vk_clip, clip_accepts, clip_prepare, clip_release},
+    {NULL}
+};

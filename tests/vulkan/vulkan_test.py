@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Tests of the Vulkan backend driven through the strata command line (CI
+runs them on lavapipe, Mesa's Vulkan on the CPU).  Every strata run has
+STRATA_VULKAN_VALIDATION=1: the Khronos validation layer with
+synchronization validation on, and any message it prints fails the run
+(strata exits non-zero) and the test.  Each exits 77 ("skipped", CTest
+SKIP_RETURN_CODE) when the machine has no Vulkan device.
+
+  vulkan_test.py STRATA schedules MODELS_DIR CASE N
+      a seed case under N random schedules (a seeded random topological
+      recording order each run, so other barriers) gives outputs
+      bit-identical to the default schedule, sanitizer on.
+  vulkan_test.py STRATA hazard MODELS_DIR
+      the seed's failure modes on Vulkan: --hazard-mode storage (barriers
+      over whole buffers) still gives correct results; with
+      --hazard-mode base-pointer the DAG misses edges, so the executor
+      leaves those accesses unordered, and both the sanitizer and
+      synchronization validation must report it.
+  vulkan_test.py STRATA model MODEL SIZE [CHECK_ARGS...]
+      fresh random input of 1x3xSIZExSIZE, the CPU backend's output as the
+      reference, then `strata check --backend vulkan --sanitize` (every
+      element within 1e-4 of the output's largest magnitude, or what
+      CHECK_ARGS say).
+  vulkan_test.py STRATA cache MODEL INPUT REF_DIR
+      the pipeline cache: a first run writes it, a corrupt file is ignored
+      (the driver refuses it) and rewritten, the next run loads it.
+  vulkan_test.py STRATA kernels
+      opencl_test.py's small models (long softmax rows, global pools,
+      strided, dilated, grouped Convs into a concat slice, a ConvTranspose
+      that falls back to the CPU between Vulkan nodes, linear Resize,
+      MatMul of a transposed view, Gemm), against the CPU backend, in f32
+      and f16.
+  vulkan_test.py STRATA probe RUNS
+      `strata probe --backend vulkan` completes and prints its table.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "opencl"))
+
+
+def env_v(extra=None):
+    e = dict(os.environ, STRATA_VULKAN_VALIDATION="1")
+    if extra:
+        e.update(extra)
+    return e
+
+
+def run(cmd, env=None, timeout=1200):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or env_v())
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def no_device(r):
+    return "vulkan: no Vulkan" in r.stdout + r.stderr
+
+
+def checked(r, what):
+    if no_device(r):
+        print(r.stdout + r.stderr)
+        print("SKIP: no Vulkan device")
+        sys.exit(SKIP)
+    if r.returncode != 0 or "vulkan validation:" in r.stderr:
+        print(r.stdout + r.stderr)
+        fail("%s returned %d%s" % (what, r.returncode, " with validation messages" if "vulkan validation:" in r.stderr else ""))
+    return r
+
+
+def outputs(strata, args, extra):
+    with tempfile.TemporaryDirectory() as out:
+        checked(run([strata, "run", "-q"] + args + ["-o", out] + extra), "strata run " + " ".join(extra))
+        res = {}
+        for f in sorted(os.listdir(out)):
+            with open(os.path.join(out, f), "rb") as fh:
+                res[f] = fh.read()
+        return res
+
+
+def schedules(strata, d, case, n):
+    args = [os.path.join(d, case + ".onnx"), "-i", os.path.join(d, case + "_input_0.npy")]
+    base = outputs(strata, args, ["--backend", "vulkan"])
+    for seed in range(1, n + 1):
+        got = outputs(strata, args, ["--backend", "vulkan", "--schedule", "random", "--seed", str(seed), "--sanitize"])
+        if got != base:
+            fail("random schedule with seed %d changed the outputs" % seed)
+    print("%s: %d random schedules on Vulkan, outputs bit-identical to the default schedule, validation silent" % (case, n))
+
+
+def hazard(strata, d):
+    for case in ["linear_chunk_last_dim", "linear_chunk_first_dim", "c2f", "nested_concat"]:
+        args = [os.path.join(d, case + ".onnx"), "-i", os.path.join(d, case + "_input_0.npy"),
+                "--ref-dir", os.path.join(d, case + "_ref"), "--backend", "vulkan"]
+        stats = env_v({"STRATA_VULKAN_STATS": "1"})
+        r = checked(run([strata, "check"] + args, stats), "strata check %s (byte ranges)" % case)
+        ranges = [ln for ln in r.stderr.splitlines() if ln.startswith("vulkan stats:")]
+        r = checked(run([strata, "check"] + args + ["--hazard-mode", "storage"], stats), "strata check %s (storage)" % case)
+        whole = [ln for ln in r.stderr.splitlines() if ln.startswith("vulkan stats:")]
+        # base-pointer: the sanitizer's proof fails...
+        r = run([strata, "check"] + args + ["--hazard-mode", "base-pointer", "--sanitize"])
+        if no_device(r):
+            sys.exit(SKIP)
+        if r.returncode == 0 or "sanitizer:" not in r.stderr:
+            print(r.stdout + r.stderr)
+            fail("%s: the sanitizer did not report base-pointer mode's missing edges" % case)
+        # ...and synchronization validation sees the unordered accesses on the device
+        r = run([strata, "check"] + args + ["--hazard-mode", "base-pointer"], stats)
+        hazards = [ln for ln in r.stderr.splitlines() if "SYNC-HAZARD" in ln]
+        if r.returncode == 0 or not hazards:
+            print(r.stdout + r.stderr)
+            fail("%s: synchronization validation did not report base-pointer mode's missing barriers" % case)
+        kinds = sorted(set(re.findall(r"SYNC-HAZARD-[A-Z-]+", r.stderr)))
+        print("%s:\n  byte ranges: %s\n  storage:     %s\n  base-pointer: sanitizer error; %d synchronization hazards (%s)" % (
+            case, ranges[0][14:] if ranges else "?", whole[0][14:] if whole else "?", len(hazards), ", ".join(kinds)))
+
+
+def model(strata, path, size, extra):
+    rng = np.random.default_rng(int(time.time() * 1e6) % (1 << 32))
+    x = rng.random((1, 3, size, size), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        xin = os.path.join(tmp, "input.npy")
+        np.save(xin, x)
+        ref = os.path.join(tmp, "ref")
+        os.mkdir(ref)
+        t0 = time.time()
+        checked(run([strata, "run", "-q", path, "-i", xin, "-o", ref]), "strata run (CPU reference)")
+        t1 = time.time()
+        tol = ["--scale-tol", "1e-4", "--atol", "0", "--rtol", "0"] if not any(a.startswith("--scale-tol") for a in extra) else []
+        r = checked(run([strata, "check", path, "-i", xin, "--ref-dir", ref, "--backend", "vulkan", "--sanitize"] + tol + extra),
+                    "strata check --backend vulkan")
+        t2 = time.time()
+        print(r.stdout + r.stderr)
+        if "PASS" not in r.stdout:
+            fail("no output was compared")
+        print("%s at %dx%d %s: CPU reference %.1f s, Vulkan check (sanitize, validation) %.1f s" % (
+            os.path.basename(path), size, size, " ".join(extra), t1 - t0, t2 - t1))
+
+
+def cache(strata, path, xin, ref_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        env = env_v({"XDG_CACHE_HOME": tmp})
+        env.pop("STRATA_VULKAN_CACHE", None)
+        cmd = [strata, "check", path, "-i", xin, "--ref-dir", ref_dir, "--backend", "vulkan"]
+        d = os.path.join(tmp, "strata", "vulkan")
+        checked(run(cmd, env), "first run (fills the pipeline cache)")
+        files = [f for f in os.listdir(d) if f.endswith(".bin")] if os.path.isdir(d) else []
+        if len(files) != 1:
+            fail("expected one pipeline cache file in %s, found %s" % (d, files))
+        f = os.path.join(d, files[0])
+        good = open(f, "rb").read()
+        bad = bytearray(good)
+        for i in range(0, min(len(bad), 32)):  # the header: the driver must refuse it
+            bad[i] ^= 0x5a
+        open(f, "wb").write(bytes(bad))
+        checked(run(cmd, env), "run with a corrupt cache file")
+        if open(f, "rb").read() == bytes(bad):
+            fail("the corrupt cache file was not rewritten")
+        checked(run(cmd, env), "run from the cache")
+        print("pipeline cache: %s, %d bytes; a corrupt header was refused and rewritten" % (files[0], len(good)))
+
+
+def kernels(strata):
+    from opencl_test import kernel_models
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path, feeds in kernel_models(tmp):
+            ref = os.path.join(tmp, name + "_ref")
+            os.mkdir(ref)
+            checked(run([strata, "run", "-q", path] + feeds + ["-o", ref]), "strata run %s (CPU reference)" % name)
+            for prec in ["f32", "f16"]:
+                tol = "1e-4" if prec == "f32" else "1e-2"
+                r = checked(run([strata, "check", path] + feeds + ["--ref-dir", ref, "--backend", "vulkan", "--sanitize",
+                                                                   "--precision", prec, "--scale-tol", tol, "--atol", "0",
+                                                                   "--rtol", "0"]),
+                            "strata check %s %s" % (name, prec))
+                print("%s (%s): %s" % (name, prec, " ".join(
+                    ln.split(":")[0] + " " + ln.split()[-1] for ln in r.stdout.splitlines() if ln.endswith("PASS") and ":" in ln)))
+
+
+def probe(strata, runs):
+    # the probe makes hazards on purpose: validation messages are expected
+    # in rows (a) and (b), and must be absent from (c), strata's barrier
+    r = run([strata, "probe", "--backend", "vulkan", "--runs", str(runs)])
+    if no_device(r):
+        sys.exit(SKIP)
+    if r.returncode != 0:
+        print(r.stdout + r.stderr)
+        fail("strata probe returned %d" % r.returncode)
+    print(r.stdout)
+    print("(%d synchronization validation messages on stderr)" % r.stderr.count("vulkan validation:"))
+    rows = [ln for ln in r.stdout.splitlines() if ln[:3] in ("(a)", "(b)", "(c)")]
+    if len(rows) != 3 or not all(("/ %d" % runs) in ln for ln in rows):
+        fail("the probe did not print its table")
+    if "validation: silent" not in rows[2] or "validation: reported" not in rows[1]:
+        fail("synchronization validation should report row (b) and stay silent on row (c)")
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        sys.exit(2)
+    strata, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if mode == "schedules":
+        schedules(strata, args[0], args[1], int(args[2]))
+    elif mode == "hazard":
+        hazard(strata, args[0])
+    elif mode == "model":
+        model(strata, args[0], int(args[1]), args[2:])
+    elif mode == "cache":
+        cache(strata, args[0], args[1], args[2])
+    elif mode == "kernels":
+        kernels(strata)
+    elif mode == "probe":
+        probe(strata, int(args[0]))
+    else:
+        fail("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()

@@ -13,7 +13,8 @@
 #
 # MODELS_DIR defaults to BUILD_DIR/models, else the checkout's build/models.
 # ALL_YOLO=1 adds YOLOv5n and YOLO11n and the 480x640 and batch-2 cases;
-# SKIP_YOLO=1 leaves YOLO out (bench/gpu/suite.sh checks YOLOv8n then).
+# SKIP_YOLO=1 leaves YOLO out (bench/gpu/suite.sh checks YOLOv8n then),
+# SKIP_PPOCR=1 PP-OCR.
 # Extra strata options can be passed in STRATA_EXTRA (e.g. "--device 1").
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -93,7 +94,7 @@ for m in $yolo_models; do
 done
 
 # PP-OCR against ONNX Runtime: f32 within 1e-4 of the output's scale
-for spec in det_640x640:ch_PP-OCRv4_det_infer det_480x800:ch_PP-OCRv4_det_infer \
+[ "${SKIP_PPOCR:-0}" = 1 ] || for spec in det_640x640:ch_PP-OCRv4_det_infer det_480x800:ch_PP-OCRv4_det_infer \
             rec_48x320:ch_PP-OCRv4_rec_infer rec_48x320_b2:ch_PP-OCRv4_rec_infer \
             rec_48x576:ch_PP-OCRv4_rec_infer cls_48x192:ch_ppocr_mobile_v2.0_cls_infer; do
     c=${spec%%:*}

@@ -50,7 +50,7 @@ if [ "$what" = node ] || [ "$what" = all ]; then
     rm -f /tmp/pchunk_*
     split -n l/8 -d /tmp/all_cases.txt /tmp/pchunk_
     cat tests/conformance/must_pass/*.txt | sed 's/#.*//' | awk 'NF {print $1}' | sort > /tmp/must.txt
-    for b in cuda opencl; do
+    for b in ${PARITY_BACKENDS:-cuda opencl}; do
       for mode in fallback strict; do
         flag=""
         [ $mode = strict ] && flag=--no-fallback
@@ -92,7 +92,7 @@ if [ "$what" = zoo ] || [ "$what" = all ]; then
   if [ -n "$missing" ]; then
     ok "parity zoo preflight" 1 "not packed:$missing (pack with ZOO_ALL=1)"
   else
-    for b in cuda opencl; do
+    for b in ${PARITY_BACKENDS:-cuda opencl}; do
       for san in "" --sanitize; do
         python3 scripts/device/zoo_device.py $S $D/models/zoo $OUT/zoo_parity $b --no-fallback $san $ids > "$OUT/zoo_${b}_strict${san}.log" 2>&1
         r=$?

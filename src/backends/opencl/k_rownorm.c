@@ -44,7 +44,8 @@ static st_status cl_rownorm(const st_kctx *k)
 {
     const st_norm_state *s = k->state;
     st_cl_ctx *c = k->dev;
-    const st_view *x = &k->views[0], *sc = &k->views[1], *bi = opt(k, 2), *y = &k->views[k->n_in];
+    /* input 2 only when the node has it: views[n_in] is already the output */
+    const st_view *x = &k->views[0], *sc = &k->views[1], *bi = k->n_in > 2 ? opt(k, 2) : NULL, *y = &k->views[k->n_in];
     const st_view *mean = NULL, *inv = NULL;
     st_cl_rownorm_p p;
     memset(&p, 0, sizeof p);

@@ -169,7 +169,7 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
                 const char *base = strrchr(files[f], '/') + 1;
                 if (ni != 1 && strncmp(base, clean, strlen(clean))) continue;
                 if (st_npy_read(files[f], &s[k].in[i]) != ST_OK) {
-                    tool_fail("quantize: %s: %s", files[f], st_last_error());
+                    tool_fail_st(files[f]);
                     for (int x = 0; x < nf; x++) free(files[x]);
                     free(files);
                     for (int j = 0; j < count; j++)

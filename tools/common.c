@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/dtype.h"
+#include "core/status.h"
 #include "tool.h"
 
 int tool_fail(const char *fmt, ...)
@@ -22,6 +23,12 @@ int tool_fail(const char *fmt, ...)
 
 int tool_fail_st(const char *what)
 {
+    /* out of memory is worded the same whichever call ran out, so a script
+     * (and tests/faults/cli_sweep.py) can tell it from a bad model */
+    if (st_error_code() == ST_ERR_NOMEM) {
+        if (what && *what) return tool_fail("out of memory: %s: %s", what, st_last_error());
+        return tool_fail("out of memory: %s", st_last_error());
+    }
     if (what && *what) return tool_fail("%s: %s", what, st_last_error());
     return tool_fail("%s", st_last_error());
 }
@@ -383,7 +390,7 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
         }
         st_status r = st_session_set_input_checked(s, info.name, x.dtype, x.rank, x.dims, x.data, x.bytes);
         st_npy_free(&x);
-        if (r != ST_OK) return path ? tool_fail("%s: %s", path, st_last_error()) : tool_fail_st("");
+        if (r != ST_OK) return tool_fail_st(path ? path : "");
     }
     for (int k = 0; k < o->n_inputs; k++)
         if (!used[k]) {
@@ -398,6 +405,7 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
     st_tensor *t;
     memset(out, 0, sizeof *out);
     if (st_session_output(s, name, &t) != ST_OK) {
+        if (st_error_code() == ST_ERR_NOMEM) return tool_fail_st("");
         char why[1024];
         snprintf(why, sizeof why, "%s", st_last_error());
         int len, present;
@@ -448,7 +456,7 @@ int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank,
     out->data = malloc(out->bytes + 1);
     if (!out->data) {
         st_tensor_free(t);
-        return tool_fail("%s: out of memory reading output '%s'", what, res.name);
+        return tool_fail("out of memory: %s: reading output '%s'", what, res.name);
     }
     st_status r = st_tensor_read(t, ST_F32, out->data, out->bytes);
     st_tensor_free(t);

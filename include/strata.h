@@ -136,6 +136,12 @@ typedef enum st_value_kind {
     ST_KIND_OPTIONAL_SEQUENCE = 3     /* an optional sequence of tensors */
 } st_value_kind;
 
+/* How a session precision below f32 is applied (docs/precision.md). */
+typedef enum st_precision_policy {
+    ST_PRECISION_MIXED = 0,     /* sensitive ops and patterns stay f32, with planned casts */
+    ST_PRECISION_STRICT = 1     /* every float value in the session's precision */
+} st_precision_policy;
+
 typedef struct st_model st_model;
 typedef struct st_session st_session;
 typedef struct st_tensor st_tensor;
@@ -287,6 +293,13 @@ st_status st_session_cancel(st_session *s);
  * its st_session_run, or it stops as if cancelled and reports
  * ST_ERR_TIMEOUT.  0 (the default) removes the deadline. */
 st_status st_session_set_deadline(st_session *s, uint64_t ns);
+/* How a precision below f32 is applied (docs/precision.md): by default
+ * (ST_PRECISION_MIXED) numerically sensitive ops and patterns stay f32,
+ * with casts planned around them; ST_PRECISION_STRICT stores every float
+ * value in the session's precision.  No effect on an f32 session.  Call
+ * it before the session's first run (ST_ERR_INVALID_ARG after: plans are
+ * built then).  (Since 0.2.0, after its release: check for the symbol.) */
+st_status st_session_set_precision_policy(st_session *s, st_precision_policy policy);
 
 /* ---- tensors ---- */
 st_dtype st_tensor_dtype(const st_tensor *t);      /* the model's dtype */

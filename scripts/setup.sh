@@ -25,6 +25,7 @@ PKGS=(
   libstb-dev libpng-dev libjpeg-dev fonts-dejavu-core
   clang libclang-rt-14-dev valgrind
   graphviz python3-matplotlib
+  libmicrohttpd-dev curl wrk python3-requests python3-distributed
 )
 missing=()
 for p in "${PKGS[@]}"; do

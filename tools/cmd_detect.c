@@ -125,7 +125,7 @@ int st_cmd_detect(int argc, char **argv)
         goto done;
     }
     if ((rc = input_size(&o, m, &in_h, &in_w))) goto done;
-    if (st_session_create(m, &o.so, &s) != ST_OK) {
+    if (tool_session_create(m, &o.so, &s) != ST_OK) {
         rc = tool_fail_st(o.model);
         goto done;
     }

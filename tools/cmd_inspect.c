@@ -222,8 +222,11 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
     if (o->json) {
         fprintf(f, "{\"model\": ");
         tool_json_string(f, o->model);
-        fprintf(f, ", \"precision\": \"%s\", \"arena_bytes\": %llu, \"naive_bytes\": %llu, \"constant_bytes\": %llu,",
-                st_dtype_name(p->precision), (unsigned long long)p->arena_bytes, (unsigned long long)p->naive_bytes,
+        fprintf(f, ", \"precision\": \"%s\", \"precision_policy\": \"%s\", \"kept_f32_nodes\": %d, \"precision_casts\": %d",
+                st_dtype_name(p->precision), p->precision == ST_F32 ? "none" : p->precision_strict ? "strict" : "mixed",
+                p->n_kept_nodes, p->n_precision_casts);
+        fprintf(f, ", \"arena_bytes\": %llu, \"naive_bytes\": %llu, \"constant_bytes\": %llu,",
+                (unsigned long long)p->arena_bytes, (unsigned long long)p->naive_bytes,
                 (unsigned long long)p->const_bytes);
         fprintf(f, " \"host_arena_bytes\": %llu, \"backend\": \"%s\",", (unsigned long long)p->host_arena_bytes,
                 p->target.main->backend);
@@ -282,6 +285,10 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
             tool_json_string(f, g->nodes[i].op_type);
             fprintf(f, ", \"kind\": \"%s\"", NKIND[pn->kind]);
             if (pn->kind == ST_PN_EXEC) fprintf(f, ", \"command\": %d, \"device\": \"%s\"", pn->cmd, device_of(p, pn->device));
+            /* the dtype its command writes: under a lower precision, f32
+             * marks a node the mixed-precision policy keeps (docs/precision.md) */
+            int wv = pn->out0 >= 0 ? pn->out0 : g->nodes[i].n_out > 0 ? g->nodes[i].out[0] : -1;
+            if (pn->kind == ST_PN_EXEC && wv >= 0) fprintf(f, ", \"dtype\": \"%s\"", st_dtype_name(p->values[wv].t.dtype));
             if (pn->out0 >= 0) {
                 fprintf(f, ", \"writes\": ");
                 tool_json_string(f, g->values[pn->out0].name);
@@ -307,7 +314,11 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
             }
         fprintf(f, "]}\n");
     } else {
-        fprintf(f, "plan for %s (precision %s)\n", o->model, st_dtype_name(p->precision));
+        fprintf(f, "plan for %s (precision %s", o->model, st_dtype_name(p->precision));
+        if (p->precision != ST_F32)
+            fprintf(f, ", policy %s: %d nodes kept f32, %d casts", p->precision_strict ? "strict" : "mixed", p->n_kept_nodes,
+                    p->n_precision_casts);
+        fprintf(f, ")\n");
         fprintf(f, "nodes: %d run as commands, %d pure views, %d folded; %d concats with inputs written in place\n", n_exec,
                 n_view, n_fold, n_placed_concat);
         fprintf(f, "arena: %llu bytes peak, %llu bytes if nothing were reused (%.1f%%)\n", (unsigned long long)p->arena_bytes,
@@ -394,7 +405,7 @@ int st_cmd_inspect(int argc, char **argv)
         rc = model_summary(&o, m);
     } else {
         st_session *s;
-        if (st_session_create(m, &o.so, &s) != ST_OK) {
+        if (tool_session_create(m, &o.so, &s) != ST_OK) {
             st_model_free(m);
             return tool_fail_st(o.model);
         }

@@ -93,7 +93,7 @@ static int open_model(ocr_model *om, const char *path, bool is_default, const st
     if (st_model_input_count(om->m) < 1 || st_model_output_count(om->m) < 1 || st_model_input_info(om->m, 0, &in) != ST_OK ||
         (in.rank != 4 && in.rank != -1))
         return tool_fail("%s: not an image model (it needs one (N, 3, H, W) input)", path);
-    if (st_session_create(om->m, so, &om->s) != ST_OK) return tool_fail_st(path);
+    if (tool_session_create(om->m, so, &om->s) != ST_OK) return tool_fail_st(path);
     return 0;
 }
 

@@ -350,7 +350,7 @@ static st_session *session(const st_model *m, int threads)
     st_session_options_init(&o);
     o.threads = threads;
     st_session *s = NULL;
-    if (st_session_create(m, &o, &s) != ST_OK) return NULL;
+    if (tool_session_create(m, &o, &s) != ST_OK) return NULL;
     return s;
 }
 

@@ -16,7 +16,7 @@ int st_cmd_run(int argc, char **argv)
     st_model *m;
     if (st_model_load(o.model, &m) != ST_OK) return tool_fail_st("");
     st_session *s;
-    if (st_session_create(m, &o.so, &s) != ST_OK) {
+    if (tool_session_create(m, &o.so, &s) != ST_OK) {
         st_model_free(m);
         return tool_fail_st(o.model);
     }

@@ -68,6 +68,18 @@ static void split_named(char *arg, tool_named *n)
     }
 }
 
+st_precision_policy tool_precision_policy = ST_PRECISION_MIXED;
+
+st_status tool_session_create(const st_model *m, const st_session_options *so, st_session **out)
+{
+    st_status r = st_session_create(m, so, out);
+    if (r == ST_OK && (r = st_session_set_precision_policy(*out, tool_precision_policy)) != ST_OK) {
+        st_session_free(*out);
+        *out = NULL;
+    }
+    return r;
+}
+
 static st_dtype parse_precision(const char *s)
 {
     if (!strcmp(s, "f32") || !strcmp(s, "fp32") || !strcmp(s, "float32")) return ST_F32;
@@ -159,6 +171,11 @@ static int parse_opts(int argc, char **argv, tool_opts *o, int max_args, bool vi
             NEED_VALUE();
             o->so.precision = parse_precision(v);
             if (!o->so.precision) return tool_fail("--precision must be f32, f16 or bf16, got '%s'", v);
+        } else if (!strcmp(a, "--precision-policy")) {
+            NEED_VALUE();
+            if (!strcmp(v, "mixed")) tool_precision_policy = ST_PRECISION_MIXED;
+            else if (!strcmp(v, "strict")) tool_precision_policy = ST_PRECISION_STRICT;
+            else return tool_fail("--precision-policy must be mixed or strict, got '%s'", v);
         } else if (!strcmp(a, "--sanitize")) {
             o->so.sanitize = 1;
         } else if (!strcmp(a, "--no-fallback")) {

@@ -81,6 +81,9 @@ static const tool_option OPTIONS[] = {
     {"--threads", NULL, "N", SESSION, "CPU threads; 0: one per core", "0"},
     {"--precision", NULL, "f32|f16|bf16", SESSION,
      "what weights and activations are stored in (arithmetic accumulates in f32)", "f32"},
+    {"--precision-policy", NULL, "mixed|strict", SESSION,
+     "with f16|bf16: mixed keeps numerically sensitive ops in f32 with planned casts (docs/precision.md); "
+     "strict stores every float value in the lower precision", "mixed"},
     {"--sanitize", NULL, NULL, SESSION,
      "prove every conflicting pair of commands ordered and poison fresh memory (or STRATA_SANITIZE=1)", "off"},
     {"--schedule", NULL, "default|random", SESSION,
@@ -92,6 +95,22 @@ static const tool_option OPTIONS[] = {
      "ranges"},
     {"--memory-limit", NULL, "BYTES", SESSION, "what a session may allocate", "the machine's memory"},
     {"--inter-op", NULL, "on|off", SESSION, "run independent commands at the same time", "on"},
+    {"--host", NULL, "ADDR", "serve", "the address to listen on (an IPv4 or IPv6 address; 0.0.0.0 for every "
+     "interface)", "127.0.0.1"},
+    {"--port", NULL, "N", "serve", "the TCP port; 0: any free one (the line on stdout says which)", "8000"},
+    {"--backend", NULL, "cpu|cuda|opencl", "serve", "the device, for models whose config.json does not say", "cpu"},
+    {"--threads", NULL, "N", "serve", "CPU threads per instance, where config.json does not say; 0: one per core",
+     "0"},
+    {"--precision", NULL, "f32|f16|bf16", "serve", "compute precision, where config.json does not say", "f32"},
+    {"--max-batch", NULL, "N", "serve", "rows a batch gathers from concurrent requests, where config.json does not "
+     "say (\"max_batch\"); 1: no batching", "1"},
+    {"--max-delay-us", NULL, "US", "serve", "how long the oldest request waits for a batch to fill "
+     "(\"max_delay_us\")", "2000"},
+    {"--instances", NULL, "N", "serve", "sessions per model running batches in parallel (\"instances\")", "1"},
+    {"--max-body", NULL, "BYTES", "serve", "the largest request body; larger ones get 413", "67108864"},
+    {"--max-connections", NULL, "N", "serve", "connections at once (a thread each)", "256"},
+    {"--timeout", NULL, "S", "serve", "seconds an idle connection stays open", "30"},
+    {"--drain-timeout", NULL, "S", "serve", "after SIGTERM, seconds the requests in flight may take", "30"},
     {"--out", "-o", "OUT.onnx", "quantize", "the quantized model (written only when quantizing succeeded)", NULL},
     {"--calib", NULL, "DIR", "quantize",
      "calibration inputs: DIR's .npy files, each one sample (several inputs: files named INPUT*.npy)",

@@ -35,6 +35,12 @@ static const tool_command COMMANDS[] = {
      "writes a standard QDQ model that any ONNX runtime runs, and prints its accuracy against MODEL on the same "
      "inputs: each output's max and mean error, and for a YOLO model how many of the float model's boxes it keeps.",
      st_cmd_quantize},
+    {"serve", "REPO [options]",
+     "Serves the models of repository REPO (REPO/NAME/VERSION/model.onnx, an optional REPO/NAME/config.json) over "
+     "HTTP with the Open Inference Protocol (KServe v2): health, metadata, infer with JSON or binary tensor data, "
+     "the repository extension (load, unload), dynamic batching, Prometheus metrics at /metrics.  SIGTERM drains: "
+     "new requests get 503, those in flight finish.  docs/serving.md says more.",
+     st_cmd_serve},
     {"probe", "--backend opencl [options]",
      "The seed report's sub-buffer experiment on this machine's OpenCL device: how often a kernel writing "
      "through a sub-buffer, or through the parent at an offset, is seen by a later copy of the parent, on in-order "

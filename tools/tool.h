@@ -30,7 +30,7 @@ typedef struct tool_opts {
     int n_dims;
     const char *ref_dir;
     const char *out_dir;
-    st_session_options so;
+    st_session_options so;      /* with --precision-policy: tool_precision_policy */
     uint64_t seed;
     double atol, rtol, scale_tol;
     bool atol_set, rtol_set, scale_set;
@@ -113,6 +113,7 @@ int st_cmd_detect(int argc, char **argv);
 int st_cmd_ocr(int argc, char **argv);
 int st_cmd_probe(int argc, char **argv);
 int st_cmd_quantize(int argc, char **argv);
+int st_cmd_serve(int argc, char **argv);
 
 /* strata inspect --ops: the op x backend x dtype matrix (ops_matrix.c). */
 int tool_ops_matrix(bool json);
@@ -137,5 +138,11 @@ bool tool_npy_equal(const st_npy *a, const st_npy *b);
  * errors. */
 int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank, const int64_t *dims, const float *data,
                    size_t bytes, st_npy *out);
+
+/* --precision-policy (a session setting that st_session_options has no
+ * field for), and st_session_create followed by setting it: every command
+ * makes its sessions through this. */
+extern st_precision_policy tool_precision_policy;
+st_status tool_session_create(const st_model *m, const st_session_options *so, st_session **out);
 
 #endif

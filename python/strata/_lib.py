@@ -2,7 +2,8 @@
 
 The library is looked for, in order:
   1. $STRATA_LIBRARY: the library file, or a directory holding it;
-  2. beside this package (a libstrata.so.0 copied into it);
+  2. beside this package (the libstrata.so.0 that `pip install ./python`
+     bundles from the checkout's build, see setup.py);
   3. the dynamic loader's search path (an installed strata: /usr/local/lib
      after ldconfig, or LD_LIBRARY_PATH);
   4. the build directory of the source checkout this package sits in
@@ -134,6 +135,7 @@ _declare("st_model_output_info", ctypes.c_int, P, ctypes.c_int, ctypes.POINTER(_
 _declare("st_session_options_init", None, ctypes.POINTER(_Options))
 _declare("st_session_create", ctypes.c_int, P, ctypes.POINTER(_Options), ctypes.POINTER(P))
 _declare("st_session_free", None, P)
+_declare("st_session_set_precision_policy", ctypes.c_int, P, ctypes.c_int)
 _declare("st_session_set_input_checked", ctypes.c_int, P, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
          ctypes.POINTER(ctypes.c_int64), P, ctypes.c_size_t)
 _declare("st_session_run", ctypes.c_int, P)

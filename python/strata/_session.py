@@ -21,6 +21,7 @@ BACKENDS = {"cpu": 0, "cuda": 1, "opencl": 2}
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
 SCHEDULES = {"default": 0, "random": 1}
 HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}
+PRECISION_POLICIES = {"mixed": 0, "strict": 1}
 
 
 def _refs(arrays, i):
@@ -143,7 +144,7 @@ class Session:
         Session(model, backend="cpu", precision="f32", threads=0,
                 sanitize=False, schedule="default", seed=0,
                 hazard_mode="ranges", device=0, memory_limit=0,
-                inter_op=True, profile=None)
+                inter_op=True, profile=None, precision_policy="mixed")
 
     model is a Model, a path or the model's bytes.  backend: "cpu", "cuda"
     or "opencl"; precision: "f32", "f16" or "bf16" (what weights and
@@ -154,7 +155,10 @@ class Session:
     "storage" (coarse) or "base-pointer" (the seed report's bug, to
     reproduce it); device: the GPU's ordinal; memory_limit: bytes the
     session may allocate, 0 for the machine's memory; inter_op: run
-    independent commands at the same time.
+    independent commands at the same time.  precision_policy, with
+    precision "f16" or "bf16": "mixed" keeps numerically sensitive ops and
+    patterns in f32 with casts planned around them, "strict" stores every
+    float value in the lower precision (docs/precision.md).
 
     profile: a path.  Every run is recorded, command by command, and
     write_profile() (or close(), or the end of a with block) writes the
@@ -169,7 +173,8 @@ class Session:
     """
 
     def __init__(self, model, backend="cpu", precision="f32", threads=0, sanitize=False, schedule="default", seed=0,
-                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True, profile=None):
+                 hazard_mode="ranges", device=0, memory_limit=0, inter_op=True, profile=None,
+                 precision_policy="mixed"):
         self._s = ctypes.c_void_p()
         self.profile = None
         self._unwritten = 0     # runs recorded since the profile was last written
@@ -180,6 +185,7 @@ class Session:
         o.precision = _choice("precision", precision, PRECISIONS)
         o.schedule = _choice("schedule", schedule, SCHEDULES)
         o.hazard_mode = _choice("hazard_mode", hazard_mode, HAZARD_MODES)
+        policy = _choice("precision_policy", precision_policy, PRECISION_POLICIES)
         for name, v, lo in (("threads", threads, 0), ("seed", seed, 0), ("device", device, 0),
                             ("memory_limit", memory_limit, 0)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
@@ -193,6 +199,13 @@ class Session:
                 raise ValueError("profile must be a file path, got %r" % (profile,))
             o.profile = path
         check(lib.st_session_create(self.model._m, ctypes.byref(o), ctypes.byref(self._s)))
+        if policy:
+            try:
+                check(lib.st_session_set_precision_policy(self._s, policy))
+            except _lib.Error:
+                lib.st_session_free(self._s)
+                self._s = ctypes.c_void_p()
+                raise
         if profile is not None:
             self.profile = os.fspath(profile)
         # The arrays the last runs returned.  A run reads an output into

@@ -12,7 +12,8 @@
 # a summary; exits 1 if any check failed.
 #
 # MODELS_DIR defaults to BUILD_DIR/models, else the checkout's build/models.
-# ALL_YOLO=1 adds YOLOv5n and YOLO11n and the 480x640 and batch-2 cases.
+# ALL_YOLO=1 adds YOLOv5n and YOLO11n and the 480x640 and batch-2 cases;
+# SKIP_YOLO=1 leaves YOLO out (bench/gpu/suite.sh checks YOLOv8n then).
 # Extra strata options can be passed in STRATA_EXTRA (e.g. "--device 1").
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,6 +66,7 @@ done
 
 # YOLO: f32 within 0.002 absolute of PyTorch (tests/models/yolo_test.py)
 yolo_models="yolov8n"
+[ "${SKIP_YOLO:-0}" = 1 ] && yolo_models=""
 yolo_cases=${YOLO_CASES:-640x640_b1}
 if [ "${ALL_YOLO:-0}" = 1 ]; then
     yolo_models="yolov5n yolov8n yolo11n"

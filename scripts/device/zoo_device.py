@@ -4,7 +4,7 @@ node but python3 has onnxruntime: the same deterministic inputs, ONNX
 Runtime's CPU provider through Python as the reference (state fed back from
 its own outputs, as ort_zoo.js does), strata on the given backend.
 
-  zoo_device.py STRATA MODELS WORK BACKEND [--sanitize] ID...
+  zoo_device.py STRATA MODELS WORK BACKEND [--sanitize] [--precision=f16|bf16] ID...
 
 MODELS holds <id>.onnx for each ID (scripts/device/pack.sh copies them
 out of node_modules).  Prints one line per model, PASS or FAIL, and the
@@ -53,9 +53,17 @@ def main():
         zoo.run_ort = run_ort_py
     models = zoo.load_manifest()
     extra = ["--threads", "2", "--backend", backend] + (["--sanitize"] if sanitize else [])
+    # --precision=f16|bf16: strata in that precision, every output judged at
+    # 1% of its max|ref| (docs/precision.md), as `zoo.py check --precision`
+    precision = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--precision=")]
+    if precision:
+        extra += ["--precision", precision[0]]
+        work = work.rstrip("/") + "-" + precision[0]
     fails = 0
     for mid in args[4:]:
         m = models[mid]
+        if precision:
+            m = dict(m, tolerance={"atol": 1e-6, "rtol": 0.0, "scale_tol": 0.01})
         try:
             err, summary = zoo.check(m, strata, os.path.join(work, backend), extra)
         except Exception as e:  # noqa: BLE001 - report and go on

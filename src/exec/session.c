@@ -1158,6 +1158,21 @@ st_status st_session_set_deadline(st_session *s, uint64_t ns)
     return ST_OK;
 }
 
+st_status st_session_set_precision_policy(st_session *s, st_precision_policy policy)
+{
+    if (!s) return st_error(ST_ERR_INVALID_ARG, "st_session_set_precision_policy: NULL session");
+    if (policy != ST_PRECISION_MIXED && policy != ST_PRECISION_STRICT)
+        return st_error(ST_ERR_INVALID_ARG, "st_session_set_precision_policy: policy %d is neither mixed (0) nor strict (1)",
+                        (int)policy);
+    if (!enter(s)) return ST_ERR_BUSY;
+    st_status r = ST_OK;
+    if (s->plans_built) r = st_error(ST_ERR_INVALID_ARG, "st_session_set_precision_policy: the session has planned a run "
+                                     "already; set the policy before the first run");
+    else s->target.precision_strict = policy == ST_PRECISION_STRICT;
+    leave(s);
+    return r;
+}
+
 /* For tests: how many commands of the last run may still run (0 once
  * nothing of it is pending; a cancelled run must leave none). */
 int st_session_pending(st_session *s)

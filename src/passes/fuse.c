@@ -112,6 +112,20 @@ static float const_scalar(const st_plan *p, int v)
     return (float)st_load_f64(pv->t.dtype, pv->t.data);
 }
 
+/* Whether v is a scalar constant holding `want` as its dtype stores it:
+ * under --precision f16 or bf16 the exporter's f32 constants are already
+ * rounded (sqrt 2 is 1.4140625 in f16), and a pattern must still match. */
+static bool const_is(const st_plan *p, int v, float want)
+{
+    float got = const_scalar(p, v);
+    if (got == want || isnan(got)) return got == want;
+    uint8_t r[8];
+    st_dtype t = p->values[v].t.dtype;
+    if (st_dtype_size(t) > sizeof r) return false;
+    st_convert(t, r, ST_F32, &want, 1);
+    return got == (float)st_load_f64(t, r);
+}
+
 /* The node producing v, if it runs and has op type `op`. */
 static int producer_is(const st_plan *p, const st_graph *g, int v, const char *op)
 {
@@ -240,8 +254,8 @@ static bool rewrite_gelu(st_plan *p, const st_graph *g, const users *u, int mul)
         if (u->count[dv] != 1 || (div < 0 && scale < 0)) continue;
         int by = div >= 0 ? div : scale;
         const st_node *dn = &g->nodes[by];
-        float c = div >= 0 ? (dn->in[0] == x ? const_scalar(p, dn->in[1]) : NAN) : const_scalar(p, other_input(dn, x));
-        if (c != (div >= 0 ? 1.41421356237309505f : 0.70710678118654752f)) continue;
+        int cv = div >= 0 ? (dn->in[0] == x ? dn->in[1] : -1) : other_input(dn, x);
+        if (cv < 0 || !const_is(p, cv, div >= 0 ? 1.41421356237309505f : 0.70710678118654752f)) continue;
         if (!st_plan_same_shape(p, x, mn->out[0]) || !st_dtype_is_float(p->values[x].t.dtype)) continue;
         const st_op_def *gelu = st_op_find("", "Gelu");
         int *in = malloc(sizeof *in);

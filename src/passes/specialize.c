@@ -111,7 +111,7 @@ static st_status lower_precision(st_plan *p, const st_graph *g)
         const st_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_in; k++) {
             int v = n->in[k];
-            if (v < 0 || !low[v]) continue;
+            if (v < 0 || !low[v] || st_plan_keeps_f32(p, v)) continue;
             st_pvalue *pv = &p->values[v];
             if (pv->kind != ST_PV_CONST || pv->t.dtype != ST_F32) continue;
             int64_t numel = st_numel(pv->t.rank, pv->t.dims);
@@ -128,7 +128,8 @@ static st_status lower_precision(st_plan *p, const st_graph *g)
     free(low);
     for (int v = 0; v < p->n_values; v++) {
         st_pvalue *pv = &p->values[v];
-        if ((pv->kind == ST_PV_INPUT || pv->kind == ST_PV_ROOT) && pv->t.dtype == ST_F32) pv->t.dtype = p->precision;
+        if ((pv->kind == ST_PV_INPUT || pv->kind == ST_PV_ROOT) && pv->t.dtype == ST_F32 && !st_plan_keeps_f32(p, v))
+            pv->t.dtype = p->precision;
     }
     return ST_OK;
 }
@@ -359,7 +360,10 @@ st_status st_specialize(st_plan *p)
                 if (g->nodes[i].in[k] >= 0) p->values[g->nodes[i].in[k]].last_use = i;
         }
         for (int i = 0; i < g->n_outputs; i++) p->values[g->outputs[i]].last_use = g->n_nodes;
-        s = lower_precision(p, g);
+        /* rewrites that plan again on their graph (plan.h) */
+        s = st_pass_fuse_decomposed(p);
+        if (s == ST_OK && !p->expanded) s = st_pass_precision(p);
+        if (s == ST_OK && !p->expanded) s = lower_precision(p, g);
     }
     free(live);
     free(tin);

@@ -289,6 +289,7 @@ st_status st_plan_build(const st_model *m, const st_plan_target *t, const st_ses
     p->g = m->g;
     p->target = *t;
     p->precision = o->precision ? o->precision : ST_F32;
+    p->precision_strict = t->precision_strict;
     p->sanitize = o->sanitize != 0;
     p->hazard_mode = o->hazard_mode;
     p->memory_limit = o->memory_limit;
@@ -417,6 +418,7 @@ void st_plan_free(st_plan *p)
     st_graph_free(p->next_g);
     st_loop_free(p->loop);
     st_graph_free(p->own_g);
+    free(p->keep_f32);
     st_model_release(p->model);
     free(p);
 }

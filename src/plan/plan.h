@@ -54,6 +54,7 @@ typedef struct st_plan_target {
     const void *host_device;
     bool mixed;                     /* main is not the CPU, so HOST is a second device */
     bool strict;                    /* no fallback: a node main refuses is an error */
+    bool precision_strict;          /* st_session_set_precision_policy(STRICT) (passes/precision.c) */
 } st_plan_target;
 
 typedef enum st_pv_kind {
@@ -207,6 +208,16 @@ typedef struct st_plan {
 
     bool sanitize;
     st_hazard_mode hazard_mode;
+
+    /* The mixed-precision policy (passes/precision.c): under a lower
+     * precision, keep_f32[v] marks the values that stay f32 (n_keep_f32
+     * of them have a flag; NULL: none).  It survives the replans that
+     * follow the pass's own rewrite, which sets precision_planned. */
+    bool precision_strict;       /* --precision-policy strict: every float value lowered */
+    bool precision_planned;
+    bool *keep_f32;
+    int n_keep_f32;
+    int n_kept_nodes, n_precision_casts;   /* for inspect */
 } st_plan;
 
 #define ST_VALUE_INPUT_MAX 4096
@@ -271,6 +282,18 @@ void st_plan_free(st_plan *p);
 /* Passes, in order (each file's header says what it owns). */
 st_status st_specialize(st_plan *p);
 st_status st_pass_fuse(st_plan *p);
+/* Graph rewrites at the end of specialization, each of which may set
+ * p->expanded (plan again on the rewritten graph): decomposed LayerNorm
+ * and GELU become the fused ops (passes/fuse_decomposed.c); then, under a
+ * lower precision, numerically sensitive nodes are kept in f32 with Cast
+ * nodes around them (passes/precision.c). */
+st_status st_pass_fuse_decomposed(st_plan *p);
+st_status st_pass_precision(st_plan *p);
+/* Whether value v stays f32 under the plan's lower precision. */
+static inline bool st_plan_keeps_f32(const st_plan *p, int v)
+{
+    return p->keep_f32 && v >= 0 && v < p->n_keep_f32 && p->keep_f32[v];
+}
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
 /* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */

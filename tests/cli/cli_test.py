@@ -46,7 +46,7 @@ def one_line_error(args, want):
           (" ".join(args[1:]), want, rc, out, err))
 
 
-COMMANDS = ["run", "check", "inspect", "bench", "detect", "ocr", "probe"]
+COMMANDS = ["run", "check", "inspect", "bench", "detect", "ocr", "probe", "serve"]
 
 # a valid value for each placeholder help shows
 VALUES = {"--size": "320", "N": "1", "A": "0.5", "R": "0.5", "S": "0.5", "T": "0.5", "BYTES": "100000000", "NAME=N": "n=1",

@@ -5,6 +5,7 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
   zoo.py list [--size small|large]
       the models of tests/zoo/models.json, one id a line
   zoo.py check ID [--strata PATH] [--work DIR] [--sanitize] [--threads N] [--backend B] [--recompare]
+                 [--precision f16|bf16 [--precision-policy strict]]
       draws the model's inputs (seeded), runs ONNX Runtime and strata on
       them (a streaming model for its steps, each runtime fed its own state
       back), compares every output of every step at the stated tolerance,
@@ -12,6 +13,9 @@ ONNX Runtime on deterministic random inputs (tests/zoo/README.md).
       when the model passes and is not listed, or fails in the listed way;
       exit 1 when it fails otherwise, or passes while listed.  --recompare
       judges the outputs the last check left, without running again.
+      --precision f16|bf16 runs strata in that precision and judges every
+      output at 1% of its max|ref| (the bar of issue 28's mixed-precision
+      policy, docs/precision.md), outputs in WORK-f16 (or -bf16).
   zoo.py bench [ID...] [--strata PATH] [--work DIR] [--threads 2] [--json FILE] [--reuse-checks]
       checks each model (or, with --reuse-checks, takes the verdict of its
       last check when that is newer than models.json), then times strata
@@ -401,6 +405,12 @@ def cmd_check(a, models):
         # so a CPU check's results stay as they were
         extra += ["--backend", a.backend]
         a.work = a.work.rstrip("/") + "-" + a.backend
+    if a.precision != "f32":
+        # reduced precision is judged at 1% of each output's max|ref|
+        # (docs/precision.md), whatever the manifest's f32 tolerance
+        extra += ["--precision", a.precision] + (["--precision-policy", a.precision_policy] if a.precision_policy else [])
+        a.work = a.work.rstrip("/") + "-" + a.precision + ("-" + a.precision_policy if a.precision_policy else "")
+        m = dict(m, tolerance={"atol": 1e-6, "rtol": 0.0, "scale_tol": 0.01})
     if a.steps:
         m = dict(m, steps=a.steps)
     print("%s: %s (npm %s), %d step(s), seed %d" % (m["id"], m["task"], m["package"], m["steps"], m["seed"]))
@@ -568,6 +578,10 @@ def main():
             q.add_argument("--threads", type=int, default=0)
             q.add_argument("--backend", default="cpu", choices=["cpu", "opencl", "cuda"],
                            help="the session's backend (ops it lacks fall back to the CPU); outputs in WORK-BACKEND")
+            q.add_argument("--precision", default="f32", choices=["f32", "f16", "bf16"],
+                           help="strata's --precision; f16/bf16 are judged at 1%% of max|ref|, outputs in WORK-PRECISION")
+            q.add_argument("--precision-policy", choices=["mixed", "strict"],
+                           help="strata's --precision-policy (default: strata's, mixed)")
         else:
             q.add_argument("ids", nargs="*")
             q.add_argument("--threads", type=int, default=2)

@@ -6,7 +6,7 @@
  * int64 with the CPU's wrapping semantics; f64 in f32 is not accepted (the
  * rows' CPU kernels handle f64 models, which do not run on CUDA).
  */
-#include "backends/cuda/common.cuh"
+#include "backends/cuda/ew_rows.cuh"
 
 #define THREADS 256
 
@@ -70,6 +70,10 @@ static st_status launch_unary(const st_kctx *k, int code, float a, float b, floa
     p.lo = lo;
     p.hi = hi;
     p.flt = float_class(x->dtype) || x->dtype == ST_BOOL;
+    if (float_class(x->dtype) && x->dtype == y->dtype && code != ST_U_ISINF && code != ST_U_ISNAN) {
+        void *ptr[2] = {y->data, x->data};
+        if (st_ew_fast(st_stream(k), x->dtype, 1, p.w, ptr, code, a, b, g, lo, hi)) return ST_OK;
+    }
     unary_kernel<<<st_blocks(p.w.n, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }
@@ -172,6 +176,10 @@ static st_status launch_binary(const st_kctx *k, const st_operand *a, const st_o
     p.flt = float_class(a->dtype) && (float_class(b->dtype) || code == ST_B_POW);
     p.fmod_mode = fmod_mode;
     p.uns = a->dtype == ST_U8 || a->dtype == ST_U16 || a->dtype == ST_U32 || a->dtype == ST_U64;
+    if (float_class(a->dtype) && a->dtype == b->dtype && a->dtype == y->dtype) {
+        void *ptr[3] = {y->data, a->data, b->data};
+        if (st_ew_fast(st_stream(k), y->dtype, 2, p.w, ptr, code, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f)) return ST_OK;
+    }
     binary_kernel<<<st_blocks(p.w.n, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
 }

@@ -11,6 +11,7 @@
  * (Scale, B, LayerNorm's per-row outputs) are operands of the row walk
  * with their own strides over x's shape, 0 where they broadcast.
  */
+#include "backends/cuda/ew_rows.cuh"
 #include "backends/cuda/rows.cuh"
 extern "C" {
 #include "ops/norm.h"
@@ -142,6 +143,186 @@ __global__ void norm_kernel(norm_args a)
         default: break;
         }
     }
+}
+
+/* ---- short contiguous rows: a warp per row ----
+ *
+ * A transformer's LayerNorm and Softmax rows are a few hundred elements
+ * (ViT-S: 6,304 LayerNorm rows of 384 and 37,824 Softmax rows of 197 at
+ * batch 32), too short for a block: norm_kernel's block reductions and
+ * three strided passes over x took about 100 us a launch for 4.8 MB.  Here
+ * a warp holds its row in registers (K values a lane, loaded once), reduces
+ * with shuffles and writes once; the same formulas in f32 as norm_kernel
+ * (two-pass mean and variance, exp(x - max) times 1 / sum). */
+
+__device__ __forceinline__ float st_warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float st_warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+template <typename T, int K>
+__global__ void norm_warp_kernel(norm_args a)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t n = a.r.row_len, warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    const float inf = __int_as_float(0x7f800000);
+    for (int64_t o = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); o < a.r.n_outer; o += warps) {
+        int64_t off[ST_RL_MAXOPS];
+        st_rl_outer(a.r, o, ST_RL_MAXOPS, off);
+        const T *x = (const T *)a.x + off[0];
+        T *y = (T *)a.y + off[1];
+        float v[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            int64_t j = lane + 32 * i;
+            v[i] = j < n ? st_to_f<T>(x[j]) : 0.0f;
+        }
+        if (a.kind == ST_N_LAYER_NORM) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < K; i++) s += v[i];
+            float mean = st_warp_sum(s) / (float)n, q = 0.0f;
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                float d = lane + 32 * i < n ? v[i] - mean : 0.0f;
+                q += d * d;
+            }
+            float inv = 1.0f / sqrtf(st_warp_sum(q) / (float)n + a.eps);
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                int64_t j = lane + 32 * i;
+                if (j >= n) break;
+                float r = (v[i] - mean) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
+                if (a.bias) r += st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]);
+                y[j] = st_from_f<T>(r);
+            }
+            if (lane == 0) {
+                if (a.mean) st_stf(a.mt, a.mean, off[4], mean);
+                if (a.inv) st_stf(a.it, a.inv, off[5], inv);
+            }
+        } else {
+            float mx = -inf;
+#pragma unroll
+            for (int i = 0; i < K; i++)
+                if (lane + 32 * i < n) mx = st_op_max()(mx, v[i]);
+            mx = st_warp_max(mx);
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < K; i++)
+                if (lane + 32 * i < n) s += expf(v[i] - mx);
+            s = st_warp_sum(s);
+            float lse = mx + logf(s), inv = 1.0f / s;
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                int64_t j = lane + 32 * i;
+                if (j >= n) break;
+                y[j] = st_from_f<T>(a.kind == ST_N_LOG_SOFTMAX ? v[i] - lse : expf(v[i] - mx) * inv);
+            }
+        }
+    }
+}
+
+/* Launches norm_warp_kernel when the rows fit it: LayerNorm, Softmax or
+ * LogSoftmax over rows of at most 1024 that are contiguous in x and y (and
+ * in LayerNorm's parameters, or broadcast), x and y of one float dtype. */
+static bool norm_warp(const st_kctx *k, const norm_args &a)
+{
+    if (a.kind != ST_N_LAYER_NORM && a.kind != ST_N_SOFTMAX && a.kind != ST_N_LOG_SOFTMAX) return false;
+    if (a.xt != a.yt || (a.xt != ST_F32 && a.xt != ST_F16 && a.xt != ST_BF16)) return false;
+    if (a.r.row_len > 1024 || a.r.rrank != 1 || a.r.rstride[0][0] != 1 || a.r.rstride[1][0] != 1) return false;
+    int kk = a.r.row_len <= 128 ? 4 : a.r.row_len <= 256 ? 8 : a.r.row_len <= 512 ? 16 : 32;
+    const int threads = 256;
+    int64_t blocks = (a.r.n_outer + threads / 32 - 1) / (threads / 32);
+    unsigned grid = (unsigned)(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+    cudaStream_t st = st_stream(k);
+#define NW_GO(T, K) norm_warp_kernel<T, K><<<grid, threads, 0, st>>>(a)
+#define NW_T(T)                                                                                                        \
+    do {                                                                                                               \
+        switch (kk) {                                                                                                  \
+        case 4: NW_GO(T, 4); break;                                                                                    \
+        case 8: NW_GO(T, 8); break;                                                                                    \
+        case 16: NW_GO(T, 16); break;                                                                                  \
+        default: NW_GO(T, 32); break;                                                                                  \
+        }                                                                                                              \
+    } while (0)
+    switch (a.xt) {
+    case ST_F32: NW_T(float); break;
+    case ST_F16: NW_T(__half); break;
+    default: NW_T(__nv_bfloat16); break;
+    }
+#undef NW_T
+#undef NW_GO
+    return true;
+}
+
+/* ---- rows strided in x, neighbouring rows adjacent: a thread per row ----
+ *
+ * ConvNeXt normalizes channels through a permuted view of an NCHW tensor
+ * (LayerNorm over C at stride H*W) and YOLOv8's DFL takes a Softmax over
+ * 16 bins at stride 8400: a block per row reads each element from another
+ * cache line (152 us per ConvNeXt LayerNorm at batch 32 on an H200).
+ * With a thread per row, a warp's loads of one row element are adjacent. */
+template <typename T>
+__global__ void norm_col_kernel(norm_args a)
+{
+    const int64_t n = a.r.row_len, rs = a.r.rstride[0][0], ys = a.r.rstride[1][0];
+    const float inf = __int_as_float(0x7f800000);
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < a.r.n_outer; o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_RL_MAXOPS];
+        st_rl_outer(a.r, o, ST_RL_MAXOPS, off);
+        const T *x = (const T *)a.x + off[0];
+        T *y = (T *)a.y + off[1];
+        if (a.kind == ST_N_LAYER_NORM) {
+            float s = 0.0f;
+            for (int64_t j = 0; j < n; j++) s += st_to_f<T>(x[j * rs]);
+            float mean = s / (float)n, q = 0.0f;
+            for (int64_t j = 0; j < n; j++) {
+                float d = st_to_f<T>(x[j * rs]) - mean;
+                q += d * d;
+            }
+            float inv = 1.0f / sqrtf(q / (float)n + a.eps);
+            for (int64_t j = 0; j < n; j++) {
+                float r = (st_to_f<T>(x[j * rs]) - mean) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
+                if (a.bias) r += st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]);
+                y[j * ys] = st_from_f<T>(r);
+            }
+            if (a.mean) st_stf(a.mt, a.mean, off[4], mean);
+            if (a.inv) st_stf(a.it, a.inv, off[5], inv);
+        } else {
+            float mx = -inf, sum = 0.0f;
+            for (int64_t j = 0; j < n; j++) mx = st_op_max()(mx, st_to_f<T>(x[j * rs]));
+            for (int64_t j = 0; j < n; j++) sum += expf(st_to_f<T>(x[j * rs]) - mx);
+            float lse = mx + logf(sum), inv = 1.0f / sum;
+            for (int64_t j = 0; j < n; j++) {
+                float v = st_to_f<T>(x[j * rs]);
+                y[j * ys] = st_from_f<T>(a.kind == ST_N_LOG_SOFTMAX ? v - lse : expf(v - mx) * inv);
+            }
+        }
+    }
+}
+
+static bool norm_col(const st_kctx *k, const norm_args &a)
+{
+    if (a.kind != ST_N_LAYER_NORM && a.kind != ST_N_SOFTMAX && a.kind != ST_N_LOG_SOFTMAX) return false;
+    if (a.xt != a.yt || (a.xt != ST_F32 && a.xt != ST_F16 && a.xt != ST_BF16)) return false;
+    if (a.r.rrank != 1 || a.r.rstride[0][0] == 1 || a.r.orank < 1 || a.r.ostride[0][a.r.orank - 1] != 1) return false;
+    const int threads = 128;
+    unsigned grid = (unsigned)((a.r.n_outer + threads - 1) / threads);
+    if (grid > 65535 * 16) grid = 65535 * 16;
+    cudaStream_t st = st_stream(k);
+    if (a.xt == ST_F32) norm_col_kernel<float><<<grid, threads, 0, st>>>(a);
+    else if (a.xt == ST_F16) norm_col_kernel<__half><<<grid, threads, 0, st>>>(a);
+    else norm_col_kernel<__nv_bfloat16><<<grid, threads, 0, st>>>(a);
+    return true;
 }
 
 /* ---- BatchNormalization ---- */
@@ -324,6 +505,7 @@ extern "C" st_status st_cuda_norm(const st_kctx *k)
     const int64_t *strides[ST_RL_MAXOPS] = {x->strides, y->strides, ss, bs, ms, is};
     a.r = st_rl_make(x->rank, x->sizes, mask, ST_RL_MAXOPS, strides);
     if (a.r.n_outer == 0 || a.r.row_len == 0) return ST_OK;
+    if (norm_warp(k, a) || norm_col(k, a)) return ST_OK;
     int threads = st_row_threads(a.r.row_len);
     norm_kernel<<<st_row_blocks(a.r.n_outer), threads, 0, st_stream(k)>>>(a);
     return ST_OK;

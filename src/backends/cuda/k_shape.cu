@@ -4,7 +4,7 @@
  * not in place, and Gather with an index tensor.  The view rule used is the
  * op's own (the same function the planner and the CPU use).
  */
-#include "backends/cuda/common.cuh"
+#include "backends/cuda/ew_rows.cuh"
 extern "C" {
 #include "ops/concat.h"
 #include "ops/ops.h"
@@ -25,6 +25,8 @@ __global__ void copy_kernel(st_walk w, const T *src, T *dst)
 /* dst and src have the same sizes and dtype; any strides. */
 static st_status strided_copy(cudaStream_t s, const st_operand *dst, const st_operand *src)
 {
+    if (st_ewr_copy(s, dst->rank, dst->sizes, dst->data, dst->strides, src->data, src->strides, st_dtype_size(dst->dtype)))
+        return ST_OK;
     st_walk w = st_walk2(dst->rank, dst->sizes, dst->strides, src->strides);
     if (w.n == 0) return ST_OK;
     unsigned blocks = st_blocks(w.n, THREADS);

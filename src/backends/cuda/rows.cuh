@@ -16,7 +16,7 @@
 #ifndef ST_CUDA_ROWS_CUH
 #define ST_CUDA_ROWS_CUH
 
-#include "backends/cuda/common.cuh"
+#include "backends/cuda/ew_rows.cuh"
 
 #define ST_RL_MAXOPS 6
 
@@ -223,6 +223,8 @@ __global__ void st_pack_kernel(st_walk w, const T *src, T *dst)
  * dtype; enqueued on s. */
 static inline st_status st_pack(cudaStream_t s, const st_operand *dst, const st_operand *src)
 {
+    if (st_ewr_copy(s, dst->rank, dst->sizes, dst->data, dst->strides, src->data, src->strides, st_dtype_size(src->dtype)))
+        return ST_OK;
     st_walk w = st_walk2(dst->rank, dst->sizes, dst->strides, src->strides);
     if (w.n == 0) return ST_OK;
     unsigned blocks = st_blocks(w.n, 256);

@@ -83,6 +83,24 @@ int st_cmd_check(int argc, char **argv)
             st_npy_free(&ref);
             continue;
         }
+        if (out.dtype == ST_STRING || ref.dtype == ST_STRING) {
+            /* text: equal or not, element by element */
+            size_t cnt = out.bytes / sizeof(char *), bad = 0, first_bad = 0;
+            bool both = out.dtype == ref.dtype;
+            for (size_t e = 0; e < cnt && both; e++)
+                if (strcmp(((char **)out.data)[e], ((char **)ref.data)[e]) && !bad++) first_bad = e;
+            if (!both)
+                printf("%s: %s but the reference is %s  FAIL\n", info.name, st_dtype_name(out.dtype), st_dtype_name(ref.dtype));
+            else
+                printf("%s: %zu of %zu strings differ  %s\n", info.name, bad, cnt, bad ? "FAIL" : "PASS");
+            if (both && bad)
+                printf("  first at flat index %zu: got \"%s\", expected \"%s\"\n", first_bad, ((char **)out.data)[first_bad],
+                       ((char **)ref.data)[first_bad]);
+            failed += !both || bad;
+            st_npy_free(&out);
+            st_npy_free(&ref);
+            continue;
+        }
         size_t cnt = out.bytes / st_dtype_size(out.dtype);
         size_t eo = st_dtype_size(out.dtype), er = st_dtype_size(ref.dtype);
         double scale = 0, max_a = 0, max_r = 0;
@@ -120,6 +138,7 @@ int st_cmd_check(int argc, char **argv)
      * graph) and require every output bit-identical to the first run's */
     if (!rc && o.runs_set && o.runs > 1) {
         st_npy *first = calloc((size_t)n + 1, sizeof *first);
+        if (!first) rc = tool_fail("out of memory");
         for (int i = 0; i < n && !rc && first; i++) {
             st_value_info info;
             st_model_output_info(m, i, &info);
@@ -141,7 +160,7 @@ int st_cmd_check(int argc, char **argv)
                 st_npy again;
                 st_model_output_info(m, i, &info);
                 rc = tool_read_output(s, info.name, &again);
-                if (!rc && (again.bytes != first[i].bytes || memcmp(again.data, first[i].data, again.bytes))) differ++;
+                if (!rc && !tool_npy_equal(&again, &first[i])) differ++;
                 st_npy_free(&again);
             }
             char seen[48];

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "tool.h"
 #include "vision/coco.h"
 #include "vision/draw.h"
@@ -74,6 +75,8 @@ static int draw_overlay(const tool_opts *o, st_image *im, const st_box *b, int n
 {
     st_font font;
     bool have_font = st_font_load(ST_DEFAULT_FONT, &font) == ST_OK;
+    /* no font file draws boxes alone; no memory for one fails */
+    if (!have_font && st_error_code() == ST_ERR_NOMEM) return tool_fail_st("");
     if (!have_font && !o->quiet) fprintf(stderr, "strata: note: %s; drawing boxes without labels\n", st_last_error());
     int lw = (int)lround((im->w + im->h) / 2.0 * 0.003);
     if (lw < 2) lw = 2;
@@ -90,7 +93,10 @@ static int draw_overlay(const tool_opts *o, st_image *im, const st_box *b, int n
         /* dark text on light colours, light on dark */
         double luma = 0.299 * c.r + 0.587 * c.g + 0.114 * c.b;
         st_rgb fg = luma > 140 ? (st_rgb){0, 0, 0} : (st_rgb){255, 255, 255};
-        st_draw_label(im, &font, px, (int)floorf(b[i].x1), (int)floorf(b[i].y1), label, c, fg);
+        if (st_draw_label(im, &font, px, (int)floorf(b[i].x1), (int)floorf(b[i].y1), label, c, fg) != ST_OK) {
+            st_font_free(&font);
+            return tool_fail_st("");
+        }
     }
     if (have_font) st_font_free(&font);
     if (st_image_save_png(o->out_path, im) != ST_OK) return tool_fail_st("");

@@ -62,6 +62,7 @@ static int model_summary(const tool_opts *o, const st_model *m)
 {
     const st_graph *g = m->g;
     op_count *hist = calloc((size_t)g->n_nodes + 1, sizeof *hist);
+    if (!hist) return tool_fail("out of memory");
     int nh = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         int k = 0;
@@ -335,9 +336,13 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
         if (dag) {
             fprintf(f, "hazard DAG: %d commands, %d edges (%d before transitive reduction)", dag->n_cmds, dag->n_edges,
                     dag->n_edges_found);
-            if (dag_order(dag, &ordered, &chain))
-                fprintf(f, "; %lld of %lld command pairs ordered, longest chain %d", ordered,
-                        (long long)dag->n_cmds * (dag->n_cmds - 1) / 2, chain);
+            /* out of memory fails rather than print a shorter line */
+            if (!dag_order(dag, &ordered, &chain)) {
+                fputc('\n', f);
+                return tool_fail("out of memory");
+            }
+            fprintf(f, "; %lld of %lld command pairs ordered, longest chain %d", ordered,
+                    (long long)dag->n_cmds * (dag->n_cmds - 1) / 2, chain);
             fputc('\n', f);
         }
         int t = 0;

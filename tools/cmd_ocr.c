@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/status.h"
 #include "tool.h"
 #include "vision/ctc.h"
 #include "vision/db_postprocess.h"
@@ -222,6 +223,8 @@ static int draw_overlay(const tool_opts *o, st_image *im, const ocr_line *l, int
 {
     st_font font;
     bool have_font = st_font_load(ST_DEFAULT_FONT, &font) == ST_OK;
+    /* no font file draws boxes alone; no memory for one fails */
+    if (!have_font && st_error_code() == ST_ERR_NOMEM) return tool_fail_st("");
     if (!have_font && !o->quiet) fprintf(stderr, "strata: note: %s; drawing boxes without text\n", st_last_error());
     int lw = (int)lround((im->w + im->h) / 2.0 * 0.003);
     if (lw < 2) lw = 2;
@@ -233,7 +236,10 @@ static int draw_overlay(const tool_opts *o, st_image *im, const ocr_line *l, int
         float w = hypotf(l[i].box.p[1].x - l[i].box.p[0].x, l[i].box.p[1].y - l[i].box.p[0].y);
         float h = hypotf(l[i].box.p[3].x - l[i].box.p[0].x, l[i].box.p[3].y - l[i].box.p[0].y);
         float px = fminf(fmaxf(fminf(w, h) * 0.6f, 12.0f), 32.0f);
-        st_draw_label(im, &font, px, (int)l[i].box.p[0].x, (int)l[i].box.p[0].y, l[i].text, box, fg);
+        if (st_draw_label(im, &font, px, (int)l[i].box.p[0].x, (int)l[i].box.p[0].y, l[i].text, box, fg) != ST_OK) {
+            st_font_free(&font);
+            return tool_fail_st("");
+        }
     }
     if (have_font) st_font_free(&font);
     if (st_image_save_png(o->out_path, im) != ST_OK) return tool_fail_st("");

@@ -24,6 +24,7 @@
 
 #include "core/file.h"
 #include "quantize.h"
+#include "core/status.h"
 #include "tool.h"
 #include "vision/nms.h"
 #include "vision/yolo_decode.h"
@@ -103,17 +104,24 @@ static char **list_npy(const char *dir, int *n)
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) break;
+            if (!nv) goto oom;
             v = nv;
         }
         char *p = malloc(strlen(dir) + l + 2);
-        if (!p) break;
+        if (!p) goto oom;
         sprintf(p, "%s/%s", dir, e->d_name);
         v[(*n)++] = p;
     }
     closedir(d);
     if (v) qsort(v, (size_t)*n, sizeof *v, cmp_str);
     return v;
+oom:
+    /* a shorter list would calibrate on fewer files without a word */
+    closedir(d);
+    for (int i = 0; i < *n; i++) free(v[i]);
+    free(v);
+    *n = -1;
+    return NULL;
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -135,6 +143,7 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
     if (a->calib) {
         int nf;
         char **files = list_npy(a->calib, &nf);
+        if (!files && nf < 0) return tool_fail("out of memory listing --calib %s", a->calib);
         if (!files || nf == 0) {
             free(files);
             return tool_fail("quantize: --calib %s: no .npy files there", a->calib);
@@ -169,7 +178,7 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
                 const char *base = strrchr(files[f], '/') + 1;
                 if (ni != 1 && strncmp(base, clean, strlen(clean))) continue;
                 if (st_npy_read(files[f], &s[k].in[i]) != ST_OK) {
-                    tool_fail("quantize: %s: %s", files[f], st_last_error());
+                    tool_fail_st(files[f]);
                     for (int x = 0; x < nf; x++) free(files[x]);
                     free(files);
                     for (int j = 0; j < count; j++)
@@ -220,7 +229,12 @@ static int load_samples(const qargs *a, const st_model *m, sample **out, int *n_
                 }
                 x->bytes = (size_t)cnt * st_dtype_size(x->dtype);
                 x->data = calloc(1, x->bytes ? x->bytes : 1);
-                if (!x->data) return tool_fail("out of memory");
+                if (!x->data) {
+                    for (int j = 0; j <= k; j++)
+                        for (int y = 0; y < ni; y++) st_npy_free(&s[j].in[y]);
+                    free(s);
+                    return tool_fail("out of memory");
+                }
                 for (int64_t e = 0; e < cnt; e++) {
                     if (x->dtype == ST_F32) ((float *)x->data)[e] = (float)(rng_next(&r) >> 40) / (float)(1 << 24);
                     else if (x->dtype == ST_I64) ((int64_t *)x->data)[e] = (int64_t)(rng_next(&r) % 10);
@@ -260,7 +274,13 @@ static int calibrate(qz_model *q, st_session *s, const st_model *m, const sample
             qz_tensor *c = &q->t[t];
             if (!c->wanted || c->init >= 0 || (pass == 1 && !c->hist)) continue;
             st_tensor *v = NULL;
-            if (st_session_output(s, c->name, &v) != ST_OK && st_session_input(s, c->name, &v) != ST_OK) continue;
+            /* not an output: an input; out of memory is neither, and fails */
+            if (st_session_output(s, c->name, &v) != ST_OK &&
+                (st_error_code() == ST_ERR_NOMEM || st_session_input(s, c->name, &v) != ST_OK)) {
+                if (st_error_code() != ST_ERR_NOMEM) continue;
+                free(buf);
+                return tool_fail_st("quantize: reading a tensor");
+            }
             if (st_tensor_dtype(v) != ST_F32) {
                 st_tensor_free(v);
                 continue;
@@ -342,20 +362,28 @@ static int read_out(st_session *s, const char *name, float **data, int *rank, in
     for (int d = 0; d < *rank; d++) dims[d] = st_tensor_dim(t, d);
     *n = (size_t)st_tensor_numel(t);
     *data = malloc(*n * sizeof **data + 1);
-    st_status st = *data ? st_tensor_read(t, ST_F32, *data, *n * sizeof **data) : ST_ERR_NOMEM;
+    if (!*data) {
+        st_tensor_free(t);
+        return tool_fail("out of memory reading output '%s'", name);
+    }
+    st_status st = st_tensor_read(t, ST_F32, *data, *n * sizeof **data);
     st_tensor_free(t);
     if (st != ST_OK) {
         free(*data);
+        *data = NULL;
+        /* a kernel that ran out of memory reports it when its result is read */
+        if (st_error_code() == ST_ERR_NOMEM) return tool_fail_st("quantize: reading an output");
         return tool_fail("quantize: output '%s' does not read as float", name);
     }
     return 0;
 }
 
-/* Boxes of one image's YOLO output: decoded at conf 0.25, NMS at 0.45. */
+/* Boxes of one image's YOLO output: decoded at conf 0.25, NMS at 0.45;
+ * -1 when out of memory. */
 static int yolo_boxes(const float *out, const st_yolo_format *f, st_box **boxes)
 {
     *boxes = malloc((size_t)f->n_anchors * sizeof **boxes + 1);
-    if (!*boxes) return 0;
+    if (!*boxes) return -1;
     int n = st_yolo_decode(out, f, 0.25f, *boxes);
     return st_nms(*boxes, n, 0.45f, true, 300);
 }
@@ -412,8 +440,15 @@ static int evaluate(const st_model *fm, st_session *fs, const st_model *qm, st_s
                     st_box *fb, *qb;
                     int nf = yolo_boxes(a + img * per, &f, &fb), nq = yolo_boxes(b + img * per, &f, &qb);
                     int kept = 0;
-                    bool *used = calloc((size_t)nq + 1, 1);
-                    for (int i = 0; used && i < nf; i++)
+                    bool *used = nf >= 0 && nq >= 0 ? calloc((size_t)nq + 1, 1) : NULL;
+                    if (!used) {
+                        free(fb);
+                        free(qb);
+                        free(a);
+                        free(b);
+                        return tool_fail("out of memory comparing boxes");
+                    }
+                    for (int i = 0; i < nf; i++)
                         for (int j = 0; j < nq; j++)
                             if (!used[j] && qb[j].cls == fb[i].cls && st_box_iou(&fb[i], &qb[j]) >= 0.5f) {
                                 used[j] = true;

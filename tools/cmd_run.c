@@ -35,18 +35,28 @@ int st_cmd_run(int argc, char **argv)
      * leaves no output files either */
     if (!rc) rc = tool_profile_write(&o, s);
     bool profiled = !rc && o.so.profile;
+    /* the paths written so far, to take them back if a later one fails */
     char **written = calloc((size_t)n + 1, sizeof *written);
+    if (!rc && !written) rc = tool_fail("out of memory");
     for (int i = 0; i < n && !rc; i++) {
         st_value_info info;
         st_model_output_info(m, i, &info);
         char fname[512], path[4096];
         tool_sanitize_name(info.name, fname, sizeof fname);
         snprintf(path, sizeof path, "%s/%s.npy", o.out_dir, fname);
+        /* the name first: a file that could not be taken back is never written */
+        if (!(written[i] = strdup(path))) {
+            rc = tool_fail("out of memory");
+            break;
+        }
         if (st_npy_write(path, outs[i].dtype, outs[i].rank, outs[i].dims, outs[i].data) != ST_OK) {
+            /* st_npy_write leaves no file of its own behind (and a file of
+             * that name from before in place) */
+            free(written[i]);
+            written[i] = NULL;
             rc = tool_fail_st("");
             break;
         }
-        written[i] = strdup(path);
         if (!o.quiet) {
             printf("%s: [", info.name);
             for (int d = 0; d < outs[i].rank; d++) printf("%s%lld", d ? ", " : "", (long long)outs[i].dims[d]);

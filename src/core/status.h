@@ -25,6 +25,9 @@ st_status st_error(st_status code, const char *fmt, ...) ST_PRINTF(2, 3);
 /* Puts text in front of the current message; returns code unchanged. */
 st_status st_error_prefix(st_status code, const char *fmt, ...) ST_PRINTF(2, 3);
 void st_error_clear(void);
+/* The code given with the current message (ST_OK after st_error_clear):
+ * the command line words an out-of-memory failure by it. */
+st_status st_error_code(void);
 
 #define ST_TRY(expr)                      \
     do {                                  \

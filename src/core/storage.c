@@ -86,6 +86,13 @@ void st_storage_index_remove(st_storage *s)
         if (ix->v[i] == s) {
             memmove(ix->v + i, ix->v + i + 1, (ix->n - i - 1) * sizeof *ix->v);
             ix->n--;
+            /* an empty index gives its array back: the process keeps
+             * nothing once its last session is gone */
+            if (!ix->n) {
+                free(ix->v);
+                ix->v = NULL;
+                ix->cap = 0;
+            }
             break;
         }
     }

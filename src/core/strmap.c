@@ -20,7 +20,11 @@ bool st_strmap_init(st_strmap *m, size_t expected)
     m->vals = calloc(cap, sizeof *m->vals);
     m->cap = cap;
     m->n = 0;
-    return m->keys && m->vals;
+    if (m->keys && m->vals) return true;
+    /* a failed init leaves an empty map (that put grows, get and free
+     * take), not one whose capacity promises arrays it lacks */
+    st_strmap_free(m);
+    return false;
 }
 
 void st_strmap_free(st_strmap *m)

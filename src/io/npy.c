@@ -39,6 +39,8 @@ static const char *find_key(const char *h, const char *end, const char *key)
     return NULL;
 }
 
+static st_status from_fortran(st_npy *out, const void *src, size_t n, const char *what);
+
 st_status st_npy_parse(const void *buf, size_t len, const char *what, st_npy *out)
 {
     const unsigned char *b = buf;
@@ -68,9 +70,25 @@ st_status st_npy_parse(const void *buf, size_t len, const char *what, st_npy *ou
     out->dtype = ST_UNDEFINED;
     for (size_t i = 0; i < sizeof DESCRS / sizeof *DESCRS; i++)
         if (strlen(DESCRS[i].descr) == dl && memcmp(DESCRS[i].descr, d + 1, dl) == 0) out->dtype = DESCRS[i].dtype;
-    if (out->dtype == ST_UNDEFINED)
-        return st_error(ST_ERR_IO, "%s: unsupported .npy dtype '%.*s' (big-endian, strings and objects are not supported)", what,
-                        (int)(dl < 16 ? dl : 16), d + 1);
+    /* strings: '<U8', '>U8', '|S8' (fixed width) and '|O' (pickled objects) */
+    char str_kind = 0;
+    bool str_big = false;
+    size_t str_width = 0;
+    if (out->dtype == ST_UNDEFINED && dl >= 2 && strchr("<>|=", d[1])) {
+        char k = d[2];
+        const char *w = d + 3, *we = d + 1 + dl;
+        if (k == 'O' && w == we && d[1] == '|') str_kind = 'O';
+        else if ((k == 'U' || k == 'S') && w < we && (w + 1 == we || *w != '0')) {
+            str_kind = k;
+            str_big = d[1] == '>';
+            for (; w < we && *w >= '0' && *w <= '9' && str_width < ((size_t)1 << 30); w++)
+                str_width = str_width * 10 + (size_t)(*w - '0');
+            if (w != we || str_width >= ((size_t)1 << 30)) str_kind = 0;
+        }
+    }
+    if (out->dtype == ST_UNDEFINED && !str_kind)
+        return st_error(ST_ERR_IO, "%s: unsupported .npy dtype '%.*s' (big-endian numbers, structured and other object "
+                        "arrays are not supported)", what, (int)(dl < 16 ? dl : 16), d + 1);
 
     const char *f = find_key(h, end, "fortran_order");
     bool fortran = false;
@@ -98,24 +116,52 @@ st_status st_npy_parse(const void *buf, size_t len, const char *what, st_npy *ou
         s = skip_ws(s, end);
         if (s < end && *s == ',') s++;
     }
-    size_t es = st_dtype_size(out->dtype), n = 1;
+    size_t n = 1;
     for (int i = 0; i < out->rank; i++) {
         if (out->dims[i] && n > ((size_t)1 << 40) / (size_t)out->dims[i])
             return st_error(ST_ERR_IO, "%s: shape is too large", what);
         n *= (size_t)out->dims[i];
     }
-    size_t bytes = n * es, at = hstart + hlen;
+    size_t at = hstart + hlen;
+    if (str_kind == 'O') return st_npy_strings_pickle(b + at, len - at, n, what, out);
+    if (str_kind) {
+        ST_TRY(st_npy_strings_fixed(str_kind, str_big, str_width, b + at, len - at, n, what, out));
+        if (!fortran || out->rank < 2) return ST_OK;
+        /* the pointers are in file order: put them in C order as below */
+        void *file_order = out->data;
+        out->data = NULL;
+        st_status r = from_fortran(out, file_order, n, what);
+        if (r != ST_OK) {
+            free(file_order);
+            return r;
+        }
+        /* the strings stay in file_order's block: move the pointers back there */
+        memcpy(file_order, out->data, n * sizeof(char *));
+        free(out->data);
+        out->data = file_order;
+        return ST_OK;
+    }
+    size_t es = st_dtype_size(out->dtype);
+    size_t bytes = n * es;
     if (len - at < bytes)
         return st_error(ST_ERR_IO, "%s: data is truncated: %zu bytes for a shape needing %zu", what, len - at, bytes);
+    if (fortran && out->rank >= 2) return from_fortran(out, b + at, n, what);
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data) return st_error(ST_ERR_NOMEM, "%s: out of memory (%zu bytes)", what, bytes);
     out->bytes = bytes;
-    if (!fortran || out->rank < 2) {
-        memcpy(out->data, b + at, bytes);
-        return ST_OK;
-    }
-    /* column-major: element (i0..ik) sits at sum i_d * prod(dims[<d]) */
-    const unsigned char *src = b + at;
+    memcpy(out->data, b + at, bytes);
+    return ST_OK;
+}
+
+/* Column-major elements at src (n of out's dtype) into a new C-order
+ * out->data: element (i0..ik) sits at sum i_d * prod(dims[<d]). */
+static st_status from_fortran(st_npy *out, const void *src_, size_t n, const char *what)
+{
+    size_t es = st_dtype_size(out->dtype), bytes = n * es;
+    const unsigned char *src = src_;
+    out->data = malloc(bytes ? bytes : 1);
+    if (!out->data) return st_error(ST_ERR_NOMEM, "%s: out of memory (%zu bytes)", what, bytes);
+    out->bytes = bytes;
     int64_t idx[ST_MAX_RANK] = {0};
     for (size_t e = 0; e < n; e++) {
         size_t off = 0, mul = 1;
@@ -159,6 +205,18 @@ st_status st_npy_write(const char *path, st_dtype dtype, int rank, const int64_t
             descr = DESCRS[i].descr;
             break;
         }
+    /* strings (data: their pointers) go as '<U' of the longest one's length */
+    char str_descr[32];
+    uint32_t *text = NULL;
+    size_t str_width = 0;
+    if (dtype == ST_STRING) {
+        size_t count = 1;
+        for (int i = 0; i < rank; i++) count *= (size_t)dims[i];
+        ST_TRY(st_npy_strings_encode(data, count, path, &text, &str_width));
+        snprintf(str_descr, sizeof str_descr, "<U%zu", str_width);
+        descr = str_descr;
+        data = text;
+    }
     if (!descr) return st_error(ST_ERR_DTYPE, "'%s': dtype %s cannot be written to .npy", path, st_dtype_name(dtype));
     char hdr[512];
     int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
@@ -172,11 +230,14 @@ st_status st_npy_write(const char *path, st_dtype dtype, int rank, const int64_t
 
     size_t n = 1;
     for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
-    size_t es = st_dtype_size(file_dtype);
+    size_t es = text ? 4 * str_width : st_dtype_size(file_dtype);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) return st_error(ST_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (!f) {
+        free(text);
+        return st_error(ST_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl;
     if (ok && dtype == ST_BF16) {
@@ -190,6 +251,7 @@ st_status st_npy_write(const char *path, st_dtype dtype, int rank, const int64_t
         ok = fwrite(data, es, n, f) == n;
     }
     if (fclose(f) != 0) ok = false;
+    free(text);
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);

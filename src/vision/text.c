@@ -77,7 +77,7 @@ int st_text_height(const st_font *f, float px)
     return (int)ceilf(scale * (asc - desc));
 }
 
-void st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const char *s, st_rgb c)
+st_status st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const char *s, st_rgb c)
 {
     int asc, desc, gap;
     float scale = stbtt_ScaleForPixelHeight(&f->info, clamp_px(px)), pen = (float)x;
@@ -96,7 +96,8 @@ void st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const 
          * which the pixel-height clamp keeps small */
         if (gw > 0 && gh > 0 && gx < im->w && gy < im->h && gx + gw > 0 && gy + gh > 0) {
             unsigned char *bm = malloc((size_t)gw * (size_t)gh);
-            if (bm) {
+            if (!bm) return st_error(ST_ERR_NOMEM, "out of memory drawing a glyph of %dx%d pixels", gw, gh);
+            {
                 stbtt_MakeCodepointBitmap(&f->info, bm, gw, gh, gw, scale, scale, cp);
                 for (int j = 0; j < gh; j++) {
                     int yy = gy + j;
@@ -114,9 +115,10 @@ void st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const 
         pen += scale * adv;
         prev = cp;
     }
+    return ST_OK;
 }
 
-void st_draw_label(st_image *im, const st_font *f, float px, int x, int y, const char *s, st_rgb bg, st_rgb fg)
+st_status st_draw_label(st_image *im, const st_font *f, float px, int x, int y, const char *s, st_rgb bg, st_rgb fg)
 {
     int pad = (int)(clamp_px(px) / 8) + 1;
     int tw = st_text_width(f, px, s) + 2 * pad, th = st_text_height(f, px) + pad;
@@ -125,5 +127,5 @@ void st_draw_label(st_image *im, const st_font *f, float px, int x, int y, const
     if (x + tw > im->w) x = im->w - tw;
     if (x < 0) x = 0;
     st_draw_fill(im, x, top, x + tw, top + th, bg);
-    st_draw_text(im, f, px, x + pad, top + pad / 2, s, fg);
+    return st_draw_text(im, f, px, x + pad, top + pad / 2, s, fg);
 }

@@ -28,11 +28,13 @@ int st_text_height(const st_font *f, float px);
 
 /* Draws text with its line box's top-left corner at (x, y), blending the
  * glyphs' coverage into the image.  Bytes that are not UTF-8 show as
- * U+FFFD; characters the font lacks show as its missing-glyph box. */
-void st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const char *utf8, st_rgb c);
+ * U+FFFD; characters the font lacks show as its missing-glyph box.
+ * ST_ERR_NOMEM when a glyph's bitmap cannot be allocated (the text is then
+ * partly drawn: the caller fails rather than keep the image). */
+st_status st_draw_text(st_image *im, const st_font *f, float px, int x, int y, const char *utf8, st_rgb c);
 
 /* A label: text on a filled background, its bottom-left corner at (x, y),
- * moved inside the image where it would stick out. */
-void st_draw_label(st_image *im, const st_font *f, float px, int x, int y, const char *utf8, st_rgb bg, st_rgb fg);
+ * moved inside the image where it would stick out.  Fails as st_draw_text. */
+st_status st_draw_label(st_image *im, const st_font *f, float px, int x, int y, const char *utf8, st_rgb bg, st_rgb fg);
 
 #endif

@@ -217,6 +217,14 @@ long aw_live(long epoch, bool print)
     return n;
 }
 
+long aw_live_total(void)
+{
+    pthread_mutex_lock(&table_mu);
+    long n = (long)n_live;
+    pthread_mutex_unlock(&table_mu);
+    return n;
+}
+
 /* The function holding offset off of module, from its symbol table
  * (static functions are not in the dynamic one dladdr reads). */
 static bool addr2line(const char *module, unsigned long off, char *fn, size_t cap)

@@ -31,6 +31,8 @@ long aw_disarm(void);
 bool aw_hit(void **site, const char **what);
 /* Live allocations made in epoch; with print, lists each with its site. */
 long aw_live(long epoch, bool print);
+/* Live allocations of every epoch, without scanning the table. */
+long aw_live_total(void);
 /* Describes a code address: "symbol+0xoff (module+0xoff)". */
 void aw_describe(void *addr, char *out, size_t cap);
 /* While on, armed allocations are also counted by call site (turning it

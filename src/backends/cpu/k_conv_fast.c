@@ -316,6 +316,23 @@ bool st_conv_fast(const st_kctx *k, const conv_job *j, st_status *err)
     f.dx = s->d[s->nsp - 1];
     f.pt = two ? s->pb[0] : 0;
     f.pl = s->pb[s->nsp - 1];
+    /* A k x 1 conv on an input one pixel wide (the [N, C, T, 1] of audio
+     * and text models) is the 1-D conv along H that it is: staged as one
+     * row of T pixels, not as T rows of one pixel each, whose output rows
+     * make GEMM tiles of a single position.  The weights' taps are in the
+     * same order either way (kw = 1). */
+    if (two && f.w_ == 1 && f.ow == 1 && f.kw == 1 && f.pl == 0 && s->pe[1] == 0 && f.kh > 1) {
+        f.xd = 2;
+        f.w_ = f.h;
+        f.ow = f.oh;
+        f.kw = f.kh;
+        f.sx = f.sy;
+        f.dx = f.dy;
+        f.pl = f.pt;
+        f.h = f.oh = f.kh = f.sy = f.dy = 1;
+        f.pt = 0;
+        two = false;
+    }
     f.depthwise = j->cg == 1 && j->mg == 1;
     f.pointwise = !f.depthwise && f.kh == 1 && f.kw == 1 && f.sy == 1 && f.sx == 1 && f.pt == 0 && f.pl == 0 &&
                   s->pe[0] == 0 && (!two || s->pe[1] == 0);

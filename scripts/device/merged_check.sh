@@ -7,9 +7,13 @@
 # driver, the conditional-graph loops, and the GPU suite on the models
 # the last changes touched.  Each part has a time cap; logs under $OUT.
 set -u
+# cuda_tests.sh does not source env.sh itself: without it every check
+# failed on a missing libstrata.so.0 (the 09:20 run on 2026-12-03)
+D=.device
+. scripts/device/env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 export OUT
-echo "== parity: node tests on CUDA"; PARITY_BACKENDS=cuda timeout 130 bash scripts/device/parity_tests.sh node 2>&1 | tail -14
+echo "== parity: node tests on CUDA"; PARITY_BACKENDS=cuda timeout 300 bash scripts/device/parity_tests.sh node 2>&1 | tail -14
 echo "== kernel sweep"; CASES=2 timeout 50 bash scripts/device/kernel_test.sh 2>&1 | grep -vE "^ " | tail -8
 echo "== seed cases on the shared driver"; SKIP_YOLO=1 SKIP_PPOCR=1 timeout 80 bash scripts/device/cuda_tests.sh .device/bin .device/models > $OUT/cuda_tests.log 2>&1; grep -E "^FAIL|cuda_tests:" $OUT/cuda_tests.log | head
 echo "== conditional loops"; timeout 50 bash scripts/device/cond_tests.sh 2>&1 | tail -12

@@ -92,6 +92,14 @@ void st_storage_index_remove(st_storage *s)
                 free(ix->v);
                 ix->v = NULL;
                 ix->cap = 0;
+                /* and the per-space table once every space is empty */
+                bool any = false;
+                for (int k = 0; k < st_n_index; k++) any |= st_index[k].n > 0;
+                if (!any) {
+                    free(st_index);
+                    st_index = NULL;
+                    st_n_index = 0;
+                }
             }
             break;
         }

@@ -328,22 +328,31 @@ static double load_flat(const st_operand *p, int64_t i)
 }
 
 /* LayerNorm's Scale or B broadcast to the normalised dims [axis, rank)
- * as one packed row of the compute type. */
-static void *pack_row(const norm_job *j, const st_operand *p)
+ * as one packed row of the compute type: the operand itself when it
+ * already is one (*owned false: an f32 [C] constant, the usual case, so a
+ * warm run allocates nothing for it), else a malloc'd copy. */
+static void *pack_row(const norm_job *j, const st_operand *p, bool *owned)
 {
     const st_operand *x = j->x;
     int axis = j->s->axis, rr = x->rank - axis;
     st_view v;
     st_view_init(&v, j->dbl ? ST_F64 : ST_F32, rr, x->sizes + axis);
-    void *buf = malloc((size_t)(j->r.row_len > 0 ? j->r.row_len : 1) * st_dtype_size(v.dtype));
-    if (!buf) return NULL;
-    st_operand dst = st_operand_of(&v, buf), src = *p;
+    st_operand src = *p;
     src.rank = rr;
-    for (int i = 0; i < rr; i++) {
+    bool packed = p->dtype == v.dtype;
+    int64_t run = 1;
+    for (int i = rr - 1; i >= 0; i--) {
         int pi = i - (rr - p->rank);
         src.sizes[i] = x->sizes[axis + i];
         src.strides[i] = pi < 0 || p->sizes[pi] == 1 ? 0 : p->strides[pi];
+        if (src.sizes[i] != 1 && src.strides[i] != run) packed = false;
+        run *= src.sizes[i];
     }
+    *owned = !packed;
+    if (packed) return (void *)p->data;
+    void *buf = malloc((size_t)(j->r.row_len > 0 ? j->r.row_len : 1) * st_dtype_size(v.dtype));
+    if (!buf) return NULL;
+    st_operand dst = st_operand_of(&v, buf);
     st_copy_strided(&dst, &src);
     return buf;
 }
@@ -473,12 +482,13 @@ st_status st_cpu_norm(const st_kctx *k)
     j.dbl = x->dtype == ST_F64;
     j.fast = st_gemm_fast();
     st_status st = ST_OK;
+    bool own_scale = false, own_bias = false;
     switch (s->kind) {
     case ST_N_LAYER_NORM:
-        j.scale = pack_row(&j, &k->in[pi]);
+        j.scale = pack_row(&j, &k->in[pi], &own_scale);
         if (!j.scale) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
         if (st == ST_OK && k->n_in > pi + 1 && k->in[pi + 1].data) {
-            j.bias = pack_row(&j, &k->in[pi + 1]);
+            j.bias = pack_row(&j, &k->in[pi + 1], &own_bias);
             if (!j.bias) st = st_error(ST_ERR_NOMEM, "out of memory in node '%s'", k->node->name);
         }
         break;
@@ -503,8 +513,9 @@ st_status st_cpu_norm(const st_kctx *k)
         st_parallel_for(k->pool, (j.r.n_outer + j.per_task - 1) / j.per_task, norm_task, &j);
         st = j.err;
     }
-    free(j.scale);
-    free(j.bias);
+    /* the other kinds' parameters were made for this run (prepare_groups, prepare_channels) */
+    if (own_scale || s->kind != ST_N_LAYER_NORM) free(j.scale);
+    if (own_bias || s->kind != ST_N_LAYER_NORM) free(j.bias);
     return st;
 }
 

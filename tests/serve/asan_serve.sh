@@ -26,8 +26,11 @@ for c in "$ROOT"/tools/*.c; do
   [ "$(jobs -r | wc -l)" -lt "$(nproc)" ] || wait -n
 done
 wait
+# the Vulkan backend is in the archive when it was built: its loader too
+VK=""
+ar t "$B/libstrata.a" | grep -q '^vk_' && VK=-lvulkan
 cc -fsanitize=address,undefined -rdynamic "${objs[@]}" -o "$OUT" -Wl,--whole-archive "$B/libstrata.a" \
-   -Wl,--no-whole-archive "$B/libstrata_vision.a" -lprotobuf-c -ldl -lOpenCL -lstb -lm -lmicrohttpd -lpthread
+   -Wl,--no-whole-archive "$B/libstrata_vision.a" -lprotobuf-c -ldl -lOpenCL $VK -lstb -lm -lmicrohttpd -lpthread
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0

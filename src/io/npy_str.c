@@ -76,6 +76,10 @@ st_status st_npy_strings_fixed(char kind, bool big, size_t width, const void *da
                                const char *what, st_npy *out)
 {
     size_t es = kind == 'U' ? 4 * width : width;
+    /* numpy never writes a non-empty array of zero-width strings ('S0' becomes 'S1'), and without bytes per
+     * element the file size cannot bound the pointer table: a forged header asked for 2e9 strings */
+    if (!width && n)
+        return st_error(ST_ERR_IO, "%s: %zu strings of width 0: a non-empty zero-width string array is malformed", what, n);
     if (width && n > avail / es)
         return st_error(ST_ERR_IO, "%s: data is truncated: %zu bytes for %zu strings of %zu bytes", what, avail, n, es);
     const unsigned char *b = data;

@@ -43,6 +43,14 @@ def npy_shape_key_ends_header():
 
 
 
+@case("npy")
+def npy_zero_width_strings():
+    # src/io/npy_str.c: '<S0' with a large shape passed the size check (zero
+    # bytes per string) and asked malloc for a 2e9-entry pointer table
+    # (libFuzzer: out-of-memory in CI)
+    return npy_bytes(b"{'descr': '<S0', 'fortran_order': False, 'shape': (99, 999, 9999, 2), }  \n")
+
+
 @case("loader", "run")
 def reshape_shape_product_overflows():
     # src/ops/shape.c (Reshape's shape rule): the product of a constant

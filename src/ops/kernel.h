@@ -79,6 +79,11 @@ enum {
     /* AddLayerNormalization, which an Add read only by a LayerNorm
      * becomes: passes/fuse_add_norm.c */
     ST_CAP_ADD_NORM = 1 << 5,
+    /* FusedAttention also for chains in f16 (a session's lowered
+     * precision), where the table's kernel takes f16: CUDA's tensor-core
+     * kernel, which beats the unfused graph there although its f32
+     * kernel does not */
+    ST_CAP_ATTENTION_F16 = 1 << 6,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

@@ -86,8 +86,9 @@ static st_status infer_attention(st_infer *c)
         return st_infer_error(c, ST_ERR_MODEL, "expects Q, KT, V and an optional mask");
     const st_tinfo *q = &c->in[0], *kt = &c->in[1], *v = &c->in[2];
     for (int i = 0; i < 3; i++) {
-        if (c->in[i].dtype != ST_F32)
-            return st_infer_error(c, ST_ERR_DTYPE, "input %d is %s; the kernel takes float32", i, st_dtype_name(c->in[i].dtype));
+        if (c->in[i].dtype != q->dtype || (q->dtype != ST_F32 && q->dtype != ST_F16))
+            return st_infer_error(c, ST_ERR_DTYPE, "input %d is %s; Q, KT and V are all float32 or all float16", i,
+                                  st_dtype_name(c->in[i].dtype));
         if (c->in[i].rank < 2 || c->in[i].rank != q->rank)
             return st_infer_error(c, ST_ERR_SHAPE, "Q, KT and V must have one rank >= 2 (got %d, %d, %d)", q->rank, kt->rank,
                                   v->rank);
@@ -116,7 +117,7 @@ static st_status infer_attention(st_infer *c)
     if (has_mask) {
         const st_tinfo *m = &c->in[3];
         st_dtype want = s->mask_kind == ST_ATT_MASK_ADD ? ST_F32 : ST_BOOL;
-        if (m->dtype != want)
+        if (m->dtype != want && !(s->mask_kind == ST_ATT_MASK_ADD && m->dtype == q->dtype))
             return st_infer_error(c, ST_ERR_DTYPE, "the mask is %s; mask_kind %d takes %s", st_dtype_name(m->dtype),
                                   s->mask_kind, st_dtype_name(want));
         int64_t sd[ST_MAX_RANK];
@@ -132,7 +133,7 @@ static st_status infer_attention(st_infer *c)
         }
     }
     st_tinfo *o = &c->out[0];
-    o->dtype = ST_F32;
+    o->dtype = q->dtype;
     o->rank = r;
     for (int d = 0; d < r - 1; d++) o->dims[d] = q->dims[d];
     o->dims[r - 1] = v->dims[r - 1];
@@ -144,6 +145,6 @@ static st_status infer_attention(st_infer *c)
 const st_op_def st_ops_linalg[] = {
     {"MatMul", "", 1, 0, st_infer_matmul, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
     {"Gemm", "", 1, 0, st_infer_gemm, NULL, NULL, .types = ST_DT_ALL_FLOATS | ST_DT(ST_I32) | ST_DT(ST_I64) | ST_DT(ST_U32) | ST_DT(ST_U64)},
-    {"FusedAttention", "ai.strata", 1, 0, infer_attention, NULL, NULL, .types = ST_DT(ST_F32)},
+    {"FusedAttention", "ai.strata", 1, 0, infer_attention, NULL, NULL, .types = ST_DT(ST_F32) | ST_DT(ST_F16)},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };

@@ -24,8 +24,9 @@ typedef struct st_matmul_state {
 /* strata's FusedAttention (domain ai.strata): what passes/fuse_attention.c
  * makes of an exported attention, softmax(mask(scale(Q K^T))) V, with
  *   inputs  Q [..., Tq, dh], KT [..., dh, Tk], V [..., Tk, dv] (the same
- *           leading dims, f32) and an optional mask M that broadcasts to
- *           the scores [..., Tq, Tk]: f32 and added (mask_kind ADD), or
+ *           leading dims, all f32 or all f16) and an optional mask M
+ *           that broadcasts to the scores [..., Tq, Tk]: f32 or the
+ *           operands' dtype, added (mask_kind ADD), or
  *           bool and chosen by (mask_kind WHERE: a score becomes `fill`
  *           where M is fill_when, as masked_fill exports through Where)
  *   output  [..., Tq, dv]

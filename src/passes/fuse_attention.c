@@ -1,10 +1,11 @@
 /*
  * fuse_attention.c — an exported scaled dot-product attention becomes one
  * FusedAttention command (ops/linalg.h), for backends that declare
- * ST_CAP_ATTENTION (the CPU and OpenCL: plan.c asks the session backend's
- * table; CUDA has the kernel but fuses only with STRATA_ATTENTION_FUSION=1;
- * a node the device's kernel refuses goes to the CPU's, which every plan
- * has).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
+ * ST_CAP_ATTENTION (f32 chains: the CPU and OpenCL) or ST_CAP_ATTENTION_F16
+ * (f16 chains: CUDA, whose f32 kernel fuses only with
+ * STRATA_ATTENTION_FUSION=1); passes/pipeline.c asks the session
+ * backend's table.  A node the device's kernel refuses goes to the CPU's
+ * (f32 only).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns
  * the pass off, to time or check the unfused graph.
  *
  * Owns: the rewrite of the chain
@@ -24,7 +25,9 @@
  * 1/sqrt(dh), then a causal mask through Where).
  *
  * Only an exact match is rewritten: every value in between read by the
- * next node alone and not a graph output, f32 throughout, Q, KT and V of
+ * next node alone and not a graph output, one dtype throughout (f32, or
+ * f16 in a plan lowered by --precision f16 where the backend's kernel
+ * takes it: passes/pipeline.c says which; an additive mask may stay f32), Q, KT and V of
  * one rank >= 2 with the same leading dims (no broadcasting between them),
  * each step's output of the scores' shape.  Anything else runs as written.
  * Runs after passes/fuse.c and before placement, once per plan, so a new
@@ -34,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "graph/model.h"
 #include "ops/linalg.h"
 #include "ops/norm.h"
@@ -58,14 +62,17 @@ static int sole_producer(const st_plan *p, const int *count, int v, int reader)
 }
 
 static bool is_f32(const st_plan *p, int v) { return v >= 0 && p->values[v].t.dtype == ST_F32; }
+static bool is_dt(const st_plan *p, int v, st_dtype dt) { return v >= 0 && p->values[v].t.dtype == dt; }
 
-/* The f32 value of a constant one-element v, or NAN. */
+/* The value of a constant one-element v (f32, or f16 in a lowered plan),
+ * or NAN. */
 static float const_scalar(const st_plan *p, int v)
 {
     if (v < 0) return NAN;
     const st_pvalue *pv = &p->values[v];
-    if (pv->kind != ST_PV_CONST || pv->t.dtype != ST_F32 || st_numel(pv->t.rank, pv->t.dims) != 1) return NAN;
-    return *(const float *)pv->t.data;
+    if (pv->kind != ST_PV_CONST || st_numel(pv->t.rank, pv->t.dims) != 1) return NAN;
+    if (pv->t.dtype == ST_F16) return st_f16_to_f32(*(const uint16_t *)pv->t.data);
+    return pv->t.dtype == ST_F32 ? *(const float *)pv->t.data : NAN;
 }
 
 #define MAX_CHAIN 16
@@ -94,8 +101,9 @@ typedef struct match {
     int n_chain;
 } match;
 
-/* Whether MatMul node y ends an attention chain; fills *m. */
-static bool match_at(const st_plan *p, const int *count, int y, match *m)
+/* Whether MatMul node y ends an attention chain of one of the dtypes
+ * (ST_DT bits) asked for; fills *m. */
+static bool match_at(const st_plan *p, const int *count, int y, uint32_t dtypes, match *m)
 {
     const st_graph *g = p->g;
     const st_node *yn = &g->nodes[y];
@@ -108,13 +116,15 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
     if (sm < 0 || !runs(p, sm, "Softmax") || p->nodes[sm].op) return false;
     const st_norm_state *ns = p->nodes[sm].state;
     int r = p->values[pv].t.rank;
+    st_dtype dt = p->values[pv].t.dtype;
+    if (!(dtypes & ST_DT(dt))) return false;
     if (!ns || ns->kind != ST_N_SOFTMAX || r < 2 || ns->mask != (uint32_t)1 << (r - 1)) return false;
     m->chain[m->n_chain++] = sm;
     /* walk up from the softmax's input to the scores' MatMul */
     int x = g->nodes[sm].in[0], scores = -1;
     bool scaled = false;
     for (;;) {
-        if (!is_f32(p, x) || !st_plan_same_shape(p, x, pv)) return false;
+        if (!is_dt(p, x, dt) || !st_plan_same_shape(p, x, pv)) return false;
         int n = sole_producer(p, count, x, m->n_chain ? m->chain[m->n_chain - 1] : sm);
         if (n < 0 || m->n_chain >= MAX_CHAIN) return false;
         int n_in;
@@ -143,7 +153,8 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
             for (int k = 0; k < 2; k++)
                 if (leads_to_matmul(p, count, in[k], n)) side = side < 0 ? k : 2;
             if (side == 2) return false;
-            if (side < 0 || !is_f32(p, in[1 - side])) return false;
+            /* the kernels read an f32 mask, or one of the chain's dtype */
+            if (side < 0 || !(is_f32(p, in[1 - side]) || is_dt(p, in[1 - side], dt))) return false;
             m->s.mask_kind = ST_ATT_MASK_ADD;
             m->mask = in[1 - side];
             x = in[side];
@@ -165,11 +176,11 @@ static bool match_at(const st_plan *p, const int *count, int y, match *m)
     m->kt = sn->in[1];
     int ids[3] = {m->q, m->kt, m->v};
     for (int k = 0; k < 3; k++)
-        if (!is_f32(p, ids[k]) || p->values[ids[k]].t.rank != r) return false;
+        if (!is_dt(p, ids[k], dt) || p->values[ids[k]].t.rank != r) return false;
     const st_tinfo *q = &p->values[m->q].t, *kt = &p->values[m->kt].t, *v = &p->values[m->v].t, *o = &p->values[out].t;
     for (int d = 0; d < r - 2; d++)
         if (kt->dims[d] != q->dims[d] || v->dims[d] != q->dims[d] || o->dims[d] != q->dims[d]) return false;
-    if (kt->dims[r - 2] != q->dims[r - 1] || v->dims[r - 2] != kt->dims[r - 1] || !is_f32(p, out)) return false;
+    if (kt->dims[r - 2] != q->dims[r - 1] || v->dims[r - 2] != kt->dims[r - 1] || !is_dt(p, out, dt)) return false;
     /* the mask broadcasts into the scores (each step kept their shape) */
     if (m->mask >= 0) {
         const st_tinfo *mt = &p->values[m->mask].t, *st = &p->values[pv].t;
@@ -406,7 +417,7 @@ static void absorb_layouts(const st_plan *p, const int *count, int y, match *m, 
     m->s = s;
 }
 
-st_status st_pass_fuse_attention(st_plan *p, bool views)
+st_status st_pass_fuse_attention(st_plan *p, bool views, uint32_t dtypes)
 {
     if (getenv("STRATA_NO_ATTENTION_FUSION")) return ST_OK;
     const st_graph *g = p->g;
@@ -416,14 +427,14 @@ st_status st_pass_fuse_attention(st_plan *p, bool views)
     const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
     for (int y = 0; y < g->n_nodes && fa; y++) {
         match m;
-        if (!st_plan_node_runs(p, y) || !match_at(p, count, y, &m)) continue;
+        if (!st_plan_node_runs(p, y) || !match_at(p, count, y, dtypes, &m)) continue;
         absorbed taken[4];
         int n_taken, out;
         n_taken = 0;
         out = -1;
         /* only a kernel that takes layouts is given them (the CPU's; the
          * CUDA and OpenCL kernels read the operands as they are) */
-        if (views) absorb_layouts(p, count, y, &m, taken, &n_taken, &out);
+        if (views && is_f32(p, m.q)) absorb_layouts(p, count, y, &m, taken, &n_taken, &out);
         int n_in = m.mask >= 0 ? 4 : 3;
         int *in = malloc((size_t)n_in * sizeof *in);
         st_attention_state *s = malloc(sizeof *s);

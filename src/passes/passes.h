@@ -25,7 +25,8 @@ st_status st_pass_precision(st_plan *p);
 st_status st_pass_fuse_affine(st_plan *p);
 st_status st_pass_fuse_qdq(st_plan *p);
 /* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
-st_status st_pass_fuse_attention(st_plan *p, bool views);
+/* dtypes: ST_DT() of the chain dtypes to fuse (f32, f16) */
+st_status st_pass_fuse_attention(st_plan *p, bool views, uint32_t dtypes);
 st_status st_pass_fuse_matmul(st_plan *p);
 st_status st_pass_fuse_add_norm(st_plan *p);
 /* Shared by the fusion passes (passes/fuse.c): count[v] = input slots of

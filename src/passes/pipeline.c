@@ -11,20 +11,28 @@
 #include "ops/op.h"
 #include "passes/passes.h"
 
-/* FusedAttention for a backend that asks for it (ST_CAP_ATTENTION), or
- * with STRATA_ATTENTION_FUSION=1 on one whose table runs the op. */
-static bool attention_gate(const st_kernel_table *t)
+/* Which chain dtypes the attention pass fuses for table t: f32 where the
+ * backend asks for it (ST_CAP_ATTENTION), f16 where it asks for that
+ * (ST_CAP_ATTENTION_F16), and with STRATA_ATTENTION_FUSION=1 every dtype
+ * its FusedAttention kernel runs.  0: the pass does not run. */
+static uint32_t attention_dtypes(const st_kernel_table *t)
 {
-    if (t->caps & ST_CAP_ATTENTION) return true;
-    const char *e = getenv("STRATA_ATTENTION_FUSION");
     const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
-    return e && strcmp(e, "1") == 0 && fa && st_kernel_dtypes(t, fa) != 0;
+    uint32_t has = fa ? st_kernel_dtypes(t, fa) : 0, want = 0;
+    const char *e = getenv("STRATA_ATTENTION_FUSION");
+    if (e && strcmp(e, "1") == 0) return has;
+    if (t->caps & ST_CAP_ATTENTION) want |= ST_DT(ST_F32);
+    if (t->caps & ST_CAP_ATTENTION_F16) want |= ST_DT(ST_F16);
+    return has & want;
 }
+
+static bool attention_gate(const st_kernel_table *t) { return attention_dtypes(t) != 0; }
 
 /* the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
 static st_status fuse_attention(st_plan *p)
 {
-    return st_pass_fuse_attention(p, (p->target.main->caps & ST_CAP_ATTENTION_VIEWS) != 0);
+    const st_kernel_table *t = p->target.main;
+    return st_pass_fuse_attention(p, (t->caps & ST_CAP_ATTENTION_VIEWS) != 0, attention_dtypes(t));
 }
 
 static const st_pass PASSES[] = {

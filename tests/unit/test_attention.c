@@ -32,6 +32,7 @@
 
 #include "backends/registry.h"
 #include "check.h"
+#include "core/dtype.h"
 #include "ops/kernel.h"
 #include "ops/linalg.h"
 #ifdef ST_TEST_OPENCL
@@ -61,7 +62,29 @@ typedef struct acase {
     bool fill_when;
     bool out_transposed;          /* else rows padded by 3 */
     bool full_row_masked;         /* ADD: row 1 of the first head all -inf */
+    bool kt_packed;               /* K^T stored as itself [.., dh, tk], else a transposed view of K */
 } acase;
+
+/* `test_attention cuda f16`: the operands, the additive mask and the
+ * output in f16 (the inputs rounded first, so the reference sees what the
+ * kernel sees); CUDA's tensor-core kernel takes the cases with dh = dv of
+ * 32, 64 or 128, its general one the others. */
+static bool g_f16;
+
+static float round_f16(float x) { return st_f16_to_f32(st_f32_to_f16(x)); }
+
+/* A host copy of n floats in the test's dtype (f16 when g_f16). */
+static void *dev_copy(const float *x, int64_t n)
+{
+    if (!g_f16) {
+        float *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+        memcpy(c, x, (size_t)n * sizeof *c);
+        return c;
+    }
+    uint16_t *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
+    for (int64_t i = 0; i < n; i++) h[i] = st_f32_to_f16(x[i]);
+    return h;
+}
 
 /* Where the operands' views start in their device storages. */
 #define DEV_PAD 64
@@ -93,7 +116,7 @@ static void set_op(st_operand *o, void *data, st_dtype dt, int rank, const int64
  * bytes in; bytes[i] is operand i's host extent (the output last), and
  * the output's device storage starts as out_host (the poison), whose
  * whole extent is read back into it. */
-static st_status run_on_device(st_backend *dev, const st_kernel *kern, st_kctx *kc, const size_t *bytes, float *out_host)
+static st_status run_on_device(st_backend *dev, const st_kernel *kern, st_kctx *kc, const size_t *bytes, void *out_host)
 {
     int n = kc->n_in + kc->n_out;
     st_storage *sto[5] = {0};
@@ -172,6 +195,22 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     for (int64_t i = 0; i < nb * tq * dh; i++) q[i] = frand(rng) * 2.0f;
     for (int64_t i = 0; i < nb * tk * dh; i++) k[i] = frand(rng) * 2.0f;
     for (int64_t i = 0; i < nb * tk * dv; i++) v[i] = frand(rng);
+    if (g_f16) {
+        for (int64_t i = 0; i < nb * tq * dh; i++) q[i] = round_f16(q[i]);
+        for (int64_t i = 0; i < nb * tk * dh; i++) k[i] = round_f16(k[i]);
+        for (int64_t i = 0; i < nb * tk * dv; i++) v[i] = round_f16(v[i]);
+    }
+    st_dtype dt = g_f16 ? ST_F16 : ST_F32;
+    size_t es = g_f16 ? 2 : 4;
+    /* K as the kernel reads it: K itself, or K^T packed */
+    float *kx = k;
+    if (c->kt_packed) {
+        kx = malloc((size_t)(nb * tk * dh) * sizeof *kx);
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t j = 0; j < tk; j++)
+                for (int64_t p = 0; p < dh; p++) kx[b * tk * dh + p * tk + j] = k[b * tk * dh + j * dh + p];
+    }
+    void *qd = dev_copy(q, nb * tq * dh), *kd = dev_copy(kx, nb * tk * dh), *vd = dev_copy(v, nb * tk * dv);
     /* operands: Q and V contiguous, KT a transposed view of K [.., tk, dh] */
     int64_t qs[4], ks[4], vs[4], sz[4];
     st_operand in[4], out;
@@ -186,17 +225,17 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     sz[r - 1] = dh;
     qs[r - 2] = dh;
     qs[r - 1] = 1;
-    set_op(&in[0], q, ST_F32, r, sz, qs);
+    set_op(&in[0], qd, dt, r, sz, qs);
     sz[r - 2] = dh;
     sz[r - 1] = tk;
-    ks[r - 2] = 1;
-    ks[r - 1] = dh;
-    set_op(&in[1], k, ST_F32, r, sz, ks);
+    ks[r - 2] = c->kt_packed ? tk : 1;
+    ks[r - 1] = c->kt_packed ? 1 : dh;
+    set_op(&in[1], kd, dt, r, sz, ks);
     sz[r - 2] = tk;
     sz[r - 1] = dv;
     vs[r - 2] = dv;
     vs[r - 1] = 1;
-    set_op(&in[2], v, ST_F32, r, sz, vs);
+    set_op(&in[2], vd, dt, r, sz, vs);
     /* the mask: the scores' shape with the broadcast dims 1, right-aligned */
     int64_t ssz[4], msz[4], mst[4], mn = 1;
     for (int d = 0; d < c->lead; d++) ssz[d] = c->ld[d];
@@ -209,13 +248,17 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
         mn *= msz[d];
     }
     float *mf = NULL;
+    void *md = NULL;
     uint8_t *mb = NULL;
     if (c->mask_kind == ST_ATT_MASK_ADD) {
         mf = malloc((size_t)mn * sizeof *mf);
         for (int64_t i = 0; i < mn; i++) mf[i] = rng_u32(rng) % 4 == 0 ? -INFINITY : frand(rng);
         if (c->full_row_masked)
             for (int64_t j = 0; j < tk; j++) mf[1 * mst[mr - 2] + j * mst[mr - 1]] = -INFINITY;
-        set_op(&in[3], mf, ST_F32, mr, msz, mst);
+        if (g_f16)
+            for (int64_t i = 0; i < mn; i++) mf[i] = round_f16(mf[i]);
+        md = dev_copy(mf, mn);
+        set_op(&in[3], md, dt, mr, msz, mst);
     } else if (c->mask_kind == ST_ATT_MASK_WHERE) {
         /* causal: key j after query i (offset so the last query sees all keys) */
         mb = malloc((size_t)mn);
@@ -236,7 +279,9 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     ost[r - 1] = c->out_transposed ? orow : 1;
     float *o = malloc((size_t)(nb * oslab) * sizeof *o);
     for (int64_t i = 0; i < nb * oslab; i++) o[i] = POISON;
-    set_op(&out, o, ST_F32, r, osz, ost);
+    void *od = dev_copy(o, nb * oslab);
+    const float poison = g_f16 ? round_f16(POISON) : POISON;
+    set_op(&out, od, dt, r, osz, ost);
 
     st_attention_state s = {c->scale_kind, c->scale, c->mask_kind, c->fill, c->fill_when};
     st_node node = {0};
@@ -250,10 +295,13 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     kc.n_out = 1;
     kc.in = in;
     kc.out = &out;
-    size_t bytes[5] = {(size_t)(nb * tq * dh) * 4, (size_t)(nb * tk * dh) * 4, (size_t)(nb * tk * dv) * 4,
-                       (size_t)mn * (mf ? 4 : 1), (size_t)(nb * oslab) * 4};
-    st_status st = dev ? run_on_device(dev, kern, &kc, bytes, o) : kern->run(&kc);
+    size_t bytes[5] = {(size_t)(nb * tq * dh) * es, (size_t)(nb * tk * dh) * es, (size_t)(nb * tk * dv) * es,
+                       (size_t)mn * (mf ? es : 1), (size_t)(nb * oslab) * es};
+    st_status st = dev ? run_on_device(dev, kern, &kc, bytes, od) : kern->run(&kc);
     CHECKF(st == ST_OK, "%s: %s", c->name, st_last_error());
+    for (int64_t i = 0; i < nb * oslab; i++) o[i] = g_f16 ? st_f16_to_f32(((const uint16_t *)od)[i]) : ((const float *)od)[i];
+    /* f16: the output rounds to 11 bits and P goes to the tensor cores in f16 */
+    const double tol = g_f16 ? 2e-3 : 1e-5;
 
     /* the float64 reference, every element */
     double *sc = malloc((size_t)(tk > 0 ? tk : 1) * sizeof *sc);
@@ -288,7 +336,7 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
                 double ref = 0;
                 for (int64_t j = 0; j < tk; j++) ref += sc[j] / sum * v[b * st_v + j * dv + cc];
                 float got = o[b * oslab + i * ost[r - 2] + cc * ost[r - 1]];
-                bool ok = nan_row ? isnan(got) : fabs(got - ref) <= 1e-5 + 1e-5 * fabs(ref);
+                bool ok = nan_row ? isnan(got) : fabs(got - ref) <= tol + tol * fabs(ref);
                 if (!nan_row && fabs(got - ref) > worst) worst = fabs(got - ref);
                 if (!ok && bad++ < 5)
                     fprintf(stderr, "%s: [%lld, %lld, %lld] = %.9g, reference %.9g\n", c->name, (long long)b, (long long)i,
@@ -301,7 +349,7 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
         for (int64_t b = 0; b < nb; b++)
             for (int64_t i = 0; i < tq; i++)
                 for (int64_t g = dv; g < dv + 3; g++)
-                    if (o[b * oslab + i * orow + g] != POISON && bad++ < 5) fprintf(stderr, "%s: gap written\n", c->name);
+                    if (o[b * oslab + i * orow + g] != poison && bad++ < 5) fprintf(stderr, "%s: gap written\n", c->name);
     CHECKF(bad == 0, "%s: %ld elements wrong", c->name, bad);
     if (c->full_row_masked) CHECKF(nan_rows > 0, "%s: the fully masked row was not tested", c->name);
     printf("%-28s max |d| %.2e, %ld NaN rows\n", c->name, worst, nan_rows);
@@ -312,6 +360,12 @@ static void run_case(st_backend *dev, const st_kernel *kern, test_rng *rng, cons
     free(mf);
     free(mb);
     free(o);
+    free(md);
+    free(od);
+    free(qd);
+    free(kd);
+    free(vd);
+    if (kx != k) free(kx);
 }
 
 /* The layout form (linalg.h's st_att_layout) as passes/fuse_attention.c
@@ -426,8 +480,9 @@ int main(int argc, char **argv)
     st_backend_kind kind = ST_BACKEND_CPU;
     if (argc > 1) {
         kind = !strcmp(argv[1], "opencl") ? ST_BACKEND_OPENCL : !strcmp(argv[1], "cuda") ? ST_BACKEND_CUDA : ST_BACKEND_CPU;
-        if (kind == ST_BACKEND_CPU) {
-            fprintf(stderr, "usage: test_attention [opencl|cuda]\n");
+        g_f16 = argc > 2 && !strcmp(argv[2], "f16");
+        if (kind == ST_BACKEND_CPU || (argc > 2 && (!g_f16 || kind != ST_BACKEND_CUDA))) {
+            fprintf(stderr, "usage: test_attention [opencl|cuda [f16]]\n");
             return 2;
         }
 #ifndef ST_TEST_OPENCL
@@ -477,6 +532,21 @@ int main(int argc, char **argv)
          false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(dev, kern, &rng, &cases[i]);
+    /* the tensor-core kernel's shapes: ViT-S/16 (6 heads, 197 tokens, K^T
+     * made by the export's Mul, so packed), BERT's padding mask over 128
+     * keys, dh 128 with a causal mask, and tiles cut by Tq and Tk */
+    const acase flash[] = {
+        {"vit_197_h6_dh64_kt_packed", 2, {2, 6}, 197, 197, 64, 64, ST_ATT_SCALE_MUL, 0.125f, ST_ATT_MASK_NONE, 0, 0, 0,
+         0, false, false, true},
+        {"bert_128_pad_mask", 2, {3, 4}, 128, 128, 64, 64, ST_ATT_SCALE_DIV, 8.0f, ST_ATT_MASK_ADD, 4, 1u << 1 | 1u << 2,
+         0, 0, false, false, false},
+        {"dh128_causal_65x130", 1, {3, 1}, 65, 130, 128, 128, ST_ATT_SCALE_MUL, 0.088388f, ST_ATT_MASK_WHERE, 2, 0,
+         -INFINITY, true, true, false, false},
+        {"dh32_kt_packed_masked_row", 1, {2, 1}, 77, 77, 32, 32, ST_ATT_SCALE_NONE, 1.0f, ST_ATT_MASK_ADD, 3, 0, 0, 0,
+         false, true, true},
+    };
+    if (g_f16)
+        for (size_t i = 0; i < sizeof flash / sizeof *flash; i++) run_case(dev, kern, &rng, &flash[i]);
     /* the layout form, which only the CPU's plans make: the encoder's
      * 2 x 77 (4 heads of 64); 300 tokens for several row blocks */
     if (kind == ST_BACKEND_CPU) {

@@ -2,7 +2,7 @@
  * fuse_attention.c — an exported scaled dot-product attention becomes one
  * FusedAttention command (ops/linalg.h), for backends that declare
  * ST_CAP_ATTENTION (f32 chains: the CPU and OpenCL) or ST_CAP_ATTENTION_F16
- * (f16 chains: CUDA, whose f32 kernel fuses only with
+ * (f16 chains: none yet; CUDA's kernels, f32 and f16, fuse with
  * STRATA_ATTENTION_FUSION=1); passes/pipeline.c asks the session
  * backend's table.  A node the device's kernel refuses goes to the CPU's
  * (f32 only).  STRATA_NO_ATTENTION_FUSION=1 (any value) turns

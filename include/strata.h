@@ -203,6 +203,16 @@ st_status st_backend_find(const char *name, st_backend_kind *out);
  * else 0 (st_last_error says why).  Says nothing of its devices. */
 int st_backend_available(st_backend_kind kind);
 
+/* ---- memory ---- */
+/* Bytes that strata holds in backend kind's memory (its devices' for a
+ * device backend, host memory for the CPU), now (*live) and at most since
+ * the process started or the last st_memory_reset_peak (*peak): every
+ * arena, weight, input, output and staging storage it allocated, and a
+ * CUDA executor's workspaces; not what the driver keeps for itself (a CUDA
+ * context, cuBLAS's and cuDNN's own state).  Either pointer may be NULL. */
+st_status st_memory_usage(st_backend_kind kind, uint64_t *live, uint64_t *peak);
+void st_memory_reset_peak(st_backend_kind kind);
+
 /* ---- errors ---- */
 const char *st_last_error(void);
 const char *st_status_name(st_status s);

@@ -52,11 +52,18 @@ int st_cmd_bench(int argc, char **argv)
     if (!rc) {
         qsort(t, (size_t)o.runs, sizeof *t, cmp_double);
         double med = o.runs % 2 ? t[o.runs / 2] : (t[o.runs / 2 - 1] + t[o.runs / 2]) / 2;
+        /* the most memory this process held on the session's backend (and,
+         * for a device, in host memory): weights, arenas, inputs, staging */
+        uint64_t peak = 0, host_peak = 0;
+        st_memory_usage(o.so.backend, NULL, &peak);
+        st_memory_usage(ST_BACKEND_CPU, NULL, &host_peak);
         if (o.json)
-            printf("{\"model\": \"%s\", \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n", o.model, o.runs, med, t[0],
-                   t[o.runs - 1]);
+            printf("{\"model\": \"%s\", \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, "
+                   "\"peak_bytes\": %llu, \"host_peak_bytes\": %llu}\n",
+                   o.model, o.runs, med, t[0], t[o.runs - 1], (unsigned long long)peak, (unsigned long long)host_peak);
         else
-            printf("%s: %d runs, median %.3f ms, min %.3f ms, max %.3f ms\n", o.model, o.runs, med, t[0], t[o.runs - 1]);
+            printf("%s: %d runs, median %.3f ms, min %.3f ms, max %.3f ms, peak memory %.1f MB\n", o.model, o.runs, med, t[0],
+                   t[o.runs - 1], peak / 1e6);
     }
     free(t);
     st_session_free(s);

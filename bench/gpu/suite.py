@@ -12,8 +12,14 @@ issue's bar 1e-3), `strata bench` f16 at batch 1 and 32, the peer's
 times (suite_peer.py), and the floors: the model's FLOPs (PyTorch's flop
 counter) over the measured f16 matrix rate, and its fewest bytes (weights
 in f16, inputs and output once) over the measured copy bandwidth.
+Memory: strata's peak_bytes from `strata bench --json` (st_memory_usage:
+every device storage and workspace the process held at most: weights,
+arena, inputs, outputs) beside the peer's torch.cuda.memory_allocated()
+before the runs (weights, inputs) plus max_memory_allocated() over them.
+Neither counts the CUDA context or the libraries' own state.
 Writes OUT/latest.json, rows {case, precision, batch, strata_ms, peer,
-peer_ms, date, commit, ...}, and prints a table last.
+peer_ms, strata_peak_bytes, peer_held_bytes, date, commit, ...}, and
+prints a table last.
 """
 import datetime
 import json
@@ -153,25 +159,31 @@ def main():
                 sb = strata_bench(d, case, b, backend, "f16", 50 if b == 32 else 200)
                 gf, mb, fl = model_floor(case, b, bw, tf)
                 base = dict(case=case, precision="f16", batch=b, backend=backend, strata_ms=sb.get("median_ms"),
+                            strata_peak_bytes=sb.get("peak_bytes"),
                             strata_error=sb.get("error"), f32_rel_err=err, f16_rel_err=err16, gflop=gf, min_mb=mb, floor_ms=fl,
                             date=date, commit=commit)
                 for p in peer:
                     if p.get("batch") == b and "ms" in p:
-                        r = dict(base, peer=p["peer"], peer_ms=p["ms"], peer_peak_bytes=p.get("peak_bytes"),
+                        # the peer's whole footprint: what it held before the
+                        # runs (weights, inputs) and the most the runs added
+                        held = (p.get("peak_bytes") or 0) + (p.get("base_bytes") or 0) if "base_bytes" in p else None
+                        r = dict(base, peer=p["peer"], peer_ms=p["ms"], peer_peak_bytes=p.get("peak_bytes"), peer_held_bytes=held,
                                  compile_s=p.get("compile_s"))
                         rows.append(r)
                 if not any(p.get("batch") == b and "ms" in p for p in peer):
                     rows.append(dict(base, peer=None, peer_ms=None))
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump({"floors": {"copy_gbps": bw, "f16_tflops": tf}, "rows": rows}, f, indent=1)
-    print("\n%-14s %-6s %3s %-7s %9s %-38s %9s %6s %8s" % ("case", "prec", "b", "backend", "strata", "peer", "peer ms",
-                                                         "ratio", "floor"))
+    print("\n%-14s %-6s %3s %-7s %9s %-38s %9s %6s %8s %9s %9s" % ("case", "prec", "b", "backend", "strata", "peer",
+                                                                  "peer ms", "ratio", "floor", "strata MB", "peer MB"))
     for r in rows:
         ratio = r["strata_ms"] / r["peer_ms"] if r.get("strata_ms") and r.get("peer_ms") else float("nan")
         print("%-14s %-6s %3d %-7s %9s %-38s %9s %6.2f %8.3f" % (
             r["case"], r["precision"], r["batch"], r["backend"],
             "%.3f" % r["strata_ms"] if r.get("strata_ms") else "ERR", (r.get("peer") or "-")[:38],
-            "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-", ratio, r["floor_ms"]))
+            "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-", ratio, r["floor_ms"],
+            "%.0f" % (r["strata_peak_bytes"] / 1e6) if r.get("strata_peak_bytes") else "-",
+            "%.0f" % (r["peer_held_bytes"] / 1e6) if r.get("peer_held_bytes") else "-"))
 
 
 if __name__ == "__main__":

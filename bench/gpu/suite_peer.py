@@ -78,7 +78,7 @@ def main():
         with torch.no_grad():
             med, mn = bench(lambda: m(*xs))
         row(case=case, precision="f16", batch=b, peer="torch-eager", ms=med, min_ms=mn,
-            peak_bytes=torch.cuda.max_memory_allocated() - base, torch=torch.__version__)
+            peak_bytes=torch.cuda.max_memory_allocated() - base, base_bytes=base, torch=torch.__version__)
     for b, mode in ((1, "reduce-overhead"), (32, "max-autotune-no-cudagraphs")):
         if comp not in ("both", "b%d" % b):
             continue

@@ -1,6 +1,8 @@
 /* storage.c — reference counting and the address-range index (rule 2). */
 #include "core/storage.h"
 
+#include "core/status.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +55,38 @@ static size_t lower_bound(const range_index *ix, uintptr_t addr)
     return lo;
 }
 
+/* ---- bytes held per address space ----
+ * Plain atomics beside the index, not in it: the index may drop an entry
+ * when it is out of memory, and the figures must not. */
+#define ST_MEM_SPACES 16
+static _Atomic uint64_t st_mem_live[ST_MEM_SPACES], st_mem_peak[ST_MEM_SPACES];
+
+void st_memory_note(int space, int64_t delta)
+{
+    if (space < 0 || space >= ST_MEM_SPACES || !delta) return;
+    uint64_t now = atomic_fetch_add(&st_mem_live[space], (uint64_t)delta) + (uint64_t)delta;
+    uint64_t peak = atomic_load(&st_mem_peak[space]);
+    while (delta > 0 && now > peak && !atomic_compare_exchange_weak(&st_mem_peak[space], &peak, now)) {
+    }
+}
+
+st_status st_memory_usage(st_backend_kind kind, uint64_t *live, uint64_t *peak)
+{
+    if ((int)kind < 0 || (int)kind >= ST_MEM_SPACES)
+        return st_error(ST_ERR_INVALID_ARG, "st_memory_usage: no backend kind %d", (int)kind);
+    if (live) *live = atomic_load(&st_mem_live[kind]);
+    if (peak) *peak = atomic_load(&st_mem_peak[kind]);
+    return ST_OK;
+}
+
+void st_memory_reset_peak(st_backend_kind kind)
+{
+    if ((int)kind >= 0 && (int)kind < ST_MEM_SPACES) atomic_store(&st_mem_peak[kind], atomic_load(&st_mem_live[kind]));
+}
+
 void st_storage_index_add(st_storage *s)
 {
+    if (!s->borrowed) st_memory_note(s->space, (int64_t)s->size);
     pthread_mutex_lock(&st_index_lock);
     range_index *ix = index_of(s->space, true);
     if (!ix) { /* the index is a debugging aid; losing an entry is not fatal */
@@ -80,6 +112,7 @@ void st_storage_index_add(st_storage *s)
 
 void st_storage_index_remove(st_storage *s)
 {
+    if (!s->borrowed) st_memory_note(s->space, -(int64_t)s->size);
     pthread_mutex_lock(&st_index_lock);
     range_index *ix = index_of(s->space, false);
     for (size_t i = ix ? lower_bound(ix, s->addr) : 0; ix && i < ix->n && ix->v[i]->addr == s->addr; i++) {

@@ -59,4 +59,10 @@ void st_storage_index_remove(st_storage *s);
  * space of backend kind.  Returns NULL if none does. */
 st_storage *st_storage_resolve(st_backend_kind kind, uintptr_t p, uint64_t *offset);
 
+/* Bytes held per address space, now and at most (st_memory_usage in
+ * strata.h reads them).  The index counts every storage it files but a
+ * borrowed one (memory strata did not allocate); a backend notes its
+ * other allocations (a CUDA executor's workspaces) with a delta. */
+void st_memory_note(int space, int64_t delta);
+
 #endif

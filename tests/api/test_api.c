@@ -11,7 +11,8 @@
  * size and back; the errors a caller can provoke (wrong rank, dim, dtype,
  * name, buffer size, unset input); st_session_set_input_checked refusing
  * dims that do not describe the caller's buffer, without reading past it;
- * reading a tensor after its session is freed; and two sessions of one model running on two threads at once,
+ * reading a tensor after its session is freed; st_memory_usage's figures
+ * rising and falling with a session's storages; and two sessions of one model running on two threads at once,
  * each checking every result bit for bit against a single-threaded run.
  */
 #include <math.h>
@@ -233,6 +234,37 @@ static void test_threads(const st_model *m)
     free(refs);
 }
 
+/* st_memory_usage: a session's storages raise the host figures while it
+ * lives, the peak keeps the most, a tensor that outlives its session
+ * keeps its storage's bytes counted, and freeing both gives every byte
+ * back. */
+static void test_memory(st_model *m, const st_npy *x)
+{
+    uint64_t live0 = 0, peak0 = 0, live1 = 0, peak1 = 0, live2 = 0, live3 = 0, peak3 = 0;
+    CHECK(st_memory_usage(ST_BACKEND_CPU, &live0, NULL) == ST_OK);
+    st_memory_reset_peak(ST_BACKEND_CPU);
+    CHECK(st_memory_usage(ST_BACKEND_CPU, NULL, &peak0) == ST_OK && peak0 == live0);
+    st_session *s;
+    st_tensor *t = NULL;
+    CHECK(st_session_create(m, NULL, &s) == ST_OK);
+    CHECK(st_session_set_input_checked(s, "x", ST_F32, 2, x->dims, x->data, x->bytes) == ST_OK);
+    CHECK(st_session_run(s) == ST_OK && st_session_wait(s) == ST_OK);
+    CHECK(st_memory_usage(ST_BACKEND_CPU, &live1, &peak1) == ST_OK);
+    CHECK(live1 > live0);
+    CHECK(peak1 >= live1);
+    CHECK(st_session_output(s, "y1", &t) == ST_OK);
+    st_session_free(s);
+    CHECK(st_memory_usage(ST_BACKEND_CPU, &live2, NULL) == ST_OK);
+    CHECK(live2 > live0 && live2 <= live1); /* the output's storage (here the arena) stays */
+    st_tensor_free(t);
+    CHECK(st_memory_usage(ST_BACKEND_CPU, &live3, &peak3) == ST_OK);
+    CHECK(live3 == live0);
+    CHECK(peak3 == peak1);
+    CHECK(st_memory_usage((st_backend_kind)99, &live3, NULL) == ST_ERR_INVALID_ARG);
+    printf("memory: %llu bytes held while the session ran, %llu at most; %llu after it and its tensor were freed\n",
+           (unsigned long long)(live1 - live0), (unsigned long long)(peak1 - live0), (unsigned long long)(live3 - live0));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -297,6 +329,7 @@ int main(int argc, char **argv)
     free(late);
     st_tensor_free(t);
 
+    test_memory(m, &x);
     test_errors(m);
     test_buffer_size(m);
     test_threads(m);

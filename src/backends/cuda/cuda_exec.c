@@ -597,7 +597,10 @@ static void destroy_locked(cuda_exec *e)
             e->cb->dnn_pool[e->cb->n_dnn_pool++] = e->dnn[s]; /* reused by the next executor */
         else if (e->dnn[s])
             cudnnDestroy(e->dnn[s]);
-        if (e->workspace[s]) cudaFree(e->workspace[s]);
+        if (e->workspace[s]) {
+            cudaFree(e->workspace[s]);
+            st_memory_note(ST_BACKEND_CUDA, -(int64_t)ST_CUDA_WORKSPACE);
+        }
         if (e->join[s]) cudaEventDestroy(e->join[s]);
         if (e->streams[s]) cudaStreamDestroy(e->streams[s]);
     }
@@ -610,7 +613,10 @@ static void destroy_locked(cuda_exec *e)
     if (e->loop_ctl) cudaFree(e->loop_ctl);
     if (e->loop_host) cudaFreeHost(e->loop_host);
     if (e->loop_stop) cudaFreeHost(e->loop_stop);
-    if (e->loop_scratch) cudaFree(e->loop_scratch);
+    if (e->loop_scratch) {
+        cudaFree(e->loop_scratch);
+        st_memory_note(ST_BACKEND_CUDA, -(int64_t)e->loop_scratch_bytes);
+    }
     st_host_destroy(e->host);
     pthread_mutex_destroy(&e->hmu);
     st_drive_free(&e->drive);
@@ -782,11 +788,17 @@ static st_status exec_loop(st_exec *base, const st_dag *d, st_exec_loop *l)
                                   "cudaHostGetDevicePointer");
         }
         if (r == ST_OK && staged && need > e->loop_scratch_bytes) {
-            if (e->loop_scratch) cudaFree(e->loop_scratch);
+            if (e->loop_scratch) {
+                cudaFree(e->loop_scratch);
+                st_memory_note(ST_BACKEND_CUDA, -(int64_t)e->loop_scratch_bytes);
+            }
             e->loop_scratch = NULL;
             e->loop_scratch_bytes = 0;
             r = st_cuda_check(cudaMalloc(&e->loop_scratch, need), "cudaMalloc (loop scratch)");
-            if (r == ST_OK) e->loop_scratch_bytes = need;
+            if (r == ST_OK) {
+                e->loop_scratch_bytes = need;
+                st_memory_note(ST_BACKEND_CUDA, (int64_t)need);
+            }
         }
         st_cuda_exclusive_unlock();
         if (r != ST_OK) {
@@ -929,6 +941,7 @@ st_status st_cuda_exec_create(st_backend *b, const st_session_options *o, st_exe
             r = st_error(ST_ERR_BACKEND, "cudnn: cannot create a handle");
         if (r == ST_OK) cudnnSetStream(e->dnn[s], e->streams[s]);
         if (r == ST_OK) r = st_cuda_check(cudaMalloc(&e->workspace[s], ST_CUDA_WORKSPACE), "cudaMalloc (workspace)");
+        if (r == ST_OK) st_memory_note(ST_BACKEND_CUDA, (int64_t)ST_CUDA_WORKSPACE); /* st_memory_usage counts it */
     }
     if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->fork, cudaEventDisableTiming), "cudaEventCreate");
     if (r == ST_OK) r = st_cuda_check(cudaEventCreateWithFlags(&e->run_done, cudaEventDisableTiming), "cudaEventCreate");

@@ -18,7 +18,8 @@ arena, inputs, outputs) beside the peer's torch.cuda.memory_allocated()
 before the runs (weights, inputs) plus max_memory_allocated() over them.
 Neither counts the CUDA context or the libraries' own state.
 Writes OUT/latest.json, rows {case, precision, batch, strata_ms, peer,
-peer_ms, strata_peak_bytes, peer_held_bytes, date, commit, ...}, and
+peer_ms, strata_peak_bytes, peer_held_bytes, strata_first_ms (the time
+to the first result: load, plan, first run), date, commit, ...}, and
 prints a table last.
 """
 import datetime
@@ -159,7 +160,7 @@ def main():
                 sb = strata_bench(d, case, b, backend, "f16", 50 if b == 32 else 200)
                 gf, mb, fl = model_floor(case, b, bw, tf)
                 base = dict(case=case, precision="f16", batch=b, backend=backend, strata_ms=sb.get("median_ms"),
-                            strata_peak_bytes=sb.get("peak_bytes"),
+                            strata_peak_bytes=sb.get("peak_bytes"), strata_first_ms=sb.get("first_result_ms"),
                             strata_error=sb.get("error"), f32_rel_err=err, f16_rel_err=err16, gflop=gf, min_mb=mb, floor_ms=fl,
                             date=date, commit=commit)
                 for p in peer:

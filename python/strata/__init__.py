@@ -15,9 +15,9 @@ message is strata's.
 from ._lib import Error
 from ._lib import path as library_path
 from ._lib import version as library_version
-from ._session import BACKENDS, Model, Session, ValueInfo
+from ._session import BACKENDS, Model, Session, ValueInfo, memory_usage
 
 # the package's own version; strata.library_version is the loaded library's
 __version__ = "0.2.0"
 
-__all__ = ["BACKENDS", "Error", "Model", "Session", "ValueInfo", "library_path", "library_version", "__version__"]
+__all__ = ["BACKENDS", "Error", "Model", "Session", "ValueInfo", "library_path", "library_version", "memory_usage", "__version__"]

@@ -152,6 +152,7 @@ _declare("st_session_set_input_strings", ctypes.c_int, P, ctypes.c_char_p, ctype
          ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
 _declare("st_tensor_read_strings", ctypes.c_int, P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
 _declare("st_tensor_free", None, P)
+_declare("st_memory_usage", ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64))
 
 version = lib.st_version().decode()
 _n = lib.st_version_number()

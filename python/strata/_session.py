@@ -19,6 +19,15 @@ ST_F32, ST_STRING, ST_BF16 = 1, 8, 16
 
 # the library's registry of backends: name -> st_backend_kind
 BACKENDS = {lib.st_backend_name(k).decode(): k for k in range(lib.st_backend_count())}
+
+
+def memory_usage(backend="cpu"):
+    """(live, peak): the bytes strata holds on backend now and at most
+    (st_memory_usage: every storage it allocated there, and CUDA's
+    workspaces; not the driver's own)."""
+    live, peak = ctypes.c_uint64(), ctypes.c_uint64()
+    check(lib.st_memory_usage(_choice("backend", backend, BACKENDS), ctypes.byref(live), ctypes.byref(peak)))
+    return live.value, peak.value
 PRECISIONS = {"f32": 1, "float32": 1, "f16": 10, "float16": 10, "bf16": 16, "bfloat16": 16}
 SCHEDULES = {"default": 0, "random": 1}
 HAZARD_MODES = {"ranges": 0, "storage": 1, "base-pointer": 2}

@@ -219,3 +219,19 @@ def test_profile(mlp, rng, tmp_path):
     assert e.value.status == "ST_ERR_IO" and "does not exist" in str(e.value)
     with pytest.raises(ValueError):
         strata.Session(mlp).write_profile()
+
+
+def test_memory_usage(mlp, rng):
+    # the figures rise with a session's storages and fall back when it goes
+    live0, _ = strata.memory_usage("cpu")
+    s = strata.Session(mlp)
+    s.run(None, {"x": rng.standard_normal((5, 64)).astype(np.float32)})
+    live1, peak1 = strata.memory_usage("cpu")
+    assert live1 > live0 and peak1 >= live1
+    del s
+    import gc
+    gc.collect()
+    live2, peak2 = strata.memory_usage("cpu")
+    assert live2 == live0 and peak2 >= peak1
+    with pytest.raises(ValueError):
+        strata.memory_usage("nope")

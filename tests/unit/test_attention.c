@@ -24,7 +24,8 @@
  * at a byte offset of 64 (views that do not start at the base), the
  * output storage poisoned by an upload, the kernel enqueued with a
  * hand-made context, the output read back whole.  They exit 77 (skipped)
- * where the backend has no device.
+ * where the backend has no device.  `test_attention cpu f16` runs the
+ * f16 cases on the CPU's kernel (f16 operands widened to f32 copies).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ typedef struct acase {
     bool kt_packed;               /* K^T stored as itself [.., dh, tk], else a transposed view of K */
 } acase;
 
-/* `test_attention cuda f16`: the operands, the additive mask and the
+/* `test_attention cuda f16` (or cpu f16): the operands, the additive mask and the
  * output in f16 (the inputs rounded first, so the reference sees what the
  * kernel sees); CUDA's tensor-core kernel takes the cases with dh = dv of
  * 32, 64 or 128, its general one the others. */
@@ -481,10 +482,13 @@ int main(int argc, char **argv)
     if (argc > 1) {
         kind = !strcmp(argv[1], "opencl") ? ST_BACKEND_OPENCL : !strcmp(argv[1], "cuda") ? ST_BACKEND_CUDA : ST_BACKEND_CPU;
         g_f16 = argc > 2 && !strcmp(argv[2], "f16");
-        if (kind == ST_BACKEND_CPU || (argc > 2 && (!g_f16 || kind != ST_BACKEND_CUDA))) {
-            fprintf(stderr, "usage: test_attention [opencl|cuda [f16]]\n");
+        bool cpu = !strcmp(argv[1], "cpu");
+        if ((kind == ST_BACKEND_CPU && !cpu) || (argc > 2 && (!g_f16 || kind == ST_BACKEND_OPENCL)) || (cpu && !g_f16)) {
+            fprintf(stderr, "usage: test_attention [opencl|cuda [f16]|cpu f16]\n");
             return 2;
         }
+    }
+    if (kind != ST_BACKEND_CPU) {
 #ifndef ST_TEST_OPENCL
         if (kind == ST_BACKEND_OPENCL) {
             printf("SKIP: built without OpenCL\n");

@@ -302,6 +302,50 @@ static bool att_view(const st_operand *x, const st_att_layout *l, st_operand *ou
     return true;
 }
 
+/* f16 operands (a plan that fused an f16 graph: CUDA's tensor-core path
+ * makes them, and a saved model may carry them) go through f32 copies:
+ * each f16 operand is widened, exactly, into a packed buffer of its view's
+ * shape, the f32 kernel runs on those, and the output is rounded to f16
+ * once at the end.  Scores and the softmax stay in f32, as the GPU
+ * kernels keep them; the unfused f16 graph rounds each intermediate, so
+ * the fused result is the more accurate one. */
+static void att_walk(const st_operand *x, float *packed, bool to_packed)
+{
+    int r = x->rank;
+    int64_t n = st_numel(r, x->sizes), idx[ST_MAX_RANK] = {0};
+    uint16_t *h = x->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < r; d++) off += idx[d] * x->strides[d];
+        if (to_packed)
+            packed[i] = st_f16_to_f32(h[off]);
+        else
+            h[off] = st_f32_to_f16(packed[i]);
+        for (int d = r - 1; d >= 0; d--) {
+            if (++idx[d] < x->sizes[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* ops[i] replaced by a packed f32 copy when it is f16; the copy's buffer
+ * goes to bufs[i] (the output's is only allocated, and written back by
+ * the caller). */
+static bool att_widen(st_operand *x, float **buf, bool is_out)
+{
+    if (x->dtype != ST_F16) return true;
+    int64_t n = st_numel(x->rank, x->sizes);
+    *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof **buf);
+    if (!*buf) return false;
+    if (!is_out) att_walk(x, *buf, true);
+    x->data = *buf;
+    x->dtype = ST_F32;
+    st_strides_contiguous(x->rank, x->sizes, x->strides);
+    return true;
+}
+
+static st_status att_run(const st_kctx *k, st_operand *ops);
+
 static st_status cpu_attention(const st_kctx *k)
 {
     const st_attention_state *s = k->state;
@@ -312,6 +356,24 @@ static st_status cpu_attention(const st_kctx *k)
         if (given[i] && !att_view(given[i], &s->lay[i], &ops[i]))
             return st_error(ST_ERR_INTERNAL, "node '%s': operand %d (rank %d) does not fit the planned attention layout",
                             k->node->name, i, given[i]->rank);
+    if (k->out[0].dtype != ST_F16) return att_run(k, ops);
+    float *bufs[ST_ATT_N_OPERANDS] = {0};
+    st_operand out_f16 = ops[ST_ATT_OUT];
+    st_status st = ST_OK;
+    for (int i = 0; i < ST_ATT_N_OPERANDS && st == ST_OK; i++)
+        if (given[i] && given[i]->data && !att_widen(&ops[i], &bufs[i], i == ST_ATT_OUT))
+            st = st_error(ST_ERR_NOMEM, "node '%s': out of memory for attention operand %d in f32", k->node->name, i);
+    if (st == ST_OK) st = att_run(k, ops);
+    if (st == ST_OK) att_walk(&out_f16, bufs[ST_ATT_OUT], false);
+    for (int i = 0; i < ST_ATT_N_OPERANDS; i++) free(bufs[i]);
+    return st;
+}
+
+/* The f32 kernel over operands already through their layouts. */
+static st_status att_run(const st_kctx *k, st_operand *ops)
+{
+    const st_attention_state *s = k->state;
+    const st_operand *given[ST_ATT_N_OPERANDS] = {&k->in[0], &k->in[1], &k->in[2], k->n_in > 3 ? &k->in[3] : NULL, &k->out[0]};
     att_job j = {.s = s, .q = &ops[ST_ATT_Q], .kt = &ops[ST_ATT_KT], .v = &ops[ST_ATT_V], .o = &ops[ST_ATT_OUT]};
     j.m = given[ST_ATT_MASK] && given[ST_ATT_MASK]->data ? &ops[ST_ATT_MASK] : NULL;
     if (s->mask_kind == ST_ATT_MASK_NONE) j.m = NULL;
@@ -343,6 +405,6 @@ static st_status cpu_attention(const st_kctx *k)
 }
 
 const st_kernel st_cpu_k_attention[] = {
-    {"FusedAttention", "ai.strata", ST_DT(ST_F32), cpu_attention, NULL, NULL, NULL},
+    {"FusedAttention", "ai.strata", ST_DT(ST_F32) | ST_DT(ST_F16), cpu_attention, NULL, NULL, NULL},
     {NULL},
 };

@@ -26,58 +26,24 @@
  * spec pads with x's zero point): padded taps are skipped.  What the QDQ
  * fusion (passes/fuse_qdq.c) adds is taken too: QLinearConv's
  * requantization type and table (the elementwise ops that followed the
- * conv), QLinearMatMul's int32 bias per column (a Gemm's).
+ * conv), QLinearMatMul's int32 bias per column (a Gemm's).  The
+ * geometry (sizes, strides, each parameter's step) and the accepts checks
+ * are the OpenCL backend's too: ops/lower_qint.c computes them once.
  */
 #include "backends/cuda/qint.cuh"
+#include "ops/lower_qint.h"
 #include "ops/misc.h"
 
 #define THREADS 256
-#define QMM_BATCH 4
+#define QMM_BATCH ST_LQ_BATCH
 /* DynamicQuantizeLinear's partial ranges (one per block), in the
  * stream's workspace: 2 floats each, then the scale and zero point */
 #define DYNQ_BLOCKS 256
 
-static bool is8(st_dtype t) { return t == ST_U8 || t == ST_I8; }
-static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
-
-/* Every present operand 8-bit, but the scales (f32, f16, bf16: inputs
- * `scales`), QLinearConv's int32 bias (input `bias`, or -1) and output 0
- * (8-bit, or int32 for the Integer ops). */
-static bool q_accepts(const st_knode *n, char *why, size_t len, bool qlinear, int bias)
-{
-    for (int i = 0; i < n->n_in + n->n_out; i++) {
-        const st_view *v = &n->views[i];
-        if (v->rank < 0) continue;
-        bool scale = qlinear && (i == 1 || i == 4 || i == 6);
-        bool ok = scale ? f32_family(v->dtype)
-                  : i == bias && i < n->n_in ? v->dtype == ST_I32
-                  : i == n->n_in ? is8(v->dtype) || v->dtype == ST_I32
-                  : is8(v->dtype);
-        if (!ok) return st_kernel_refuse(why, len, "a %s operand %d", st_dtype_name(v->dtype), i);
-    }
-    return true;
-}
-
-static bool accepts_dynq(const st_knode *n, char *why, size_t len)
-{
-    if (!f32_family(n->views[0].dtype)) return st_kernel_refuse(why, len, "a %s input", st_dtype_name(n->views[0].dtype));
-    return true;
-}
-
-static bool accepts_qmm(const st_knode *n, char *why, size_t len)
-{
-    const st_qmatmul_state *s = (const st_qmatmul_state *)n->state;
-    const st_view *a = &n->views[0], *b = &n->views[s->qlinear ? 3 : 1], *y = &n->views[n->n_in];
-    int nb = y->rank - (a->rank == 1 ? 0 : 1) - (b->rank == 1 ? 0 : 1);
-    if (nb > QMM_BATCH) return st_kernel_refuse(why, len, "%d batch dims (at most %d)", nb, QMM_BATCH);
-    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
-}
-
+/* What the OpenCL kernels refuse too (ops/lower_qint.c). */
 static bool accepts_qconv(const st_knode *n, char *why, size_t len)
 {
-    const st_qconv_state *s = (const st_qconv_state *)n->state;
-    if (s->q_type && !is8((st_dtype)s->q_type)) return st_kernel_refuse(why, len, "requantization to %s", st_dtype_name((st_dtype)s->q_type));
-    return q_accepts(n, why, len, s->qlinear, s->qlinear ? 8 : -1);
+    return st_lq_accepts_requant(n, why, len) && st_lq_accepts_operands(n, why, len, ((const st_qconv_state *)n->state)->qlinear);
 }
 
 /* ---- DynamicQuantizeLinear ---- */
@@ -158,8 +124,6 @@ static st_status st_cuda_dynamic_quantize(const st_kctx *k)
 
 /* ---- MatMulInteger, QLinearMatMul ---- */
 
-static void chan_param(const st_operand *v, const void **data, st_dtype *dt, int64_t *step);
-
 /* An operand's element (batch b, row i, column j) is at
  * data + sum(b[d] * bs[d]) + i * rs + j * cs; a per-row parameter (of A)
  * has cs 0, a per-column one (of B) rs 0, a scalar all strides 0.
@@ -217,41 +181,22 @@ __global__ void qmatmul_kernel(qmm_args p)
     }
 }
 
-static void batch_strides(const st_operand *mat, int nb, int64_t *bs)
-{
-    int br = mat->rank > 1 ? mat->rank - 2 : 0;
-    for (int d = 0; d < nb; d++) {
-        int q = d - (nb - br);
-        bs[d] = q < 0 || mat->sizes[q] == 1 ? 0 : mat->strides[q];
-    }
-}
-
-/* A per-row (is_a) or per-column parameter o of matrix mat, as the CPU's
- * qparam_init reads it: one value, a 1-D one per row / column, or mat's
- * shape with a unit column / row. */
-static void qmm_param(qmm_op *p, const st_operand *o, const st_operand *mat, bool is_a, int nb)
-{
-    memset(p, 0, sizeof *p);
-    if (!o) return;
-    p->data = o->data;
-    p->dt = o->dtype;
-    if (st_operand_numel(o) == 1) return;
-    int64_t step;
-    if (o->rank == 1) {
-        step = mat->rank == 1 ? 0 : o->strides[0];
-    } else {
-        step = o->strides[o->rank - (is_a ? 2 : 1)];
-        int br = mat->rank - 2;
-        for (int d = 0; d < nb; d++) {
-            int q = d - (nb - br);
-            p->bs[d] = q < 0 || mat->sizes[q] == 1 ? 0 : o->strides[q];
-        }
-    }
-    if (is_a) p->rs = step;
-    else p->cs = step;
-}
-
 static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
+
+/* The device address of operand i (ops/lower_qint.h's numbering), NULL
+ * when absent (-1). */
+static const void *operand_data(const st_kctx *k, int i)
+{
+    return i < 0 ? NULL : i < k->n_in ? k->in[i].data : k->out[i - k->n_in].data;
+}
+
+/* A lowered scalar or per-channel parameter as the kernels take it:
+ * address and dtype (U8 when absent, never read). */
+static void param_of(const st_kctx *k, int operand, st_dtype dt, const void **data, st_dtype *out_dt)
+{
+    *data = operand_data(k, operand);
+    *out_dt = operand < 0 ? ST_U8 : dt;
+}
 
 /* A per-column parameter of B (n columns) as one value (step 0) or a
  * vector along its last dim; false for anything else (per batch). */
@@ -266,62 +211,60 @@ static bool col_param(const st_operand *v, int64_t n, const void **data, st_dtyp
     return true;
 }
 
-/* A MatMulInteger / QLinearMatMul as qconv_igemm.cu's GEMM, so that the
- * common dynamically quantized form (activations A with one zero point
- * and scale, weights B [K, N] with one or one per column) runs on the
- * tensor cores: Y^T = B^T A^T is a 1x1 conv over the rows of A, whose
- * output channels are B's columns (w = B^T, w_zp and w_scale per
- * column), input channels K (x = A^T, x_zp and x_scale A's) and images
- * A's one batch dim, if any; a bias per column is the conv's per output
- * channel.  False where that does not fit: A's
- * parameters per row, B batched, or more than one batch dim. */
-static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
+/* A MatMulInteger / QLinearMatMul (lowered as q) as qconv_igemm.cu's
+ * GEMM, so that the common dynamically quantized form (activations A
+ * with one zero point and scale, weights B [K, N] with one or one per
+ * column) runs on the tensor cores: Y^T = B^T A^T is a 1x1 conv over the
+ * rows of A, whose output channels are B's columns (w = B^T, w_zp and
+ * w_scale per column), input channels K (x = A^T, x_zp and x_scale A's)
+ * and images A's one batch dim, if any; a bias per column is the conv's
+ * per output channel.  False where that does not fit: A's parameters per
+ * row, B batched, or more than one batch dim. */
+static bool qmm_as_conv(const st_kctx *k, bool qlinear, const st_lq_matmul *q, qconv_args *p)
 {
-    const st_operand *a = &k->in[0], *b = &k->in[qlinear ? 3 : 1], *y = &k->out[0];
-    const st_operand *az = opt_in(k, 2), *bz = opt_in(k, qlinear ? 5 : 3);
-    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
-    int nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-    if (nb > 1) return false;
+    const st_operand *b = &k->in[qlinear ? 3 : 1], *az = opt_in(k, 2), *bz = opt_in(k, qlinear ? 5 : 3);
+    const st_lq_mm_op *oy = &q->o[ST_LQ_Y], *oa = &q->o[ST_LQ_A], *ob = &q->o[ST_LQ_B];
+    if (q->nb > 1) return false;
     for (int d = 0; d + 2 < b->rank; d++)
         if (b->sizes[d] != 1) return false;
     if (az && st_operand_numel(az) != 1) return false;
     if (qlinear && st_operand_numel(&k->in[1]) != 1) return false;
-    int64_t m = a_vec ? 1 : a->sizes[a->rank - 2], kk = a->sizes[a->rank - 1], n = b_vec ? 1 : b->sizes[b->rank - 1];
     memset(p, 0, sizeof *p);
-    if (!col_param(bz, n, &p->wz, &p->wz_dt, &p->wz_step)) return false;
-    if (qlinear && !col_param(&k->in[4], n, &p->wsc, &p->wsc_dt, &p->wsc_step)) return false;
+    if (!col_param(bz, q->n, &p->wz, &p->wz_dt, &p->wz_step)) return false;
+    if (qlinear && !col_param(&k->in[4], q->n, &p->wsc, &p->wsc_dt, &p->wsc_step)) return false;
     /* QLinearMatMul's int32 bias per column (the QDQ fusion's Gemm) */
-    if (qlinear && !col_param(opt_in(k, 8), n, &p->bias, &p->b_dt, &p->b_step)) return false;
-    p->total = st_operand_numel(y);
-    p->nimg = nb ? y->sizes[0] : 1;
+    if (qlinear && !col_param(opt_in(k, 8), q->n, &p->bias, &p->b_dt, &p->b_step)) return false;
+    p->total = st_operand_numel(&k->out[0]);
+    p->nimg = q->nb ? q->bn[0] : 1;
     p->groups = 1;
-    p->cg = kk;
-    p->mg = n;
+    p->cg = q->k;
+    p->mg = q->n;
     for (int i = 0; i < 3; i++) {
-        p->is[i] = p->os[i] = i == 2 ? m : 1;
+        p->is[i] = p->os[i] = i == 2 ? q->m : 1;
         p->k[i] = p->s[i] = p->d[i] = 1;
     }
-    int64_t abs[QMM_BATCH] = {0, 0, 0, 0};
-    batch_strides(a, nb, abs);
-    p->xs[0] = abs[0];
-    p->xs[1] = a->strides[a->rank - 1];
-    p->xs[4] = a_vec ? 0 : a->strides[a->rank - 2];
-    p->ws[0] = b_vec ? 0 : b->strides[b->rank - 1];
-    p->ws[1] = b->strides[b_vec ? 0 : b->rank - 2];
-    p->ys[0] = nb ? y->strides[0] : 0;
-    p->ys[1] = b_vec ? 0 : y->strides[y->rank - 1];
-    p->ys[4] = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)];
-    p->x = a->data;
-    p->w = b->data;
-    p->y = y->data;
-    p->x_dt = a->dtype;
-    p->w_dt = b->dtype;
-    p->y_dt = y->dtype;
-    chan_param(az, &p->xz, &p->xz_dt, NULL);
+    /* x = A^T: images by A's batch stride, channels along a row of A,
+     * pixels down its column; w = B^T; y^T likewise (a 1-D A or B has
+     * row / column stride 0 in the lowering) */
+    p->xs[0] = oa->bs[0];
+    p->xs[1] = oa->cs;
+    p->xs[4] = oa->rs;
+    p->ws[0] = ob->cs;
+    p->ws[1] = ob->rs;
+    p->ys[0] = oy->bs[0];
+    p->ys[1] = oy->cs;
+    p->ys[4] = oy->rs;
+    p->x = operand_data(k, oa->operand);
+    p->w = operand_data(k, ob->operand);
+    p->y = k->out[0].data;
+    p->x_dt = oa->dt;
+    p->w_dt = ob->dt;
+    p->y_dt = oy->dt;
+    param_of(k, q->o[ST_LQ_AZ].operand, q->o[ST_LQ_AZ].dt, &p->xz, &p->xz_dt);
     if (qlinear) {
-        chan_param(&k->in[1], &p->xsc, &p->xsc_dt, NULL);
-        chan_param(&k->in[6], &p->ysc, &p->ysc_dt, NULL);
-        chan_param(opt_in(k, 7), &p->yz, &p->yz_dt, NULL);
+        param_of(k, q->o[ST_LQ_AS].operand, q->o[ST_LQ_AS].dt, &p->xsc, &p->xsc_dt);
+        param_of(k, q->o[ST_LQ_YS].operand, q->o[ST_LQ_YS].dt, &p->ysc, &p->ysc_dt);
+        param_of(k, q->o[ST_LQ_YZ].operand, q->o[ST_LQ_YZ].dt, &p->yz, &p->yz_dt);
     }
     return true;
 }
@@ -329,54 +272,31 @@ static bool qmm_as_conv(const st_kctx *k, bool qlinear, qconv_args *p)
 static st_status st_cuda_qmatmul(const st_kctx *k)
 {
     const st_qmatmul_state *s = (const st_qmatmul_state *)k->state;
-    const st_operand *a = &k->in[0], *b = &k->in[s->qlinear ? 3 : 1], *y = &k->out[0];
-    if (st_operand_numel(y) == 0) return ST_OK;
+    if (st_operand_numel(&k->out[0]) == 0) return ST_OK;
+    st_lq_matmul q;
+    st_lower_qmatmul(k, &q);
     qconv_args c;
-    if (qmm_as_conv(k, s->qlinear, &c) && st_qconv_igemm_takes(c)) {
+    if (qmm_as_conv(k, s->qlinear, &q, &c) && st_qconv_igemm_takes(c)) {
         st_qconv_igemm(c, (const st_cuda_ctx *)k->dev);
         return ST_OK;
     }
-    bool a_vec = a->rank == 1, b_vec = b->rank == 1;
     qmm_args p;
     memset(&p, 0, sizeof p);
-    p.nb = y->rank - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-    p.m = a_vec ? 1 : a->sizes[a->rank - 2];
-    p.k = a->sizes[a->rank - 1];
-    p.n = b_vec ? 1 : b->sizes[b->rank - 1];
-    p.total = p.m * p.n;
-    for (int d = 0; d < p.nb; d++) p.total *= p.bn[d] = y->sizes[d];
-    p.y = y->data;
-    p.o[0].data = y->data;
-    p.o[0].dt = y->dtype;
-    p.o[0].rs = a_vec ? 0 : y->strides[y->rank - (b_vec ? 1 : 2)];
-    p.o[0].cs = b_vec ? 0 : y->strides[y->rank - 1];
-    for (int d = 0; d < p.nb; d++) p.o[0].bs[d] = y->strides[d];
-    p.o[1].data = a->data;
-    p.o[1].dt = a->dtype;
-    p.o[1].rs = a_vec ? 0 : a->strides[a->rank - 2];
-    p.o[1].cs = a->strides[a->rank - 1];
-    batch_strides(a, p.nb, p.o[1].bs);
-    p.o[2].data = b->data;
-    p.o[2].dt = b->dtype;
-    p.o[2].rs = b_vec ? b->strides[0] : b->strides[b->rank - 2];
-    p.o[2].cs = b_vec ? 0 : b->strides[b->rank - 1];
-    batch_strides(b, p.nb, p.o[2].bs);
-    if (s->qlinear) {
-        qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
-        qmm_param(&p.o[4], opt_in(k, 5), b, false, p.nb);
-        qmm_param(&p.o[5], &k->in[1], a, true, p.nb);
-        qmm_param(&p.o[6], &k->in[4], b, false, p.nb);
-        qmm_param(&p.o[7], &k->in[6], a, true, 0);
-        qmm_param(&p.o[8], opt_in(k, 7), a, true, 0);
-        const st_operand *bias = opt_in(k, 8);
-        if (bias) {
-            p.o[9].data = bias->data;
-            p.o[9].dt = bias->dtype;
-            p.o[9].cs = bias->strides[bias->rank - 1];
-        }
-    } else {
-        qmm_param(&p.o[3], opt_in(k, 2), a, true, p.nb);
-        qmm_param(&p.o[4], opt_in(k, 3), b, false, p.nb);
+    p.nb = q.nb;
+    p.m = q.m;
+    p.k = q.k;
+    p.n = q.n;
+    p.total = q.m * q.n * q.batches;
+    for (int d = 0; d < q.nb; d++) p.bn[d] = q.bn[d];
+    p.y = k->out[0].data;
+    /* absent operands: data NULL, dt 0 */
+    for (int i = 0; i < ST_LQ_MM_OPS; i++) {
+        const st_lq_mm_op *o = &q.o[i];
+        p.o[i].data = operand_data(k, o->operand);
+        p.o[i].dt = o->dt;
+        p.o[i].rs = o->rs;
+        p.o[i].cs = o->cs;
+        for (int d = 0; d < QMM_BATCH; d++) p.o[i].bs[d] = o->bs[d];
     }
     qmatmul_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p);
     return ST_OK;
@@ -421,77 +341,49 @@ __global__ void qconv_kernel(qconv_args p)
     }
 }
 
-/* An N, C, spatial... operand's strides, the spatial ones right-aligned
- * to 3 (0 on the padding dims). */
-static void win_strides(const st_operand *v, int nsp, int64_t *st)
-{
-    st[0] = v->strides[0];
-    st[1] = v->strides[1];
-    for (int i = 0; i < 3; i++) st[2 + i] = i < 3 - nsp ? 0 : v->strides[2 + i - (3 - nsp)];
-}
-
-/* A scalar or per-channel parameter: data, dtype and step (0 when one
- * value). */
-static void chan_param(const st_operand *v, const void **data, st_dtype *dt, int64_t *step)
-{
-    *data = v ? v->data : NULL;
-    *dt = v ? v->dtype : ST_U8;
-    if (step) *step = v && st_operand_numel(v) != 1 ? v->strides[0] : 0;
-}
-
 static st_status st_cuda_qconv(const st_kctx *k)
 {
     const st_qconv_state *s = (const st_qconv_state *)k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
     qconv_args p;
     memset(&p, 0, sizeof p);
-    p.total = st_operand_numel(y);
+    p.total = st_operand_numel(&k->out[0]);
     if (p.total == 0) return ST_OK;
-    const st_operand *w, *xz, *wz, *bias = NULL, *xs = NULL, *ws = NULL, *ys = NULL, *yz = NULL;
-    if (s->qlinear) {
-        xs = &k->in[1];
-        xz = opt_in(k, 2);
-        w = &k->in[3];
-        ws = &k->in[4];
-        wz = opt_in(k, 5);
-        ys = &k->in[6];
-        yz = opt_in(k, 7);
-        bias = opt_in(k, 8);
-    } else {
-        w = &k->in[1];
-        xz = opt_in(k, 2);
-        wz = opt_in(k, 3);
-    }
-    int nsp = s->nsp, pad = 3 - nsp;
+    st_lq_conv q;
+    st_lower_qconv(k, &q);
     for (int i = 0; i < 3; i++) {
-        int j = i - pad;
-        p.is[i] = j < 0 ? 1 : x->sizes[2 + j];
-        p.os[i] = j < 0 ? 1 : y->sizes[2 + j];
-        p.k[i] = j < 0 ? 1 : s->k[j];
-        p.s[i] = j < 0 ? 1 : s->s[j];
-        p.d[i] = j < 0 ? 1 : s->d[j];
-        p.pb[i] = j < 0 ? 0 : s->pb[j];
+        p.is[i] = q.is[i];
+        p.os[i] = q.os[i];
+        p.k[i] = q.k[i];
+        p.s[i] = q.s[i];
+        p.d[i] = q.d[i];
+        p.pb[i] = q.pb[i];
     }
-    p.nimg = x->sizes[0];
-    p.groups = s->group;
-    p.cg = x->sizes[1] / s->group;
-    p.mg = y->sizes[1] / s->group;
-    win_strides(x, nsp, p.xs);
-    win_strides(w, nsp, p.ws);
-    win_strides(y, nsp, p.ys);
+    p.nimg = q.nimg;
+    p.groups = q.groups;
+    p.cg = q.cg;
+    p.mg = q.mg;
+    for (int i = 0; i < 5; i++) {
+        p.xs[i] = q.xs[i];
+        p.ws[i] = q.ws[i];
+        p.ys[i] = q.ys[i];
+    }
+    const st_operand *x = &k->in[q.x], *w = &k->in[q.w], *y = &k->out[0];
     p.x = x->data;
     p.w = w->data;
     p.y = y->data;
     p.x_dt = x->dtype;
     p.w_dt = w->dtype;
     p.y_dt = y->dtype;
-    chan_param(xz, &p.xz, &p.xz_dt, NULL);
-    chan_param(wz, &p.wz, &p.wz_dt, &p.wz_step);
-    chan_param(bias, &p.bias, &p.b_dt, &p.b_step);
-    chan_param(xs, &p.xsc, &p.xsc_dt, NULL);
-    chan_param(ws, &p.wsc, &p.wsc_dt, &p.wsc_step);
-    chan_param(ys, &p.ysc, &p.ysc_dt, NULL);
-    chan_param(yz, &p.yz, &p.yz_dt, NULL);
+    param_of(k, q.xz.operand, q.xz.dt, &p.xz, &p.xz_dt);
+    param_of(k, q.wz.operand, q.wz.dt, &p.wz, &p.wz_dt);
+    param_of(k, q.bias.operand, q.bias.dt, &p.bias, &p.b_dt);
+    param_of(k, q.xsc.operand, q.xsc.dt, &p.xsc, &p.xsc_dt);
+    param_of(k, q.wsc.operand, q.wsc.dt, &p.wsc, &p.wsc_dt);
+    param_of(k, q.ysc.operand, q.ysc.dt, &p.ysc, &p.ysc_dt);
+    param_of(k, q.yz.operand, q.yz.dt, &p.yz, &p.yz_dt);
+    p.wz_step = q.wz.step;
+    p.b_step = q.bias.step;
+    p.wsc_step = q.wsc.step;
     p.q_dt = (st_dtype)s->q_type;
     p.has_lut = s->has_lut;
     /* the table's entries are bytes (the CPU stores the low byte too) */
@@ -506,9 +398,9 @@ static st_status st_cuda_qconv(const st_kctx *k)
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
 extern "C" const st_kernel st_cuda_k_qint[] = {
-    {"DynamicQuantizeLinear", "", ST_CUDA_DT, st_cuda_dynamic_quantize, accepts_dynq, NULL, NULL},
-    {"MatMulInteger", "", ST_CUDA_DT, st_cuda_qmatmul, accepts_qmm, NULL, NULL},
-    {"QLinearMatMul", "", ST_CUDA_DT, st_cuda_qmatmul, accepts_qmm, NULL, NULL},
+    {"DynamicQuantizeLinear", "", ST_CUDA_DT, st_cuda_dynamic_quantize, st_lq_accepts_dynq, NULL, NULL},
+    {"MatMulInteger", "", ST_CUDA_DT, st_cuda_qmatmul, st_lq_accepts_qmatmul, NULL, NULL},
+    {"QLinearMatMul", "", ST_CUDA_DT, st_cuda_qmatmul, st_lq_accepts_qmatmul, NULL, NULL},
     {"ConvInteger", "", ST_CUDA_DT, st_cuda_qconv, accepts_qconv, NULL, NULL},
     {"QLinearConv", "", ST_CUDA_DT, st_cuda_qconv, accepts_qconv, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL}

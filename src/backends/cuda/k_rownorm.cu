@@ -6,12 +6,14 @@
  * E[x^2] - E[x]^2), then writes y = (x - mean) / sqrt(var + eps) * scale +
  * bias, scale and bias per channel (opset 21) or per group (before).
  * The logic is backends/opencl/rownorm.cl's, which the node tests check on
- * PoCL (LayerNorm and InstanceNorm have their kernels in k_norm.cu).
+ * PoCL, and so is the split: ops/lower_rownorm.c makes it for both
+ * (LayerNorm and InstanceNorm have their kernels in k_norm.cu).
  */
 #include "backends/cuda/common.cuh"
 extern "C" {
 #include "ops/norm.h"
 }
+#include "ops/lower_rownorm.h"
 
 #define RN_THREADS 256
 
@@ -87,6 +89,8 @@ static st_status cuda_group_norm(const st_kctx *k)
     const st_norm_state *s = (const st_norm_state *)k->state;
     const st_operand *x = &k->in[0], *sc = &k->in[1], *y = &k->out[0];
     const st_operand *bi = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    st_lower_rows r;
+    st_lower_group_norm(k, bi != NULL, &r);
     rownorm_p p;
     memset(&p, 0, sizeof p);
     p.eps = s->epsilon;
@@ -94,31 +98,15 @@ static st_status cuda_group_norm(const st_kctx *k)
     p.dt[1] = y->dtype;
     p.dt[2] = sc->dtype;
     p.dt[3] = bi ? bi->dtype : ST_F32;
-    int64_t g = s->size, cg = x->sizes[1] / g;
-    p.rank = x->rank + 1;
-    p.outer = 2;
-    for (int d = 0, e = 0; d < x->rank; d++, e++) {
-        p.n[e] = x->sizes[d];
-        p.s[0][e] = x->strides[d];
-        p.s[1][e] = y->strides[d];
-        if (d == 1) {
-            p.n[e] = g;
-            p.s[0][e] = x->strides[1] * cg;
-            p.s[1][e] = y->strides[1] * cg;
-            p.s[2][e] = s->per_group ? sc->strides[0] : sc->strides[0] * cg;
-            if (bi) p.s[3][e] = s->per_group ? bi->strides[0] : bi->strides[0] * cg;
-            e++;
-            p.n[e] = cg;
-            p.s[0][e] = x->strides[1];
-            p.s[1][e] = y->strides[1];
-            p.s[2][e] = s->per_group ? 0 : sc->strides[0];
-            if (bi) p.s[3][e] = s->per_group ? 0 : bi->strides[0];
-        }
+    p.rank = r.rank;
+    p.outer = r.outer;
+    for (int d = 0; d < r.rank; d++) {
+        p.n[d] = r.n[d];
+        for (int o = 0; o < ST_LRN_OPS; o++) p.s[o][d] = r.s[o][d];
     }
-    int64_t rows = x->sizes[0] * g, len = 1;
-    for (int d = 2; d < p.rank; d++) len *= p.n[d];
+    int64_t rows = r.rows;
     if (rows == 0) return ST_OK;
-    if (len == 0) return st_error(ST_ERR_INTERNAL, "node '%s': normalising an empty row", k->node->name);
+    if (r.len == 0) return st_error(ST_ERR_INTERNAL, "node '%s': normalising an empty row", k->node->name);
     rownorm_kernel<<<(unsigned)rows, RN_THREADS, 0, st_stream(k)>>>(p, y->data, x->data, sc->data, bi ? bi->data : NULL);
     return ST_OK;
 }
@@ -127,8 +115,7 @@ static st_status cuda_group_norm(const st_kctx *k)
 
 static bool group_norm_accepts(const st_knode *n, char *why, size_t len)
 {
-    if (n->views[0].rank < 2 || n->views[0].rank + 1 > ST_MAX_RANK)
-        return st_kernel_refuse(why, len, "GroupNormalization of rank %d", n->views[0].rank);
+    if (!st_lrn_accepts_rank(n, why, len)) return false;
     int64_t rows = n->views[0].sizes[0] * ((const st_norm_state *)n->state)->size;
     if (rows > 0x7fffffff) return st_kernel_refuse(why, len, "GroupNormalization of %lld rows", (long long)rows);
     for (int i = 0; i < n->n_in + n->n_out; i++) {

@@ -5,12 +5,14 @@
  * LayerNorm's x as it is with outer = axis, InstanceNorm's with outer = 2
  * (scale per channel), GroupNorm's as [N, G, C / G, spatial...] with
  * outer = 2 (the split of the channel axis that strides always express,
- * as backends/cpu/k_norm.c sees it).
+ * as backends/cpu/k_norm.c sees it; ops/lower_rownorm.c makes that
+ * split for CUDA's kernel too).
  */
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
 #include "core/status.h"
+#include "ops/lower_rownorm.h"
 #include "ops/norm.h"
 
 #define RN_LOCAL 64
@@ -56,27 +58,14 @@ static st_status cl_rownorm(const st_kctx *k)
     set_base(&p, 3, bi);
     p.has_bias = bi != NULL;
     if (s->kind == ST_N_GROUP_NORM) {
-        int64_t g = s->size, cg = x->sizes[1] / g;
-        p.rank = x->rank + 1;
-        p.outer = 2;
-        for (int d = 0, e = 0; d < x->rank; d++, e++) {
-            p.n[e] = x->sizes[d];
-            p.s[0][e] = x->strides[d];
-            p.s[1][e] = y->strides[d];
-            if (d == 1) {
-                p.n[e] = g;
-                p.s[0][e] = x->strides[1] * cg;
-                p.s[1][e] = y->strides[1] * cg;
-                /* per channel (opset 21) or per group (before) */
-                p.s[2][e] = s->per_group ? sc->strides[0] : sc->strides[0] * cg;
-                if (bi) p.s[3][e] = s->per_group ? bi->strides[0] : bi->strides[0] * cg;
-                e++;
-                p.n[e] = cg;
-                p.s[0][e] = x->strides[1];
-                p.s[1][e] = y->strides[1];
-                p.s[2][e] = s->per_group ? 0 : sc->strides[0];
-                if (bi) p.s[3][e] = s->per_group ? 0 : bi->strides[0];
-            }
+        /* the split of the channel axis, as CUDA's (ops/lower_rownorm.c) */
+        st_lower_rows r;
+        st_lower_group_norm(k, bi != NULL, &r);
+        p.rank = r.rank;
+        p.outer = r.outer;
+        for (int d = 0; d < r.rank; d++) {
+            p.n[d] = r.n[d];
+            for (int o = 0; o < ST_LRN_OPS; o++) p.s[o][d] = r.s[o][d];
         }
     } else {
         p.rank = x->rank;
@@ -132,10 +121,7 @@ static bool rownorm_accepts(const st_knode *n, char *why, size_t len)
 {
     const st_norm_state *s = n->state;
     if (s->residual) return st_kernel_refuse(why, len, "AddLayerNormalization is not implemented on OpenCL");
-    int extra = s->kind == ST_N_GROUP_NORM ? 1 : 0;
-    if (n->views[0].rank + extra > ST_MAX_RANK) return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
-    if (s->kind != ST_N_LAYER_NORM && n->views[0].rank < 2)
-        return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
+    if (!st_lrn_accepts_rank(n, why, len)) return false;
     return st_cl_accepts_f32_family(n, why, len);
 }
 

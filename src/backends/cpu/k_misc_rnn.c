@@ -15,6 +15,8 @@
  * sequence_lens: row b runs its first lens[b] steps (the reverse
  * direction runs them from lens[b] - 1 down to 0); Y is zero past them,
  * and Y_h / Y_c are zero for an empty sequence, as ONNX Runtime does.
+ * Which dim is which under either layout comes from ops/lower_rnn.c, as
+ * on the CUDA and OpenCL backends.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "backends/cpu/k_misc.h"
 #include "backends/cpu/linalg.h"
 #include "runtime/pool.h"
+#include "ops/lower_rnn.h"
 #include "ops/misc.h"
 
 /* One direction's weight, packed row-major [rows, cols]: f32 or f64. */
@@ -37,6 +40,7 @@ typedef struct rnn_job {
     const st_kctx *k;
     const st_rnn_state *s;
     bool f64;
+    st_lower_rnn g;                  /* sizes and per-role strides (ops/lower_rnn.h) */
     int64_t seq, batch, in, H;
     const double *x;                 /* X packed [seq * batch, in], row t * batch + b */
     const int64_t *lens;
@@ -158,20 +162,17 @@ static st_status rnn_prepare(const st_knode *n, void **priv)
     return ST_OK;
 }
 
-/* Offsets of Y[t, dir, b, 0] and of a state [dir, b, 0] in either layout. */
-static int64_t y_off(const st_operand *y, int layout, int64_t t, int64_t dir, int64_t b)
+/* Lowered operand o's data (NULL when absent) and the address of its
+ * element [a, b, c, d] by role, whichever the layout. */
+static const st_operand *role_op(const st_kctx *k, const st_lrnn_op *o)
 {
-    return layout ? b * y->strides[0] + t * y->strides[1] + dir * y->strides[2]
-                  : t * y->strides[0] + dir * y->strides[1] + b * y->strides[2];
+    return o->operand < 0 ? NULL : o->operand < k->n_in ? &k->in[o->operand] : &k->out[o->operand - k->n_in];
 }
 
-static int64_t state_off(const st_operand *o, int layout, int64_t dir, int64_t b)
+static char *role_at(const st_operand *v, const st_lrnn_op *o, int64_t a, int64_t b, int64_t c, int64_t d)
 {
-    return layout ? b * o->strides[0] + dir * o->strides[1] : dir * o->strides[0] + b * o->strides[1];
+    return st_misc_at(v, a * o->s[0] + b * o->s[1] + c * o->s[2] + d * o->s[3]);
 }
-
-static const st_operand *opt_in(const st_kctx *k, int i) { return i < k->n_in && k->in[i].data ? &k->in[i] : NULL; }
-static const st_operand *opt_out(const st_kctx *k, int i) { return i < k->n_out && k->out[i].data ? &k->out[i] : NULL; }
 
 static double clipv(const st_rnn_state *s, double v)
 {
@@ -186,9 +187,10 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
     int64_t H = j->H, G = s->gates, GH = G * H, B = j->batch, T = j->seq, I = j->in;
     bool rev = s->dirs == 2 ? dir == 1 : s->reverse;
     const st_rnn_act *act = s->act[dir];
-    const st_operand *bo = opt_in(k, 3), *h0 = opt_in(k, 5), *c0 = opt_in(k, 6), *po = opt_in(k, 7);
-    const st_operand *y = opt_out(k, 0), *yh = opt_out(k, 1), *yc = opt_out(k, 2);
-    if (s->cell != ST_CELL_LSTM) c0 = po = yc = NULL;
+    const st_lrnn_op *g = j->g.o;
+    const st_operand *bo = role_op(k, &g[ST_LRNN_B]), *h0 = role_op(k, &g[ST_LRNN_H0]), *c0 = role_op(k, &g[ST_LRNN_C0]);
+    const st_operand *po = role_op(k, &g[ST_LRNN_P]), *y = role_op(k, &g[ST_LRNN_Y]), *yh = role_op(k, &g[ST_LRNN_YH]);
+    const st_operand *yc = role_op(k, &g[ST_LRNN_YC]);
     rnn_w w = {0}, r = {0};
     const rnn_prep *prep = j->f64 ? NULL : k->priv;
     if (prep) { /* borrowed: not freed below */
@@ -213,13 +215,13 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
     /* wb, rb (each [GH]) and the peepholes pi, po, pf */
     double *wb = bias, *rb = bias + GH, *peep = bias + 2 * GH;
     if (bo)
-        for (int64_t i = 0; i < 2 * GH; i++) bias[i] = st_load_f64(bo->dtype, st_misc_at(bo, dir * bo->strides[0] + i * bo->strides[1]));
+        for (int64_t i = 0; i < 2 * GH; i++) bias[i] = st_load_f64(bo->dtype, role_at(bo, &g[ST_LRNN_B], dir, i, 0, 0));
     if (po)
-        for (int64_t i = 0; i < 3 * H; i++) peep[i] = st_load_f64(po->dtype, st_misc_at(po, dir * po->strides[0] + i * po->strides[1]));
+        for (int64_t i = 0; i < 3 * H; i++) peep[i] = st_load_f64(po->dtype, role_at(po, &g[ST_LRNN_P], dir, i, 0, 0));
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = 0; i < H; i++) {
-            h[b * H + i] = h0 ? st_load_f64(h0->dtype, st_misc_at(h0, state_off(h0, s->layout, dir, b) + i * h0->strides[2])) : 0.0;
-            c[b * H + i] = c0 ? st_load_f64(c0->dtype, st_misc_at(c0, state_off(c0, s->layout, dir, b) + i * c0->strides[2])) : 0.0;
+            h[b * H + i] = h0 ? st_load_f64(h0->dtype, role_at(h0, &g[ST_LRNN_H0], dir, b, i, 0)) : 0.0;
+            c[b * H + i] = c0 ? st_load_f64(c0->dtype, role_at(c0, &g[ST_LRNN_C0], dir, b, i, 0)) : 0.0;
         }
     if (!mm_wt(&w, 0, GH, j->x, T * B, xw, fa, fo)) {
         st = ST_ERR_NOMEM;
@@ -290,25 +292,21 @@ static st_status rnn_direction(rnn_job *j, int64_t dir)
                     hb[i] = go * act_apply(&act[2], cn);
                 }
             }
-            if (y) {
-                int64_t yo = y_off(y, s->layout, t, dir, b);
-                for (int64_t i = 0; i < H; i++) st_store_f64(y->dtype, st_misc_at(y, yo + i * y->strides[3]), hb[i]);
-            }
+            if (y)
+                for (int64_t i = 0; i < H; i++) st_store_f64(y->dtype, role_at(y, &g[ST_LRNN_Y], t, dir, b, i), hb[i]);
         }
     }
     for (int64_t b = 0; b < B; b++) {
         bool empty = j->lens[b] == 0;
         if (y)
-            for (int64_t t = j->lens[b]; t < T; t++) {
-                int64_t yo = y_off(y, s->layout, t, dir, b);
-                for (int64_t i = 0; i < H; i++) st_store_f64(y->dtype, st_misc_at(y, yo + i * y->strides[3]), 0.0);
-            }
+            for (int64_t t = j->lens[b]; t < T; t++)
+                for (int64_t i = 0; i < H; i++) st_store_f64(y->dtype, role_at(y, &g[ST_LRNN_Y], t, dir, b, i), 0.0);
         if (yh)
             for (int64_t i = 0; i < H; i++)
-                st_store_f64(yh->dtype, st_misc_at(yh, state_off(yh, s->layout, dir, b) + i * yh->strides[2]), empty ? 0.0 : h[b * H + i]);
+                st_store_f64(yh->dtype, role_at(yh, &g[ST_LRNN_YH], dir, b, i, 0), empty ? 0.0 : h[b * H + i]);
         if (yc)
             for (int64_t i = 0; i < H; i++)
-                st_store_f64(yc->dtype, st_misc_at(yc, state_off(yc, s->layout, dir, b) + i * yc->strides[2]), empty ? 0.0 : c[b * H + i]);
+                st_store_f64(yc->dtype, role_at(yc, &g[ST_LRNN_YC], dir, b, i, 0), empty ? 0.0 : c[b * H + i]);
     }
 done:
     free(xw);
@@ -337,15 +335,18 @@ static void rnn_task(void *arg, int64_t dir)
 st_status st_cpu_rnn(const st_kctx *k)
 {
     const st_rnn_state *s = k->state;
-    const st_operand *x = &k->in[0], *sl = opt_in(k, 4);
+    const st_operand *x = &k->in[0];
     rnn_job j = {0};
     j.k = k;
     j.s = s;
     j.f64 = x->dtype == ST_F64;
-    j.seq = x->sizes[s->layout ? 1 : 0];
-    j.batch = x->sizes[s->layout ? 0 : 1];
-    j.in = x->sizes[2];
-    j.H = s->hidden;
+    st_lower_rnn_of(k, &j.g);
+    const st_lrnn_op *gx = &j.g.o[ST_LRNN_X], *gl = &j.g.o[ST_LRNN_SL];
+    const st_operand *sl = role_op(k, gl);
+    j.seq = j.g.T;
+    j.batch = j.g.B;
+    j.in = j.g.I;
+    j.H = j.g.H;
     int64_t *lens = malloc((size_t)(j.batch + 1) * sizeof *lens);
     double *xp = malloc((size_t)(j.seq * j.batch * j.in + 1) * sizeof *xp);
     if (!lens || !xp) {
@@ -354,7 +355,7 @@ st_status st_cpu_rnn(const st_kctx *k)
         return st_error(ST_ERR_NOMEM, "out of memory");
     }
     for (int64_t b = 0; b < j.batch; b++) {
-        lens[b] = sl ? st_load_i64(sl->dtype, st_misc_at(sl, b * sl->strides[0])) : j.seq;
+        lens[b] = sl ? st_load_i64(sl->dtype, role_at(sl, gl, b, 0, 0, 0)) : j.seq;
         if (lens[b] < 0 || lens[b] > j.seq) {
             long long bad = (long long)lens[b];
             free(lens);
@@ -362,11 +363,10 @@ st_status st_cpu_rnn(const st_kctx *k)
             return st_error(ST_ERR_INVALID_ARG, "sequence_lens[%lld] is %lld; X has %lld steps", (long long)b, bad, (long long)j.seq);
         }
     }
-    int64_t st_t = x->strides[s->layout ? 1 : 0], st_b = x->strides[s->layout ? 0 : 1];
     for (int64_t t = 0; t < j.seq; t++)
         for (int64_t b = 0; b < j.batch; b++)
             for (int64_t i = 0; i < j.in; i++)
-                xp[(t * j.batch + b) * j.in + i] = st_load_f64(x->dtype, st_misc_at(x, t * st_t + b * st_b + i * x->strides[2]));
+                xp[(t * j.batch + b) * j.in + i] = st_load_f64(x->dtype, role_at(x, gx, t, b, i, 0));
     j.x = xp;
     j.lens = lens;
     st_parallel_for(k->pool, s->dirs, rnn_task, &j);

@@ -5,6 +5,8 @@
  * it), so a sequence is one launch and never a host loop.  The logic is
  * backends/opencl/rnn.cl's, line for line (the node tests check that one
  * on PoCL), and the CPU's formulas (backends/cpu/k_misc_rnn.c), in f32.
+ * The sizes and per-role strides are OpenCL's too: ops/lower_rnn.c
+ * computes them once.
  *
  * The states (5 * B * H floats per direction: h twice, ping-ponged, c,
  * and GRU's z and r * h) live in the stream's workspace, which commands
@@ -12,6 +14,7 @@
  */
 #include "backends/cuda/common.cuh"
 extern "C" {
+#include "ops/lower_rnn.h"
 #include "ops/misc.h"
 }
 
@@ -178,69 +181,45 @@ __global__ void rnn_kernel(rnn_p p, float *scratch)
     }
 }
 
-static const st_operand *opt(const st_kctx *k, int i, bool out)
-{
-    int n = out ? k->n_out : k->n_in;
-    if (i >= n) return NULL;
-    const st_operand *o = out ? &k->out[i] : &k->in[i];
-    return o->data ? o : NULL;
-}
-
-/* od from o, its strides picked in the order `pick` (-1: none). */
-static void od_of(const st_operand *o, rnn_od *od, const int pick[4])
+/* od from lowered operand o (ops/lower_rnn.h): its address and strides */
+static void od_of(const st_kctx *k, const st_lrnn_op *o, rnn_od *od)
 {
     memset(od, 0, sizeof *od);
-    if (!o) return;
-    od->p = o->data;
-    od->dt = o->dtype;
-    for (int i = 0; i < 4; i++) od->s[i] = pick[i] >= 0 && pick[i] < o->rank ? o->strides[pick[i]] : 0;
+    if (o->operand < 0) return;
+    od->p = o->operand < k->n_in ? k->in[o->operand].data : k->out[o->operand - k->n_in].data;
+    od->dt = o->dt;
+    for (int i = 0; i < 4; i++) od->s[i] = o->s[i];
 }
-
-/* Scratch floats a node needs (5 * B * H per direction). */
-static int64_t scratch_floats(const st_rnn_state *s, int64_t batch) { return (int64_t)s->dirs * 5 * batch * s->hidden; }
 
 static st_status cuda_rnn(const st_kctx *k)
 {
     const st_rnn_state *s = (const st_rnn_state *)k->state;
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
-    const st_operand *x = &k->in[0];
-    int lay = s->layout;
+    st_lower_rnn q;
+    st_lower_rnn_of(k, &q);
     rnn_p p;
     memset(&p, 0, sizeof p);
-    p.T = x->sizes[lay ? 1 : 0];
-    p.B = x->sizes[lay ? 0 : 1];
-    p.I = x->sizes[2];
-    p.H = s->hidden;
-    p.cell = s->cell;
-    p.dirs = s->dirs;
-    p.rev_single = s->reverse;
-    p.has_clip = s->has_clip;
-    p.clip = s->clip;
-    p.lbr = s->linear_before_reset;
-    p.input_forget = s->input_forget;
+    p.T = q.T;
+    p.B = q.B;
+    p.I = q.I;
+    p.H = q.H;
+    p.cell = q.cell;
+    p.dirs = q.dirs;
+    p.rev_single = q.reverse;
+    p.has_clip = q.has_clip;
+    p.clip = q.clip;
+    p.lbr = q.lbr;
+    p.input_forget = q.input_forget;
     for (int d = 0; d < 2; d++)
         for (int j = 0; j < 3; j++) {
-            p.act_fn[d][j] = s->act[d][j].fn;
-            p.act_a[d][j] = s->act[d][j].alpha;
-            p.act_b[d][j] = s->act[d][j].beta;
+            p.act_fn[d][j] = q.act_fn[d][j];
+            p.act_a[d][j] = q.act_a[d][j];
+            p.act_b[d][j] = q.act_b[d][j];
         }
-    bool lstm = s->cell == ST_CELL_LSTM;
-    const int xs[4] = {lay ? 1 : 0, lay ? 0 : 1, 2, -1}, ws[4] = {0, 1, 2, -1}, vs[4] = {0, 1, -1, -1};
-    const int ss[4] = {lay ? 1 : 0, lay ? 0 : 1, 2, -1}, ys[4] = {lay ? 1 : 0, lay ? 2 : 1, lay ? 0 : 2, 3};
-    const int ls[4] = {0, -1, -1, -1};
-    od_of(x, &p.x, xs);
-    od_of(opt(k, 1, false), &p.w, ws);
-    od_of(opt(k, 2, false), &p.r, ws);
-    od_of(opt(k, 3, false), &p.b, vs);
-    od_of(opt(k, 4, false), &p.sl, ls);
-    od_of(opt(k, 5, false), &p.h0, ss);
-    od_of(lstm ? opt(k, 6, false) : NULL, &p.c0, ss);
-    od_of(lstm ? opt(k, 7, false) : NULL, &p.pp, vs);
-    od_of(opt(k, 0, true), &p.y, ys);
-    od_of(opt(k, 1, true), &p.yh, ss);
-    od_of(lstm ? opt(k, 2, true) : NULL, &p.yc, ss);
+    rnn_od *od[ST_LRNN_OPS] = {&p.x, &p.w, &p.r, &p.b, &p.sl, &p.h0, &p.c0, &p.pp, &p.y, &p.yh, &p.yc};
+    for (int i = 0; i < ST_LRNN_OPS; i++) od_of(k, &q.o[i], od[i]);
     if (p.B == 0 || p.H == 0) return ST_OK;
-    if ((size_t)scratch_floats(s, p.B) * sizeof(float) > ctx->workspace_bytes)
+    if ((size_t)st_lrnn_scratch_floats(s, p.B) * sizeof(float) > ctx->workspace_bytes)
         return st_error(ST_ERR_INTERNAL, "node '%s': RNN states exceed the stream's workspace", k->node->name);
     rnn_kernel<<<(unsigned)p.dirs, RNN_THREADS, 0, st_stream(k)>>>(p, (float *)ctx->workspace);
     return ST_OK;
@@ -251,17 +230,9 @@ static st_status cuda_rnn(const st_kctx *k)
 static bool rnn_accepts(const st_knode *n, char *why, size_t len)
 {
     const st_rnn_state *s = (const st_rnn_state *)n->state;
-    for (int i = 0; i < n->n_in + n->n_out; i++) {
-        const st_view *v = &n->views[i];
-        if (v->rank < 0 || i == 4) continue; /* sequence_lens is an integer */
-        if (v->dtype != ST_F32 && v->dtype != ST_F16 && v->dtype != ST_BF16)
-            return st_kernel_refuse(why, len, "%s of %s data is not implemented on CUDA (f32, f16, bf16 are)", n->op->name,
-                                    st_dtype_name(v->dtype));
-    }
-    if (n->n_in > 4 && n->views[4].rank >= 0 && st_dtype_is_float(n->views[4].dtype))
-        return st_kernel_refuse(why, len, "%s with float sequence_lens", n->op->name);
-    int64_t batch = n->views[0].sizes[s->layout ? 0 : 1];
-    if ((size_t)scratch_floats(s, batch) * sizeof(float) > ST_CUDA_WORKSPACE)
+    if (!st_lrnn_accepts_dtypes(n, "CUDA", why, len)) return false;
+    int64_t batch = st_lrnn_batch(n);
+    if ((size_t)st_lrnn_scratch_floats(s, batch) * sizeof(float) > ST_CUDA_WORKSPACE)
         return st_kernel_refuse(why, len, "%s states of batch %lld x hidden %lld exceed the CUDA workspace", n->op->name,
                                 (long long)batch, (long long)s->hidden);
     return true;

@@ -3,13 +3,14 @@
  * enqueue per node, a work-group per direction that walks the time steps
  * with barriers, its states in a scratch buffer kept in the command's
  * slot.  Before it, an LSTM (the Silero VAD v4's) sent its tensors to the
- * host and back on every run.
+ * host and back on every run.  The sizes and per-role strides are the
+ * CUDA backend's too: ops/lower_rnn.c computes them once.
  */
 #include <string.h>
 
 #include "backends/opencl/cl_internal.h"
 #include "core/status.h"
-#include "ops/misc.h"
+#include "ops/lower_rnn.h"
 
 #define RNN_LOCAL 64
 
@@ -29,69 +30,57 @@ typedef struct st_cl_rnn_p {
 } st_cl_rnn_p;
 _Static_assert(sizeof(st_cl_rnn_p) == 11 * 48 + 18 * 8 + 6 * 8 + 12 * 4 + 8, "st_cl_rnn_p has no padding");
 
-/* The view of operand i when it is given (an optional one may be absent). */
-static const st_view *opt(const st_kctx *k, int i, bool out)
-{
-    int n = out ? k->n_out : k->n_in;
-    if (i >= n) return NULL;
-    const st_view *v = &k->views[out ? k->n_in + i : i];
-    return v->rank >= 0 && v->storage ? v : NULL;
-}
+/* The view of lowered operand o (ops/lower_rnn.h), NULL when absent. */
+static const st_view *view_of(const st_kctx *k, const st_lrnn_op *o) { return o->operand < 0 ? NULL : &k->views[o->operand]; }
 
-/* od from v, its strides picked in the order `pick` (-1: none). */
-static cl_long od_of(const st_view *v, st_cl_rnn_od *od, const int pick[4])
+/* od from lowered operand o: its element offset and strides; 1 when
+ * present (the kernel's has_* flags), else 0 and all zero. */
+static cl_long od_of(const st_kctx *k, const st_lrnn_op *o, st_cl_rnn_od *od)
 {
     memset(od, 0, sizeof *od);
+    const st_view *v = view_of(k, o);
     if (!v) return 0;
     od->off = v->offset / (int64_t)st_dtype_size(v->dtype);
-    od->dt = v->dtype;
-    for (int i = 0; i < 4; i++) od->s[i] = pick[i] >= 0 && pick[i] < v->rank ? v->strides[pick[i]] : 0;
+    od->dt = o->dt;
+    for (int i = 0; i < 4; i++) od->s[i] = o->s[i];
     return 1;
 }
 
 static st_status cl_rnn(const st_kctx *k)
 {
-    const st_rnn_state *s = k->state;
     st_cl_ctx *c = k->dev;
-    const st_view *x = &k->views[0];
-    int lay = s->layout;
+    st_lower_rnn q;
+    st_lower_rnn_of(k, &q);
     st_cl_rnn_p p;
     memset(&p, 0, sizeof p);
-    p.T = x->sizes[lay ? 1 : 0];
-    p.B = x->sizes[lay ? 0 : 1];
-    p.I = x->sizes[2];
-    p.H = s->hidden;
-    p.cell = s->cell;
-    p.rev_single = s->reverse;
-    p.dirs = s->dirs;
-    p.has_clip = s->has_clip;
-    p.clip = s->clip;
-    p.lbr = s->linear_before_reset;
-    p.input_forget = s->input_forget;
+    p.T = q.T;
+    p.B = q.B;
+    p.I = q.I;
+    p.H = q.H;
+    p.cell = q.cell;
+    p.rev_single = q.reverse;
+    p.dirs = q.dirs;
+    p.has_clip = q.has_clip;
+    p.clip = q.clip;
+    p.lbr = q.lbr;
+    p.input_forget = q.input_forget;
     for (int d = 0; d < 2; d++)
         for (int j = 0; j < 3; j++) {
-            p.act_fn[d][j] = s->act[d][j].fn;
-            p.act_a[d][j] = s->act[d][j].alpha;
-            p.act_b[d][j] = s->act[d][j].beta;
+            p.act_fn[d][j] = q.act_fn[d][j];
+            p.act_a[d][j] = q.act_a[d][j];
+            p.act_b[d][j] = q.act_b[d][j];
         }
-    bool lstm = s->cell == ST_CELL_LSTM;
-    const st_view *w = opt(k, 1, false), *r = opt(k, 2, false), *b = opt(k, 3, false), *sl = opt(k, 4, false);
-    const st_view *h0 = opt(k, 5, false), *c0 = lstm ? opt(k, 6, false) : NULL, *pp = lstm ? opt(k, 7, false) : NULL;
-    const st_view *y = opt(k, 0, true), *yh = opt(k, 1, true), *yc = lstm ? opt(k, 2, true) : NULL;
-    const int xs[4] = {lay ? 1 : 0, lay ? 0 : 1, 2, -1}, ws[4] = {0, 1, 2, -1}, vs[4] = {0, 1, -1, -1};
-    const int ss[4] = {lay ? 1 : 0, lay ? 0 : 1, 2, -1}, ys[4] = {lay ? 1 : 0, lay ? 2 : 1, lay ? 0 : 2, 3};
-    const int ls[4] = {0, -1, -1, -1};
-    od_of(x, &p.x, xs);
-    od_of(w, &p.w, ws);
-    od_of(r, &p.r, ws);
-    p.has_b = od_of(b, &p.b, vs);
-    p.has_sl = od_of(sl, &p.sl, ls);
-    p.has_h0 = od_of(h0, &p.h0, ss);
-    p.has_c0 = od_of(c0, &p.c0, ss);
-    p.has_p = od_of(pp, &p.p, vs);
-    p.has_y = od_of(y, &p.y, ys);
-    p.has_yh = od_of(yh, &p.yh, ss);
-    p.has_yc = od_of(yc, &p.yc, ss);
+    od_of(k, &q.o[ST_LRNN_X], &p.x);
+    od_of(k, &q.o[ST_LRNN_W], &p.w);
+    od_of(k, &q.o[ST_LRNN_R], &p.r);
+    p.has_b = od_of(k, &q.o[ST_LRNN_B], &p.b);
+    p.has_sl = od_of(k, &q.o[ST_LRNN_SL], &p.sl);
+    p.has_h0 = od_of(k, &q.o[ST_LRNN_H0], &p.h0);
+    p.has_c0 = od_of(k, &q.o[ST_LRNN_C0], &p.c0);
+    p.has_p = od_of(k, &q.o[ST_LRNN_P], &p.p);
+    p.has_y = od_of(k, &q.o[ST_LRNN_Y], &p.y);
+    p.has_yh = od_of(k, &q.o[ST_LRNN_YH], &p.yh);
+    p.has_yc = od_of(k, &q.o[ST_LRNN_YC], &p.yc);
     if (p.B == 0 || p.H == 0) return ST_OK;
     if (!c->slot->data) {
         cl_int err;
@@ -101,16 +90,18 @@ static st_status cl_rnn(const st_kctx *k)
         c->slot->data = m;
         c->slot->release = st_cl_release_mem;
     }
-    cl_mem xm = st_cl_mem(x), scratch = (cl_mem)c->slot->data;
     /* an absent operand is bound to x's buffer and never touched */
-#define MEM(v) ((v) ? st_cl_mem(v) : xm)
-    cl_mem ym = MEM(y), yhm = MEM(yh), ycm = MEM(yc), wm = MEM(w), rm = MEM(r), bm = MEM(b), slm = MEM(sl), h0m = MEM(h0),
-           c0m = MEM(c0), pm = MEM(pp);
-#undef MEM
+    cl_mem xm = st_cl_mem(&k->views[0]), scratch = (cl_mem)c->slot->data, mem[ST_LRNN_OPS];
+    for (int i = 0; i < ST_LRNN_OPS; i++) {
+        const st_view *v = view_of(k, &q.o[i]);
+        mem[i] = v ? st_cl_mem(v) : xm;
+    }
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_rnn, &kern));
-    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yhm), ST_CLA(ycm), ST_CLA(xm), ST_CLA(wm), ST_CLA(rm), ST_CLA(bm),
-                        ST_CLA(slm), ST_CLA(h0m), ST_CLA(c0m), ST_CLA(pm), ST_CLA(scratch), {sizeof p, &p}};
+    st_cl_arg args[] = {ST_CLA(mem[ST_LRNN_Y]),  ST_CLA(mem[ST_LRNN_YH]), ST_CLA(mem[ST_LRNN_YC]), ST_CLA(mem[ST_LRNN_X]),
+                        ST_CLA(mem[ST_LRNN_W]),  ST_CLA(mem[ST_LRNN_R]),  ST_CLA(mem[ST_LRNN_B]),  ST_CLA(mem[ST_LRNN_SL]),
+                        ST_CLA(mem[ST_LRNN_H0]), ST_CLA(mem[ST_LRNN_C0]), ST_CLA(mem[ST_LRNN_P]),  ST_CLA(scratch),
+                        {sizeof p, &p}};
     ST_TRY(st_cl_set_args(kern, ST_CLK_rnn, 13, args));
     size_t global = (size_t)(RNN_LOCAL * p.dirs), local = RNN_LOCAL;
     return st_cl_run(c, kern, ST_CLK_rnn, 1, &global, &local, true);
@@ -118,19 +109,7 @@ static st_status cl_rnn(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
-static bool rnn_accepts(const st_knode *n, char *why, size_t len)
-{
-    for (int i = 0; i < n->n_in + n->n_out; i++) {
-        const st_view *v = &n->views[i];
-        if (v->rank < 0 || i == 4) continue; /* sequence_lens is an integer */
-        if (v->dtype != ST_F32 && v->dtype != ST_F16 && v->dtype != ST_BF16)
-            return st_kernel_refuse(why, len, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)", n->op->name,
-                                    st_dtype_name(v->dtype));
-    }
-    if (n->n_in > 4 && n->views[4].rank >= 0 && st_dtype_is_float(n->views[4].dtype))
-        return st_kernel_refuse(why, len, "%s with float sequence_lens", n->op->name);
-    return true;
-}
+static bool rnn_accepts(const st_knode *n, char *why, size_t len) { return st_lrnn_accepts_dtypes(n, "OpenCL", why, len); }
 
 const st_kernel st_cl_k_rnn[] = {
     {"RNN", "", ST_DT_FLOATS, cl_rnn, rnn_accepts, NULL, NULL},

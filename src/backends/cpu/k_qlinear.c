@@ -11,7 +11,10 @@
  * bytes as running its Q and DQ nodes one by one.  The one-byte-in ops
  * (Sigmoid, LeakyRelu, Lookup, and Concat's requantization) go through a
  * 256-entry table built per run.  Rows of outputs are split into fixed
- * tasks, so results do not depend on the thread count.
+ * tasks, so results do not depend on the thread count.  The walks
+ * (broadcast strides, a Concat input's slot) come from
+ * ops/lower_qlinear.c, as on the CUDA and OpenCL backends; the
+ * parameters are read here per run, since the CPU takes computed ones.
  */
 #include <math.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 #include "backends/cpu/lut_u8.h"
 #include "runtime/pool.h"
 #include "backends/common/rows.h"
+#include "ops/lower_qlinear.h"
 #include "ops/qlinear.h"
 
 #define ROW_TASK_ELEMS 32768
@@ -105,10 +109,9 @@ static st_status cpu_qbinary(const st_kctx *k)
     const st_operand *y = &k->out[0];
     qb_job j = {k, {0}, {0}, qp_of(k, 1, 2), qp_of(k, 4, 5), qp_of(k, 6, 7), k->in[0].dtype == ST_U8, y->dtype == ST_U8,
                 s->op == ST_QL_MUL};
-    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
-    st_broadcast_strides(&k->in[0], y, sa);
-    st_broadcast_strides(&k->in[3], y, sb);
-    if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return ST_OK;
+    st_lql_walk w;
+    st_lower_qbinary_walk(k, &w);
+    if (!st_iter_init(&j.it, w.rank, w.n, 3, (const int64_t *[]){w.s[ST_LQL_Y], w.s[ST_LQL_A], w.s[ST_LQL_B]})) return ST_OK;
     j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, ROW_TASK_ELEMS);
     st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), qb_rows, &j);
     return ST_OK;
@@ -130,7 +133,8 @@ static void build_table(uint8_t *table, bool xu, qp xq, bool yu, qp yq, int kind
 }
 
 typedef struct lut_job {
-    const st_operand *x, *y;
+    const uint8_t *x;
+    uint8_t *y;
     const uint8_t *table;
     st_iter it;
     st_row_tasks tasks;
@@ -145,19 +149,20 @@ static void lut_rows(void *arg, int64_t task)
     int64_t n = i1 - i0;
     st_iter_seek(&it, r0);
     for (int64_t r = r0; r < r1; r++, st_iter_next(&it)) {
-        const uint8_t *xp = (const uint8_t *)j->x->data + it.off[1] + i0 * it.step[1];
-        uint8_t *yp = (uint8_t *)j->y->data + it.off[0] + i0 * it.step[0];
+        const uint8_t *xp = j->x + it.off[1] + i0 * it.step[1];
+        uint8_t *yp = j->y + it.off[0] + i0 * it.step[0];
         if (it.step[0] == 1 && it.step[1] == 1) st_lut_u8(j->table, xp, yp, n);
         else
             for (int64_t i = 0; i < n; i++) yp[i * it.step[0]] = j->table[xp[i * it.step[1]]];
     }
 }
 
-/* y = table[x] elementwise over x's shape (y may be strided). */
-static void map_table(st_pool *pool, const st_operand *x, const st_operand *y, const uint8_t *table)
+/* y = table[x] over lowered walk w (ops/lower_qlinear.h): y is the
+ * walk's first element (a Concat slot's), x its input's. */
+static void map_table(st_pool *pool, const st_lql_walk *w, uint8_t *y, const uint8_t *x, const uint8_t *table)
 {
     lut_job j = {x, y, table, {0}, {0}};
-    if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return;
+    if (!st_iter_init(&j.it, w->rank, w->n, 2, (const int64_t *[]){w->s[ST_LQL_Y], w->s[ST_LQL_A]})) return;
     j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, ROW_TASK_ELEMS);
     st_parallel_for(pool, st_row_tasks_count(&j.tasks), lut_rows, &j);
 }
@@ -173,7 +178,9 @@ static st_status cpu_qlut(const st_kctx *k)
         for (int b = 0; b < 256; b++) table[b] = *((const uint8_t *)k->in[1].data + b * k->in[1].strides[0]);
         t = table;
     }
-    map_table(k->pool, &k->in[0], &k->out[0], t);
+    st_lql_walk w;
+    st_lower_qunary_walk(k, &w);
+    map_table(k->pool, &w, k->out[0].data, k->in[0].data, t);
     return ST_OK;
 }
 
@@ -226,20 +233,17 @@ static st_status cpu_qgap(const st_kctx *k)
 
 static st_status cpu_qconcat(const st_kctx *k)
 {
-    const st_qconcat_state *s = k->state;
     const st_operand *y = &k->out[0];
     qp yq = qp_of(k, 0, 1);
     bool yu = y->dtype == ST_U8;
-    int64_t at = 0;
-    for (int i = 2; i < k->n_in; i += 3) {
+    for (int t = 0; t < st_lql_concat_count(k->n_in); t++) {
+        int i = 2 + 3 * t;
         const st_operand *x = &k->in[i];
-        st_operand slot = *y;
-        slot.sizes[s->axis] = x->sizes[s->axis];
-        slot.data = (char *)y->data + at * y->strides[s->axis];
-        at += x->sizes[s->axis];
+        st_lql_walk w;
+        st_lower_qconcat_walk(k, t, &w);
         uint8_t table[256];
         build_table(table, x->dtype == ST_U8, qp_of(k, i + 1, i + 2), yu, yq, 3, 0);
-        map_table(k->pool, x, &slot, table);
+        map_table(k->pool, &w, (uint8_t *)y->data + w.y_off, x->data, table);
     }
     return ST_OK;
 }

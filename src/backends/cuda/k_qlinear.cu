@@ -39,16 +39,11 @@ struct qtab {
     uint8_t t[256];
 };
 
-struct qbin_p {
-    float sa, sb, sc;
-    int za, zb, zc;
-    bool a_signed, c_signed, mul;
-};
-
-/* What prepare read: the binary ops' parameters, or the tables (the
- * lookup's one, one per Concat input). */
+/* What prepare read: the binary ops' parameters (the kernel takes the
+ * lowered struct as it is), or the tables (the lookup's one, one per
+ * Concat input). */
 struct ql_priv {
-    qbin_p bin;
+    st_lql_binary bin;
     int n_tab;
     qtab tab[1];
 };
@@ -66,17 +61,7 @@ static st_status prepare(const st_knode *n, void **priv)
     } else if (concat) {
         for (int t = 0; t < n_tab; t++) st_lower_qconcat_table(n, t, q->tab[t].t);
     } else {
-        st_lql_binary b;
-        st_lower_qbinary_params(n, &b);
-        q->bin.sa = b.sa;
-        q->bin.za = b.za;
-        q->bin.sb = b.sb;
-        q->bin.zb = b.zb;
-        q->bin.sc = b.sc;
-        q->bin.zc = b.zc;
-        q->bin.a_signed = b.a_signed;
-        q->bin.c_signed = b.c_signed;
-        q->bin.mul = b.mul;
+        st_lower_qbinary_params(n, &q->bin);
     }
     *priv = q;
     return ST_OK;
@@ -136,7 +121,7 @@ __device__ __forceinline__ int requant(float f, int zp, int lo, int hi)
     return (int)r + zp;
 }
 
-__global__ void qbinary_kernel(st_walk w, uint8_t *y, const uint8_t *a, const uint8_t *b, qbin_p p)
+__global__ void qbinary_kernel(st_walk w, uint8_t *y, const uint8_t *a, const uint8_t *b, st_lql_binary p)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t off[ST_CUDA_MAXOPS];

@@ -327,9 +327,10 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
         if (p->target.mixed) {
             int on_host = 0;
             for (int i = 0; i < p->n_nodes; i++) on_host += p->nodes[i].kind == ST_PN_EXEC && p->nodes[i].device == ST_DEV_HOST;
-            fprintf(f, "devices: %d commands on %s, %d on %s (fallback); %d transfers; host arena %llu bytes\n",
+            fprintf(f, "devices: %d commands on %s, %d on %s (fallback); %d transfers; host arena %llu bytes%s\n",
                     n_exec - on_host, p->target.main->backend, on_host, p->target.host->backend, p->n_transfers,
-                    (unsigned long long)p->host_arena_bytes);
+                    (unsigned long long)p->host_arena_bytes,
+                    p->target.shared ? "; zero-copy: host nodes map the device's memory in place" : "");
         }
         long long ordered;
         int chain;

@@ -70,6 +70,10 @@ int st_plan_value_device(const st_plan *p, int v)
         switch (pv->kind) {
         case ST_PV_CONST: return -1;
         case ST_PV_INPUT: return ST_DEV_MAIN;
+        case ST_PV_ROOT:
+            /* a shared plan's host nodes write main's memory in place */
+            if (p->target.shared) return ST_DEV_MAIN;
+            return pv->producer >= 0 ? p->nodes[pv->producer].device : ST_DEV_MAIN;
         case ST_PV_VIEW: v = pv->base; break;
         default: return pv->producer >= 0 ? p->nodes[pv->producer].device : ST_DEV_MAIN;
         }

@@ -54,6 +54,10 @@ typedef struct st_plan_target {
     const void *host_device;
     bool mixed;                     /* main is not the CPU, so HOST is a second device */
     bool strict;                    /* no fallback: a node main refuses is an error */
+    /* mixed, and main's storages are mapped into host memory without a copy
+     * (st_backend.host_mapped): every value lives on main, host nodes read
+     * and write it in place, and no transfers are made (plan/transfer.c) */
+    bool shared;
     bool precision_strict;          /* st_session_set_precision_policy(STRICT) (passes/precision.c) */
     /* The passes plan building runs (passes/pipeline.c, st_passes): handed
      * in, so that plan/ calls no pass by name (passes sit above plan). */

@@ -9,7 +9,10 @@
  * from the device and one copy out for what a device node takes back, and
  * what they make and read among themselves never leaves the host.
  * Constants need no transfer: a host node reads a constant where it lies
- * in host memory (values[].host_view, plan/plan.c).
+ * in host memory (values[].host_view, plan/plan.c).  A shared plan
+ * (st_plan_target.shared: main's memory is the host's, mapped without a
+ * copy) needs none at all: its values all live on main, and the executor
+ * maps the ranges a host node touches around its kernel.
  *
  * The copy keeps the value's layout over its own bytes: the view's extent
  * [lo, hi) is copied as it is (a strided view brings the gaps along, which
@@ -43,7 +46,8 @@ const st_transfer *st_plan_transfer_of(const st_plan *p, int v, int d)
 st_status st_plan_transfers(st_plan *p)
 {
     const st_graph *g = p->g;
-    if (!p->target.mixed) return ST_OK;
+    /* a shared plan's host nodes map main's bytes in place: nothing to copy */
+    if (!p->target.mixed || p->target.shared) return ST_OK;
     int cap = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         if (p->nodes[i].kind != ST_PN_EXEC) continue;

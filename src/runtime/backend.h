@@ -48,6 +48,12 @@ typedef struct st_backend {
     /* Optional: host memory that this device copies to and from fastest
      * (pinned), for a mixed plan's host arena; NULL: the CPU's. */
     st_status (*host_alloc)(struct st_backend *b, uint64_t size, const char *label, st_storage **out);
+    /* The device's storages are host memory the host reaches by mapping,
+     * without a copy (an OpenCL CPU device or integrated GPU): a mixed
+     * plan then leaves every value where it is, and the executor maps the
+     * byte ranges a host command touches around its CPU kernel instead of
+     * running transfer commands (plan.h's st_plan_target.shared). */
+    bool host_mapped;
 } st_backend;
 
 /* A while loop's remaining iterations for st_exec_vt.loop.  dag is the
@@ -126,7 +132,7 @@ struct st_exec {
  * use) defines the same entry in its own shared object, with this header
  * in view so the compiler checks it, and the loader checks abi, so a
  * module of another build is refused, not run. */
-#define ST_BACKEND_ABI 6
+#define ST_BACKEND_ABI 7
 typedef struct st_backend_module {
     int abi;                                  /* ST_BACKEND_ABI of the build */
     const char *name;                         /* "cpu", "cuda", ...: what --backend, Python and

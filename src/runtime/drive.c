@@ -98,11 +98,16 @@ st_status st_drive_walk(st_drive *dr, int lo, int hi, bool check, const st_drive
 
 st_status st_drive_host(st_host *h, const st_run_ref *run, st_prof_run *prof, const st_dag *d, int c)
 {
+    return st_drive_host_at(h, run, prof, d, c, NULL);
+}
+
+st_status st_drive_host_at(st_host *h, const st_run_ref *run, st_prof_run *prof, const st_dag *d, int c, void *const *base)
+{
     const st_cmd *cmd = &d->cmds[c];
     int64_t t0 = prof ? st_prof_now() : 0;
     /* a cancelled run, or one past its deadline, runs no more host commands */
     st_status r = st_run_check(run, cmd->gnode->name, cmd->op->name);
-    if (r == ST_OK) r = st_host_run(h, d, c);
+    if (r == ST_OK) r = st_host_run_at(h, d, c, base);
     if (prof && r == ST_OK) st_prof_mark(prof, c, t0, st_prof_now(), ST_PROF_LANE(ST_LANE_HOST, 0));
     return r;
 }

@@ -90,5 +90,9 @@ st_status st_drive_kernel_status(st_status raw);
  * deadline first, then its CPU kernel on h, timed on prof's host lane
  * when prof is given.  The message names the node on failure. */
 st_status st_drive_host(st_host *h, const st_run_ref *run, struct st_prof_run *prof, const st_dag *d, int c);
+/* The same with operands at base[k] where set (st_host_run_at): an
+ * executor that maps device storages into host memory. */
+st_status st_drive_host_at(st_host *h, const st_run_ref *run, struct st_prof_run *prof, const st_dag *d, int c,
+                           void *const *base);
 
 #endif

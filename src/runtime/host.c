@@ -33,7 +33,9 @@ void st_host_destroy(st_host *h)
     free(h);
 }
 
-st_status st_host_run(st_host *h, const st_dag *d, int c)
+st_status st_host_run(st_host *h, const st_dag *d, int c) { return st_host_run_at(h, d, c, NULL); }
+
+st_status st_host_run_at(st_host *h, const st_dag *d, int c, void *const *base)
 {
     const st_cmd *cmd = &d->cmds[c];
     int nops = cmd->n_in + cmd->n_out;
@@ -41,7 +43,9 @@ st_status st_host_run(st_host *h, const st_dag *d, int c)
     st_operand *ops = nops <= 32 ? ops_buf : malloc((size_t)nops * sizeof *ops);
     if (!ops) return st_error(ST_ERR_NOMEM, "node '%s' (%s): out of memory", cmd->gnode->name, cmd->op->name);
     for (int k = 0; k < nops; k++)
-        ops[k] = st_operand_of(&cmd->views[k], cmd->views[k].storage ? cmd->views[k].storage->host : NULL);
+        ops[k] = st_operand_of(&cmd->views[k], base && base[k]       ? base[k]
+                                               : cmd->views[k].storage ? cmd->views[k].storage->host
+                                                                       : NULL);
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, h->pool, NULL, NULL, cmd->priv};
     st_status raw = cmd->run(&k), s = st_cmd_status(raw);
     if (ops != ops_buf) free(ops);

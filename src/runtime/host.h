@@ -25,5 +25,9 @@ void st_host_destroy(st_host *h);
 /* Runs command c of d now, on the calling thread and h's pool.  On failure
  * the message (st_last_error) names the node. */
 st_status st_host_run(st_host *h, const st_dag *d, int c);
+/* The same with operand k's storage at base[k] in host memory where
+ * base[k] is set (a device storage its executor has mapped), else at its
+ * storage's host pointer. */
+st_status st_host_run_at(st_host *h, const st_dag *d, int c, void *const *base);
 
 #endif

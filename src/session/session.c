@@ -199,6 +199,7 @@ st_status st_session_create(const st_model *m, const st_session_options *o, st_s
     s->target.host_device = cpu;
     s->target.mixed = b != cpu;
     s->target.strict = opt.no_fallback != 0;
+    s->target.shared = s->target.mixed && b->host_mapped;
     s->target.passes = &st_passes; /* passes/pipeline.c */
     s->bound = bound;
     s->prof = prof;

@@ -308,22 +308,34 @@ def device_yolo(strata, models, backend):
 
 def device_mixed(strata, models, backend):
     """A mixed plan (ops the device lacks run on the CPU): its host
-    commands and transfers on threads of their own."""
-    d = tempfile.mkdtemp()
-    trace = os.path.join(d, "mixed_%s.json" % backend)
-    m = os.path.join(models, "mixed")
-    strata_ok([strata, "run", os.path.join(m, "topk_cumsum.onnx"), "-i", os.path.join(m, "topk_cumsum_input_0.npy"),
-               "-o", d, "-q", "--backend", backend, "--profile", trace])
-    t = load(trace)
-    fig = check_trace(t, 0)
-    report(trace, t, fig)
-    names = thread_names(t)
-    cmds = commands_of(t)
-    host = [e for e in cmds if "host commands" in names.get((e["pid"], e["tid"]), "")]
-    xfer = [e for e in cmds if "transfers" in names.get((e["pid"], e["tid"]), "")]
-    need(host and all(e["args"]["device"] == "cpu" for e in host), "no host command on its own thread")
-    need(xfer and all(e["args"]["op"] == "Transfer" and "copy" in e["args"] for e in xfer), "no transfer on its own thread")
-    need(any(e["args"]["device"] == backend and e["args"]["op"] != "Transfer" for e in cmds), "no %s kernel" % backend)
+    commands and transfers on threads of their own.  On OpenCL twice: the
+    copy path (STRATA_OPENCL_NO_ZERO_COPY=1), and the default, which on a
+    host-unified device (PoCL) maps the device's memory for the host
+    commands instead, so its trace has host commands and no transfers."""
+    for zero_copy in ([False, True] if backend == "opencl" else [False]):
+        if backend == "opencl":
+            os.environ["STRATA_OPENCL_NO_ZERO_COPY"] = "0" if zero_copy else "1"
+        d = tempfile.mkdtemp()
+        trace = os.path.join(d, "mixed_%s.json" % backend)
+        m = os.path.join(models, "mixed")
+        model, inp = os.path.join(m, "topk_cumsum.onnx"), os.path.join(m, "topk_cumsum_input_0.npy")
+        strata_ok([strata, "run", model, "-i", inp, "-o", d, "-q", "--backend", backend, "--profile", trace])
+        t = load(trace)
+        fig = check_trace(t, 0)
+        report(trace, t, fig)
+        names = thread_names(t)
+        cmds = commands_of(t)
+        host = [e for e in cmds if "host commands" in names.get((e["pid"], e["tid"]), "")]
+        xfer = [e for e in cmds if "transfers" in names.get((e["pid"], e["tid"]), "")]
+        need(host and all(e["args"]["device"] == "cpu" for e in host), "no host command on its own thread")
+        shared = zero_copy and "zero-copy" in strata_ok([strata, "inspect", model, "--plan", "-i", inp, "--backend",
+                                                         backend]).stdout
+        if shared:
+            need(not xfer and not any(e["args"]["op"] == "Transfer" for e in cmds), "a zero-copy plan made transfers")
+        else:
+            need(xfer and all(e["args"]["op"] == "Transfer" and "copy" in e["args"] for e in xfer),
+                 "no transfer on its own thread")
+        need(any(e["args"]["device"] == backend and e["args"]["op"] != "Transfer" for e in cmds), "no %s kernel" % backend)
 
 
 def staged(strata, models, backend="cpu"):

@@ -36,7 +36,11 @@
  * wait on it like on any event.  The thread waits only for earlier
  * commands, which are flushed to the device first, so it never waits for
  * itself.  Transfers between the device and the host arena are read and
- * write commands on the queue (st_cl_transfer).
+ * write commands on the queue (st_cl_transfer).  On a host-unified device
+ * (opencl.c: PoCL, integrated GPUs) a plan has no transfers: its host
+ * commands work on the device's storages in place, and the host thread
+ * maps exactly the byte ranges each one touches around its CPU kernel
+ * (host_mapped_run says how that is ordered).
  *
  * Cancelling (runtime/runctl.h): a device cannot take back commands it was
  * given, so on a CPU device (PoCL), where a run can take seconds, a long
@@ -58,10 +62,12 @@
  * are timed with the host clock on the host thread.
  *
  * STRATA_OPENCL_PROFILE=1 turns on queue profiling and prints, after each
- * whole-run wait, the device time per op type (2: and per command), a
- * diagnostic on stderr.
+ * whole-run wait, the device time per op type (2: and per command), and
+ * how host commands reached their bytes (ranges mapped in place, bytes
+ * copied by transfers), a diagnostic on stderr.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +138,10 @@ typedef struct cl_exec {
     int *pos;
     int fed;
     bool feeding;
+    /* zero copy (see the header): the host thread's queue for mapping,
+     * and what the latest run moved, for STRATA_OPENCL_PROFILE and tests */
+    cl_command_queue mapq;
+    _Atomic uint64_t n_mapped_cmds, n_maps, mapped_bytes, n_copies, copied_bytes;
 } cl_exec;
 
 /* ---- what kernels call (cl_internal.h) ---- */
@@ -371,6 +381,151 @@ static void feed(cl_exec *e, const host_job *job, bool failed)
     }
 }
 
+/* ---- zero copy: a host command on mapped storages ---- */
+
+/* One byte range of one storage that a host command maps: the union of
+ * its operands' extents there that overlap. */
+typedef struct map_range {
+    st_storage *s;
+    int64_t lo, hi;
+    bool read;          /* an input lies in it */
+    bool partial;       /* an output in it may leave bytes unwritten */
+    void *ptr;
+} map_range;
+
+static int map_range_cmp(const void *a, const void *b)
+{
+    const map_range *x = a, *y = b;
+    if (x->s != y->s) return (uintptr_t)x->s < (uintptr_t)y->s ? -1 : 1;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Runs host command job->c with its operands on device storages mapped
+ * into host memory: a plan whose backend is host_mapped gives host nodes
+ * the device's own bytes (plan.h's target.shared), so there are no
+ * transfer commands to bring them over.  Each storage is mapped over
+ * exactly the bytes the command's operands span (rule 4: what it
+ * touches), an input's range for reading, an output's for writing: with
+ * CL_MAP_WRITE_INVALIDATE_REGION only where outputs alone cover it and
+ * each is packed (a kernel writes every element of a packed output, but
+ * not the gaps of a strided one, nor a Concat's inputs already in place),
+ * else CL_MAP_READ | CL_MAP_WRITE.  Overlapping operands (in place, a
+ * Concat's placed inputs) share one mapping: OpenCL leaves overlapping
+ * maps for writing undefined.
+ *
+ * Ordering: the host thread has waited for the command's DAG
+ * predecessors' events (the writers of what it reads, the readers and
+ * writers of what it overwrites), so the maps wait for nothing; they go
+ * on a queue of their own, since the executor's in-order queue may hold
+ * successors that wait for this command's user event, behind which a map
+ * would deadlock.  The unmaps are complete (clFinish) before the user
+ * event is, so a successor sees the bytes written.  Commands running
+ * meanwhile touch other bytes of the same cl_mem, the assumption the
+ * transfer queue's copies already make (opencl.c). */
+static st_status host_mapped_run(cl_exec *e, const host_job *job)
+{
+    const st_cmd *cmd = &job->dag->cmds[job->c];
+    int nops = cmd->n_in + cmd->n_out, n = 0;
+    map_range rbuf[16];
+    void *bbuf[32];
+    map_range *rg = nops <= 16 ? rbuf : malloc((size_t)nops * sizeof *rg);
+    void **base = nops <= 32 ? bbuf : malloc((size_t)nops * sizeof *base);
+    if (!rg || !base) {
+        if (rg != rbuf) free(rg);
+        if (base != bbuf) free(base);
+        return st_error(ST_ERR_NOMEM, "node '%s' (%s): out of memory mapping its operands", cmd->gnode->name, cmd->op->name);
+    }
+    bool skips = false;
+    for (int k = 0; cmd->skip && k < cmd->n_in; k++) skips |= cmd->skip[k];
+    for (int k = 0; k < nops; k++) {
+        base[k] = NULL;
+        const st_view *v = &cmd->views[k];
+        if (!v->storage || !v->storage->dev || v->storage->host || v->rank < 0) continue;
+        int64_t lo, hi;
+        st_view_extent(v, &lo, &hi);
+        if (hi <= lo) continue;
+        bool out = k >= cmd->n_in;
+        rg[n++] = (map_range){v->storage, lo, hi, !out, out && (skips || !st_view_is_contiguous(v)), NULL};
+    }
+    if (n == 0) {
+        if (rg != rbuf) free(rg);
+        if (base != bbuf) free(base);
+        return st_drive_host(e->host, &job->run, e->base.prof, job->dag, job->c);
+    }
+    qsort(rg, (size_t)n, sizeof *rg, map_range_cmp);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m && rg[m - 1].s == rg[i].s && rg[i].lo < rg[m - 1].hi) {
+            map_range *u = &rg[m - 1];
+            if (rg[i].hi > u->hi) u->hi = rg[i].hi;
+            u->read |= rg[i].read;
+            u->partial |= rg[i].partial;
+        } else {
+            rg[m++] = rg[i];
+        }
+    }
+    st_status r = ST_OK;
+    cl_int err = CL_SUCCESS;
+    if (!e->mapq) {
+        e->mapq = clCreateCommandQueue(e->dev->context, e->dev->device, 0, &err);
+        if (err != CL_SUCCESS) e->mapq = NULL;
+        r = st_cl_check(err, "clCreateCommandQueue (host command maps)");
+    }
+    int mapped = 0;
+    uint64_t bytes = 0;
+    for (; mapped < m && r == ST_OK; mapped++) {
+        map_range *u = &rg[mapped];
+        bool writes = u->partial || !u->read; /* an output lies in it */
+        for (int k = cmd->n_in; k < nops && !writes; k++) {
+            const st_view *v = &cmd->views[k];
+            int64_t lo, hi;
+            if (v->storage != u->s || v->rank < 0) continue;
+            st_view_extent(v, &lo, &hi);
+            writes = hi > lo && lo < u->hi && u->lo < hi;
+        }
+        cl_map_flags flags = !writes ? CL_MAP_READ
+                             : !u->read && !u->partial ? CL_MAP_WRITE_INVALIDATE_REGION
+                                                        : CL_MAP_READ | CL_MAP_WRITE;
+        u->ptr = clEnqueueMapBuffer(e->mapq, (cl_mem)u->s->dev, CL_TRUE, flags, (size_t)u->lo, (size_t)(u->hi - u->lo), 0,
+                                    NULL, NULL, &err);
+        if (err != CL_SUCCESS) {
+            r = st_error_prefix(st_cl_check(err, "clEnqueueMapBuffer"), "node '%s' (%s): mapping bytes [%lld, %lld) of '%s': ",
+                                cmd->gnode->name, cmd->op->name, (long long)u->lo, (long long)u->hi, u->s->label);
+            break;
+        }
+        bytes += (uint64_t)(u->hi - u->lo);
+    }
+    if (r == ST_OK) {
+        for (int k = 0; k < nops; k++) {
+            const st_view *v = &cmd->views[k];
+            if (!v->storage || !v->storage->dev || v->storage->host || v->rank < 0) continue;
+            int64_t lo, hi;
+            st_view_extent(v, &lo, &hi);
+            for (int i = 0; i < m && hi > lo; i++)
+                if (rg[i].s == v->storage && rg[i].lo <= lo && hi <= rg[i].hi) {
+                    /* the storage's byte 0 as the operand's base (st_operand_of adds the offset) */
+                    base[k] = (char *)rg[i].ptr - rg[i].lo;
+                    break;
+                }
+        }
+        r = st_drive_host_at(e->host, &job->run, e->base.prof, job->dag, job->c, base);
+    }
+    for (int i = 0; i < mapped; i++) {
+        cl_int u = clEnqueueUnmapMemObject(e->mapq, (cl_mem)rg[i].s->dev, rg[i].ptr, 0, NULL, NULL);
+        if (u != CL_SUCCESS && r == ST_OK) r = st_cl_check(u, "clEnqueueUnmapMemObject");
+    }
+    if (e->mapq) {
+        cl_int f = clFinish(e->mapq);
+        if (f != CL_SUCCESS && r == ST_OK) r = st_cl_check(f, "clFinish (host command unmaps)");
+    }
+    atomic_fetch_add(&e->n_mapped_cmds, 1);
+    atomic_fetch_add(&e->n_maps, (uint64_t)mapped);
+    atomic_fetch_add(&e->mapped_bytes, bytes);
+    if (rg != rbuf) free(rg);
+    if (base != bbuf) free(base);
+    return r;
+}
+
 static void *host_main(void *arg)
 {
     cl_exec *e = arg;
@@ -395,7 +550,7 @@ static void *host_main(void *arg)
         if (job.n_wait && wait_events(job.n_wait, job.wait) != CL_SUCCESS)
             r = st_error(ST_ERR_BACKEND, "node '%s' (%s): a command it waits for failed on the device",
                          job.dag->cmds[job.c].gnode->name, job.dag->cmds[job.c].op->name);
-        if (r == ST_OK && !failed) r = st_drive_host(e->host, &job.run, e->base.prof, job.dag, job.c);
+        if (r == ST_OK && !failed) r = host_mapped_run(e, &job);
         /* the event completes and the job counts as done in one step
          * under the lock: a caller whose wait on the event returned, or
          * host_drain's, must not then find the job still pending
@@ -600,6 +755,12 @@ static st_status walk_enqueue(void *arg, int c)
                      e->base.prof && st->first, NULL};
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &ctx, cmd->priv};
     st_status r = st_drive_kernel_status((cmd->run ? cmd->run : st_cl_transfer)(&k));
+    if (r == ST_OK && !cmd->run) {
+        int64_t lo, hi;
+        st_view_extent(&cmd->views[0], &lo, &hi);
+        atomic_fetch_add(&e->n_copies, 1);
+        atomic_fetch_add(&e->copied_bytes, hi > lo ? (uint64_t)(hi - lo) : 0);
+    }
     if (ops != ops_buf) free(ops);
     cl_event ev = NULL;
     if (r == ST_OK) {
@@ -664,6 +825,11 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     }
     e->n_jobs = e->next_job = 0;
     e->host_err = ST_OK;
+    atomic_store(&e->n_mapped_cmds, 0);
+    atomic_store(&e->n_maps, 0);
+    atomic_store(&e->mapped_bytes, 0);
+    atomic_store(&e->n_copies, 0);
+    atomic_store(&e->copied_bytes, 0);
     e->fed = 0;
     e->feeding = true;
     pthread_mutex_unlock(&e->hmu);
@@ -708,7 +874,7 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
 }
 
 /* Device time per op type of the finished run, on stderr. */
-static void print_profile(const dag_state *st, bool verbose)
+static void print_profile(cl_exec *e, const dag_state *st, bool verbose)
 {
     const st_dag *d = st->dag;
     const char *names[64];
@@ -738,6 +904,11 @@ static void print_profile(const dag_state *st, bool verbose)
     }
     fprintf(stderr, "opencl profile: %d commands, %.3f ms of device time (each command's last event)\n", d->n_cmds, total);
     for (int i = 0; i < n; i++) fprintf(stderr, "  %-20s %5d  %10.3f ms\n", names[i], count[i], ms[i]);
+    /* how the host commands' bytes moved: tests read this line */
+    fprintf(stderr, "opencl host data: %llu host commands mapped %llu ranges, %llu bytes (zero-copy); %llu transfers copied %llu bytes\n",
+            (unsigned long long)atomic_load(&e->n_mapped_cmds), (unsigned long long)atomic_load(&e->n_maps),
+            (unsigned long long)atomic_load(&e->mapped_bytes), (unsigned long long)atomic_load(&e->n_copies),
+            (unsigned long long)atomic_load(&e->copied_bytes));
 }
 
 static st_status event_status(cl_exec *e, const dag_state *st, int c)
@@ -779,7 +950,7 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
         if (r != ST_OK) r = root_failure(e, st, r);
         if (r == ST_OK && e->profile && !st->profiled) {
             st->profiled = true;
-            print_profile(st, e->profile > 1);
+            print_profile(e, st, e->profile > 1);
         }
     } else if (n > 0) {
         /* commands of a run queued in segments may not be on the queue yet
@@ -917,6 +1088,7 @@ static void exec_destroy(st_exec *base)
         pthread_join(e->host_thread, NULL);
     }
     st_host_destroy(e->host);
+    if (e->mapq) clReleaseCommandQueue(e->mapq);
     free(e->jobs);
     pthread_mutex_destroy(&e->hmu);
     pthread_cond_destroy(&e->hcv);

@@ -91,6 +91,7 @@ typedef struct st_cl_device {
     bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
     bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
     bool fp16, fp64, is_gpu;
+    bool unified;                     /* host-unified memory (opencl.c): storages are mapped, not copied */
     bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
     size_t max_wg;
     cl_uint addr_align;               /* CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits */

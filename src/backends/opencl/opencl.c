@@ -23,6 +23,16 @@
  * CL_MEM_ASSOCIATED_MEMOBJECT and adds CL_MEM_OFFSET), and lands on the
  * same index entry.
  *
+ * Host-unified devices (a CPU device such as PoCL, an integrated GPU:
+ * CL_DEVICE_HOST_UNIFIED_MEMORY) get their storages with
+ * CL_MEM_ALLOC_HOST_PTR, the flag their drivers map without copying, and
+ * the backend says host_mapped (runtime/backend.h): a mixed plan's CPU
+ * nodes then work on the storages in place, the executor mapping exactly
+ * the byte ranges each one touches (cl_exec.c), where a discrete device
+ * gets transfer commands that copy through a host arena.
+ * STRATA_OPENCL_NO_ZERO_COPY=1 keeps the copy path on any device (for
+ * comparison; the storages stay host-allocated).
+ *
  * Host copies use a separate in-order transfer queue and block until the
  * bytes have moved.  They do not wait for commands: the caller
  * (session/access.c, session/session.c) has already waited for the commands
@@ -186,7 +196,8 @@ static st_status storage_alloc(st_backend *b, uint64_t size, const char *label, 
         cl_int err = CL_SUCCESS;
         /* a test's injected failure takes the driver's own out-of-memory path */
         if (st_fault_hit(ST_FAULT_DEVICE_ALLOC, label, size)) err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
-        else m = clCreateBuffer(d->context, CL_MEM_READ_WRITE, (size_t)size, NULL, &err);
+        else m = clCreateBuffer(d->context, CL_MEM_READ_WRITE | (d->unified ? CL_MEM_ALLOC_HOST_PTR : 0), (size_t)size,
+                                NULL, &err);
         if (err != CL_SUCCESS) {
             free(s);
             bool nomem = err == CL_INVALID_BUFFER_SIZE || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
@@ -370,6 +381,18 @@ static st_status device_init(st_cl_device *d, const cand *c)
     pver[sizeof pver - 1] = 0;
     const char *pocl = strstr(pver, "PoCL ");
     d->ooo_unsafe = pocl != NULL;
+    /* Host-unified memory (see the header): the device's own word for it,
+     * CL_DEVICE_HOST_UNIFIED_MEMORY, which integrated GPUs and PoCL report,
+     * or a CPU device (whose memory cannot be anything but the host's,
+     * whatever a driver that leaves the query out says).  Not "any
+     * non-GPU": an accelerator card is as discrete as a GPU. */
+    cl_bool unified = CL_FALSE;
+    cl_device_type type = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    d->unified = unified == CL_TRUE || (type & CL_DEVICE_TYPE_CPU) != 0;
+    const char *nozc = getenv("STRATA_OPENCL_NO_ZERO_COPY");
+    d->base.host_mapped = d->unified && !(nozc && strcmp(nozc, "1") == 0);
     const char *conv = getenv("STRATA_OPENCL_CONV");
     d->conv_tiled = conv && *conv ? strcmp(conv, "tiled") == 0 : c->gpu;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);

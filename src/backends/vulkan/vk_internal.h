@@ -60,7 +60,11 @@
     X(affine_f32, 0)         \
     X(affine_f16, 1)         \
     X(gemm_s_f32, 0)         \
-    X(gemm_s_f16, 1)
+    X(gemm_s_f16, 1)         \
+    X(conv_s_f32, 0)         \
+    X(conv_s_f16, 1)         \
+    X(conv_direct_f32, 0)    \
+    X(conv_direct_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,

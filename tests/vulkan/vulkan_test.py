@@ -29,7 +29,8 @@ SKIP_RETURN_CODE) when the machine has no Vulkan device.
       strided, dilated, grouped Convs into a concat slice, a ConvTranspose
       that falls back to the CPU between Vulkan nodes, linear Resize,
       MatMul of a transposed view, Gemm), against the CPU backend, in f32
-      and f16.
+      and f16; and tile_models' edges of the tiled gemm.comp / conv.comp
+      and of conv_direct.comp.
   vulkan_test.py STRATA probe RUNS
       `strata probe --backend vulkan` completes and prints its table.
 """
@@ -169,10 +170,73 @@ def cache(strata, path, xin, ref_dir):
         print("pipeline cache: %s, %d bytes; a corrupt header was refused and rewritten" % (files[0], len(good)))
 
 
+def tile_models(tmp):
+    """The edges of the register-blocked tiles (64 x 64, or 16 x 64 for a
+    small M; K 16 at a time) and of the direct conv: M, N and K that are
+    not multiples of them, M <= 16 and just above, K < 16, M = 1,
+    broadcast batch dims, a transposed view, Gemm's transA with alpha,
+    beta and a broadcast bias; convs of 12, 70, 10 (grouped) and 2
+    (depthwise, multiplier 2) channels a group, 1-D ones, pads, strides
+    and dilations, written into the slots of a Concat."""
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+
+    rng = np.random.default_rng(int(time.time() * 1e6) % (1 << 32))
+    models = []
+
+    def save(name, nodes, inputs, outputs, inits):
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        feeds = []
+        for n, s in inputs:
+            f = os.path.join(tmp, "%s_%s.npy" % (name, n))
+            np.save(f, rng.standard_normal(s).astype(np.float32))
+            feeds += ["-i", "%s=%s" % (n, f)]
+        models.append((name, path, feeds))
+
+    w = lambda *s: (rng.standard_normal(s) * 0.2).astype(np.float32)
+    Conv = lambda ins, out, **a: helper.make_node("Conv", ins, [out], **a)
+    save("conv_tiles", [
+        Conv(["x", "wa", "ba"], "c1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        Conv(["x", "wb", "bb"], "c2", pads=[1, 0, 2, 1], strides=[2, 2], dilations=[2, 1]),
+        Conv(["x", "wc"], "c3", pads=[1, 1, 1, 1], group=3),
+        Conv(["x", "wd", "bd"], "c4", pads=[1, 1, 1, 1], group=12),
+        helper.make_node("Concat", ["r1", "c3", "c4"], ["cat"], axis=1)],
+        [("x", [2, 12, 19, 23])], ["cat", "c2"],
+        {"wa": w(12, 12, 3, 3), "ba": w(12), "wb": w(70, 12, 3, 3), "bb": w(70), "wc": w(30, 4, 3, 3),
+         "wd": w(24, 1, 3, 3), "bd": w(24)})
+    save("conv1d_tiles", [
+        Conv(["x", "wa", "ba"], "c1", pads=[2, 2], strides=[2]),
+        Conv(["x", "wb"], "c2", pads=[2, 2], dilations=[2], group=3),
+        Conv(["x", "wc"], "c3"),
+        helper.make_node("Sigmoid", ["c3"], ["s3"]),
+        helper.make_node("Mul", ["c3", "s3"], ["a3"]),
+        helper.make_node("Concat", ["c2", "a3"], ["cat"], axis=1)],
+        [("x", [2, 9, 50])], ["c1", "cat"],
+        {"wa": w(20, 9, 5), "ba": w(20), "wb": w(18, 3, 3), "wc": w(9, 9, 1)})
+    save("matmul_tiles", [
+        helper.make_node("MatMul", ["a", "wa"], ["small"]),
+        helper.make_node("MatMul", ["b", "wb"], ["bcast"]),
+        helper.make_node("Transpose", ["e"], ["et"], perm=[1, 0]),
+        helper.make_node("MatMul", ["d", "et"], ["tall"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["gemm"], transA=1, alpha=1.5, beta=0.5),
+        helper.make_node("MatMul", ["v", "wv"], ["vec"]),
+        helper.make_node("MatMul", ["k1", "wk"], ["outer"])],
+        [("a", [5, 37]), ("b", [2, 1, 13, 40]), ("d", [130, 17]), ("e", [65, 17]), ("f", [140, 17]),
+         ("v", [1, 200]), ("k1", [20, 1])],
+        ["small", "bcast", "tall", "gemm", "vec", "outer"],
+        {"wa": w(37, 130), "wb": w(3, 40, 66), "wf": w(140, 70), "bf": w(70), "wv": w(200, 33), "wk": w(1, 30)})
+    return models
+
+
 def kernels(strata):
     from opencl_test import kernel_models
     with tempfile.TemporaryDirectory() as tmp:
-        for name, path, feeds in kernel_models(tmp):
+        for name, path, feeds in kernel_models(tmp) + tile_models(tmp):
             ref = os.path.join(tmp, name + "_ref")
             os.mkdir(ref)
             checked(run([strata, "run", "-q", path] + feeds + ["-o", ref]), "strata run %s (CPU reference)" % name)

@@ -1,11 +1,13 @@
 /*
  * k_conv.c — the windowed ops on Vulkan: Conv with 1 or 2 spatial dims as
- * an implicit GEMM tiled through shared memory (conv.comp: the im2col
- * columns are never stored), bias and the fused activation (st_conv_state's
- * epilogue) applied before the one store; MaxPool, AveragePool and their
- * global forms over 1 or 2 spatial dims (pool.comp).  Every operand is
- * strided, so a Conv writes straight into its slot of a Concat.  3-D
- * windows, ConvTranspose and MaxPool's Indices run on the CPU.
+ * an implicit GEMM, register-blocked and tiled through shared memory
+ * (conv.comp: the im2col columns are never stored), or one output per
+ * work-item for depthwise-like convs (conv_direct.comp), bias and the
+ * fused activation (st_conv_state's epilogue) applied before the one
+ * store; MaxPool, AveragePool and their global forms over 1 or 2 spatial
+ * dims (pool.comp).  Every operand is strided, so a Conv writes straight
+ * into its slot of a Concat.  3-D windows, ConvTranspose and MaxPool's
+ * Indices run on the CPU.
  */
 #include <string.h>
 
@@ -38,6 +40,17 @@ static void nchw(const st_view *v, int nsp, int32_t *sz, int32_t *st)
     st[3] = (int32_t)v->strides[v->rank - 1];
 }
 
+/* Whether a group of mg output channels runs one output per work-item
+ * (conv_direct.comp) rather than as a tiled GEMM (conv.comp): a depthwise
+ * conv (one output channel a group) would fill one row of conv_s's 16, so
+ * the tile would do 16 times the multiply-adds, and stage a K slice of
+ * kh*kw taps (9 of 16 for 3x3) behind two barriers.  On lavapipe a 3x3
+ * conv over 80x80 (bench/RESULTS.md, the Vulkan tiling section) ran
+ * 2.3 to 16 times as fast direct for 1 to 4 channels a group, about even
+ * at 8, and twice as fast tiled at 16: the tile's full rows outrun the
+ * direct loop per multiply-add from about half a 16-row tile up. */
+static bool direct(int32_t mg) { return mg < 8; }
+
 static st_status vk_conv(const st_kctx *k)
 {
     st_vk_ctx *c = k->dev;
@@ -52,7 +65,7 @@ static st_status vk_conv(const st_kctx *k)
     bind[3] = (st_vk_bind){0};
     if (b) ST_TRY(st_vk_bind_view(c, b, false, &bind[3]));
     int nsp = s->nsp, h = nsp == 2 ? 0 : -1; /* index of the H dim in s->k etc, -1: none */
-    int32_t p[39];
+    int32_t p[40];
     memset(p, 0, sizeof p);
     int32_t xs[4], xst[4], ys[4], yst[4], ws[4], wst[4];
     nchw(x, nsp, xs, xst);
@@ -91,9 +104,19 @@ static st_status vk_conv(const st_kctx *k)
     p[36] = s->epi.act ? st_vk_unary_code(s->epi.act - 1) : 0;
     p[37] = fbits(s->epi.alpha);
     p[38] = fbits(s->epi.beta);
+    bool f16 = st_vk_is_f16(y);
+    if (direct(p[17])) {
+        p[39] = (int32_t)st_view_numel(y);
+        uint32_t groups[3];
+        st_vk_grid1(c, p[39], 256, groups);
+        return st_vk_dispatch(c, f16 ? ST_VKS_conv_direct_f16 : ST_VKS_conv_direct_f32, p, 40, 4, bind, groups);
+    }
     int64_t positions = (int64_t)ys[0] * ys[2] * ys[3];
-    uint32_t groups[3] = {(uint32_t)((positions + 15) / 16), (uint32_t)((p[17] + 15) / 16), (uint32_t)s->group};
-    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_conv_f16 : ST_VKS_conv_f32, p, 39, 4, bind, groups);
+    bool small = p[17] <= 16;
+    uint32_t tm = small ? 16 : 64;
+    uint32_t groups[3] = {(uint32_t)((positions + 63) / 64), (uint32_t)((p[17] + tm - 1) / tm), (uint32_t)s->group};
+    st_vks id = small ? (f16 ? ST_VKS_conv_s_f16 : ST_VKS_conv_s_f32) : (f16 ? ST_VKS_conv_f16 : ST_VKS_conv_f32);
+    return st_vk_dispatch(c, id, p, 39, 4, bind, groups);
 }
 
 static st_status vk_pool(const st_kctx *k)

@@ -1,8 +1,10 @@
 /*
- * k_linalg.c — MatMul and Gemm on Vulkan: one dispatch of the tiled
- * gemm.comp each, with the operands' own strides (a transposed view or
- * transA/transB only swaps strides) and MatMul's broadcast batch dims
- * (a work-group layer per batch).  f32 or f16 data, accumulating in f32.
+ * k_linalg.c — MatMul and Gemm on Vulkan: one dispatch each of gemm.comp,
+ * a register-blocked GEMM tiled through shared memory (64 x 64 blocks of
+ * C, or 16 x 64 when M <= 16), with the operands' own strides (a
+ * transposed view or transA/transB only swaps strides) and MatMul's
+ * broadcast batch dims (a work-group layer per batch).  f32 or f16 data,
+ * accumulating in f32.
  * MatMul with a 1-D operand and more than 4 batch dims run on the CPU.
  */
 #include <string.h>
@@ -19,11 +21,17 @@ static int32_t fbits(float f)
     return i;
 }
 
+/* A work-group computes 64 columns of C and 64 rows (gemm_*) or, when M
+ * is 16 or less (a few tokens, a batch of vectors), 16 rows (gemm_s_*):
+ * the 64-row tile would compute 48 rows past M for nothing. */
 static st_status launch(st_vk_ctx *c, const st_view *y, int32_t *p, const st_vk_bind *bind, int64_t batches)
 {
     if (p[0] == 0 || p[1] == 0 || batches == 0) return ST_OK;
-    uint32_t groups[3] = {(uint32_t)((p[1] + 15) / 16), (uint32_t)((p[0] + 15) / 16), (uint32_t)batches};
-    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_gemm_f16 : ST_VKS_gemm_f32, p, 38, 4, bind, groups);
+    bool f16 = st_vk_is_f16(y), small = p[0] <= 16;
+    uint32_t tm = small ? 16 : 64;
+    uint32_t groups[3] = {(uint32_t)((p[1] + 63) / 64), (uint32_t)((p[0] + tm - 1) / tm), (uint32_t)batches};
+    st_vks id = small ? (f16 ? ST_VKS_gemm_s_f16 : ST_VKS_gemm_s_f32) : (f16 ? ST_VKS_gemm_f16 : ST_VKS_gemm_f32);
+    return st_vk_dispatch(c, id, p, 38, 4, bind, groups);
 }
 
 static st_status vk_matmul(const st_kctx *k)

@@ -33,7 +33,9 @@
 
 /* Every shader, one SPIR-V module each (cmake/embed_spirv.cmake embeds
  * them from src/backends/vulkan/shaders/, one per variant: _f16 ones need
- * shaderFloat16 and 16-bit storage).  X(name, needs_f16_or_16bit) */
+ * shaderFloat16 and 16-bit storage; _s_ ones are built with a 16-row
+ * tile).  The order is CMakeLists.txt's VK_SHADERS.
+ * X(name, needs_f16_or_16bit) */
 #define ST_VK_SHADER_LIST(X) \
     X(copy32, 0)             \
     X(copy16, 1)             \
@@ -56,7 +58,13 @@
     X(resize_f32, 0)         \
     X(resize_f16, 1)         \
     X(affine_f32, 0)         \
-    X(affine_f16, 1)
+    X(affine_f16, 1)         \
+    X(gemm_s_f32, 0)         \
+    X(gemm_s_f16, 1)         \
+    X(conv_s_f32, 0)         \
+    X(conv_s_f16, 1)         \
+    X(conv_direct_f32, 0)    \
+    X(conv_direct_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,

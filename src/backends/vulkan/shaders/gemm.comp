@@ -1,8 +1,9 @@
 // gemm.comp — C = act(alpha * A B + beta * bias) for a batch of matrices,
-// tiled through shared memory: a 16 x 16 work-group computes a 16 x 16
-// block of C, stepping through K 16 at a time with one tile of A and one
-// of B in shared memory.  Every operand is strided (a transposed operand
-// is a swap of its strides), batch dims broadcast by 0 strides.
+// register-blocked through shared memory (tile.glsl): a 16 x 16
+// work-group computes a TM x 64 block of C, each invocation RM x 4 of it,
+// stepping through K 16 at a time.  Every operand is strided (a
+// transposed operand is a swap of its strides), batch dims broadcast by 0
+// strides.  Built with TM 64 (gemm_*) and 16 (gemm_s_*, for M <= 16).
 //   p: [0] M, [1] N, [2] K, [3] batch dims (<= 4), [4..7] their sizes
 //      A: [8] off, [9] s_m, [10] s_k, [11..14] batch strides
 //      B: [15] off, [16] s_k, [17] s_n, [18..21]
@@ -11,21 +12,17 @@
 //      [33] alpha, [34] beta, [35] act, [36] act a, [37] act b
 #version 450
 #include "common.glsl"
-#define TS 16
-layout(local_size_x = TS, local_size_y = TS) in;
+#include "tile.glsl"
 layout(std430, binding = 1) writeonly buffer Cb { T c[]; };
 layout(std430, binding = 2) readonly buffer Ab { T a[]; };
 layout(std430, binding = 3) readonly buffer Bb { T b[]; };
 layout(std430, binding = 4) readonly buffer Db { T bias[]; };
 
-shared float ta[TS][TS + 1];
-shared float tb[TS][TS + 1];
-
 void main()
 {
     int M = p[0], N = p[1], K = p[2], nbd = p[3];
-    int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
-    int col = int(gl_WorkGroupID.x) * TS + tx, row = int(gl_WorkGroupID.y) * TS + ty;
+    int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), l = ty * WX + tx;
+    int m0 = int(gl_WorkGroupID.y) * TM, n0 = int(gl_WorkGroupID.x) * TN;
     // the batch: gl_WorkGroupID.z in row-major order of the batch dims
     int bi = int(gl_WorkGroupID.z), ao = p[8], bo = p[15], co = p[22];
     for (int d = nbd - 1; d >= 0; d--) {
@@ -35,18 +32,41 @@ void main()
         co += i * p[25 + d];
         bi = q;
     }
-    float acc = 0.0;
-    for (int k0 = 0; k0 < K; k0 += TS) {
-        int ka = k0 + tx, kb = k0 + ty;
-        int ar = int(gl_WorkGroupID.y) * TS + ty;
-        ta[ty][tx] = ar < M && ka < K ? float(a[ao + ar * p[9] + ka * p[10]]) : 0.0;
-        tb[ty][tx] = col < N && kb < K ? float(b[bo + kb * p[16] + col * p[17]]) : 0.0;
+    int sam = p[9], sak = p[10], sbk = p[16], sbn = p[17];
+    int ak = l % TK, ar = l / TK, bn = l % TN, br = l / TN;
+    bool bn_in = n0 + bn < N;
+    int bcol = bo + (n0 + bn) * sbn;
+    float acc[RM][RN];
+    for (int i = 0; i < RM; i++)
+        for (int j = 0; j < RN; j++) acc[i][j] = 0.0;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        int ka = k0 + ak;
+        for (int i = 0; i < A_LOADS; i++) {
+            int r = ar + i * A_ROW_STEP, gm = m0 + r;
+            float v = 0.0;
+            if (gm < M && ka < K) v = float(a[ao + gm * sam + ka * sak]);
+            sa[ak][r] = v;
+        }
+        for (int i = 0; i < B_LOADS; i++) {
+            int r = br + i * B_ROW_STEP, gk = k0 + r;
+            float v = 0.0;
+            if (bn_in && gk < K) v = float(b[bcol + gk * sbk]);
+            sb[r][bn] = v;
+        }
         barrier();
-        for (int k = 0; k < TS; k++) acc += ta[ty][k] * tb[k][tx];
+        TILE_FMA(acc, tx, ty)
         barrier();
     }
-    if (row >= M || col >= N) return;
-    float v = pf(33) * acc;
-    if (p[29] != 0) v += pf(34) * float(bias[p[30] + row * p[31] + col * p[32]]);
-    c[co + row * p[23] + col * p[24]] = T(st_act(p[35], v, pf(36), pf(37), 0.0));
+    float alpha = pf(33), beta = pf(34);
+    for (int i = 0; i < RM; i++) {
+        int row = m0 + ty + i * WY;
+        if (row >= M) break;
+        for (int j = 0; j < RN; j++) {
+            int col = n0 + tx + j * WX;
+            if (col >= N) break;
+            float v = alpha * acc[i][j];
+            if (p[29] != 0) v += beta * float(bias[p[30] + row * p[31] + col * p[32]]);
+            c[co + row * p[23] + col * p[24]] = T(st_act(p[35], v, pf(36), pf(37), 0.0));
+        }
+    }
 }

@@ -51,6 +51,17 @@ int st_vk_unary_code(int code)
     case ST_U_CLIP: return VK_U_CLIP;
     case ST_U_MISH: return VK_U_MISH;
     case ST_U_SIGN: return VK_U_SIGN;
+    case ST_U_TAN: return VK_U_TAN;
+    case ST_U_ASIN: return VK_U_ASIN;
+    case ST_U_ACOS: return VK_U_ACOS;
+    case ST_U_ATAN: return VK_U_ATAN;
+    case ST_U_SINH: return VK_U_SINH;
+    case ST_U_COSH: return VK_U_COSH;
+    case ST_U_ASINH: return VK_U_ASINH;
+    case ST_U_ACOSH: return VK_U_ACOSH;
+    case ST_U_ATANH: return VK_U_ATANH;
+    case ST_U_CELU: return VK_U_CELU;
+    case ST_U_THRESHOLDED_RELU: return VK_U_THRESHOLDED_RELU;
     }
     return 0;
 }

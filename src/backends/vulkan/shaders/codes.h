@@ -36,6 +36,17 @@
 #define VK_U_SOFTSIGN 27
 #define VK_U_SELU 28
 #define VK_U_IDENTITY 29
+#define VK_U_TAN 30
+#define VK_U_ASIN 31
+#define VK_U_ACOS 32
+#define VK_U_ATAN 33
+#define VK_U_SINH 34
+#define VK_U_COSH 35
+#define VK_U_ASINH 36
+#define VK_U_ACOSH 37
+#define VK_U_ATANH 38
+#define VK_U_CELU 39
+#define VK_U_THRESHOLDED_RELU 40
 
 #define VK_B_ADD 0
 #define VK_B_SUB 1

@@ -100,6 +100,18 @@ float st_act(int code, float x, float a, float b, float g)
     case VK_U_CLIP: return min(max(x, a), b);
     case VK_U_MISH: return x * st_tanh(st_softplus(x));
     case VK_U_SIGN: return sign(x);
+    case VK_U_TAN: return tan(x);
+    // through atan(y, x): lavapipe's asin and acos are about 2e-4 off
+    case VK_U_ASIN: return abs(x) > 1.0 ? asin(x) : atan(x, sqrt((1.0 - x) * (1.0 + x)));
+    case VK_U_ACOS: return abs(x) > 1.0 ? acos(x) : atan(sqrt((1.0 - x) * (1.0 + x)), x);
+    case VK_U_ATAN: return atan(x);
+    case VK_U_SINH: return sinh(x);
+    case VK_U_COSH: return cosh(x);
+    case VK_U_ASINH: return asinh(x);
+    case VK_U_ACOSH: return acosh(x);
+    case VK_U_ATANH: return atanh(x);
+    case VK_U_CELU: return max(x, 0.0) + min(0.0, a * (exp(x / a) - 1.0));
+    case VK_U_THRESHOLDED_RELU: return x > a ? x : 0.0;
     }
     return x;
 }

@@ -21,7 +21,7 @@ for m in f32 f16; do
   grep -E "max \|d\||wrong|FAIL" $OUT/attn_unit_$m.log | head -14
 done
 echo "== suite"
-SUITE_GRAPHS=1 SUITE_PROFILE="${FLASH_PROFILE:-vit_small:32}" timeout 420 bash bench/gpu/suite.sh --compile none \
+SUITE_GRAPHS=1 SUITE_PROFILE="${FLASH_PROFILE:-vit_small:32}" timeout ${FLASH_SUITE_S:-420} bash bench/gpu/suite.sh --compile none \
   --cases ${FLASH_CASES:-vit_small,bert4,convnext_tiny} 2>&1 | grep -vE "^(exported|floor)" | tail -40
 for c in vit_small bert4; do
   [ -f /tmp/suite/$c.onnx ] || continue
@@ -38,5 +38,5 @@ for c in vit_small bert4; do
   STRATA_ATTENTION_FUSION=1 $D/bin/strata run /tmp/suite/$c.onnx ${ins//_b32_/_b1_} --backend cuda --precision f16 -q -o /tmp/fa_$c
   python3 -c "import numpy as np; r=np.load('/tmp/suite/${c}_b1_ref.npy').astype('f8'); g=np.load('/tmp/fa_$c/y.npy').astype('f8'); print('$c fused f16 b1 max|d|/max|ref| %.2e' % (abs(g-r).max()/abs(r).max()))"
 done
-echo "== bandwidth"; STRATA=$PWD/$D/bin/strata timeout 240 python3 bench/gpu/bandwidth.py --out $OUT 2>&1 | tail -12
+echo "== bandwidth"; STRATA=$PWD/$D/bin/strata timeout ${FLASH_BW_S:-240} python3 bench/gpu/bandwidth.py --out $OUT 2>&1 | tail -12
 echo "== kernel sweep"; CASES=2 timeout 60 bash scripts/device/kernel_test.sh 2>&1 | grep -vE "^ " | tail -8

@@ -13,7 +13,7 @@ for r in rows:
         continue
     v = float(r["Metric Value"].replace(",", ""))
     unit = r.get("Metric Unit", "")
-    v = v / 1e3 if unit == "nsecond" else v if unit == "usecond" else v * 1e3
+    v = v / 1e3 if unit in ("nsecond", "ns") else v if unit in ("usecond", "us") else v * 1e3
     k = r["Kernel Name"][:110]
     tot[k] += v
     cnt[k] += 1

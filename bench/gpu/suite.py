@@ -112,16 +112,18 @@ def model_floor(case, b, bw, tf):
     return flops / 1e9, nbytes / 1e6, max(flops / (tf * 1e12), nbytes / (bw * 1e9)) * 1e3
 
 
-def check_out(d, case, backend, prec="f32"):
-    """strata's output at batch 1 against PyTorch's f32 one: max|d| / max|ref|."""
-    out = "/tmp/suite_out_%s_%s_%s" % (case, backend, prec)
+def check_out(d, case, backend, prec="f32", b=1):
+    """strata's output at batch b against PyTorch's f32 one: max|d| / max|ref|."""
+    out = "/tmp/suite_out_%s_%s_%s_b%d" % (case, backend, prec, b)
     os.makedirs(out, exist_ok=True)
-    cmd = [STRATA, "run", os.path.join(d, case + ".onnx"), *strata_inputs(d, case, 1), "--backend", backend,
+    cmd = [STRATA, "run", os.path.join(d, case + ".onnx"), *strata_inputs(d, case, b), "--backend", backend,
            "--precision", prec, "-o", out, "-q"]
     rc, o, e = sh(cmd)
     if rc != 0:
         return None, (e or o).strip()[-300:]
-    ref = np.load(os.path.join(d, case + "_b1_ref.npy")).astype(np.float64)
+    if not os.path.exists(os.path.join(d, "%s_b%d_ref.npy" % (case, b))):
+        return None, "no batch %d reference" % b
+    ref = np.load(os.path.join(d, "%s_b%d_ref.npy" % (case, b))).astype(np.float64)
     got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
     if got.shape != ref.shape:
         return None, "shape %s against %s" % (got.shape, ref.shape)
@@ -153,15 +155,17 @@ def main():
         for backend in backends:
             err, why = check_out(d, case, backend)
             err16, why16 = check_out(d, case, backend, "f16")
-            print("%s %s b1 max|d|/max|ref|: f32 %s %s, f16 %s %s" % (
-                case, backend, "%.2e" % err if err is not None else "-", why,
-                "%.2e" % err16 if err16 is not None else "-", why16), flush=True)
+            bb = max(suite_models.BATCHES)
+            errb, whyb = check_out(d, case, backend, "f16", bb)
+            fmt = lambda e: "%.2e" % e if e is not None else "-"
+            print("%s %s max|d|/max|ref|: b1 f32 %s %s, b1 f16 %s %s, b%d f16 %s %s" % (
+                case, backend, fmt(err), why, fmt(err16), why16, bb, fmt(errb), whyb), flush=True)
             for b in suite_models.BATCHES:
                 sb = strata_bench(d, case, b, backend, "f16", 50 if b == 32 else 200)
                 gf, mb, fl = model_floor(case, b, bw, tf)
                 base = dict(case=case, precision="f16", batch=b, backend=backend, strata_ms=sb.get("median_ms"),
                             strata_peak_bytes=sb.get("peak_bytes"), strata_first_ms=sb.get("first_result_ms"),
-                            strata_error=sb.get("error"), f32_rel_err=err, f16_rel_err=err16, gflop=gf, min_mb=mb, floor_ms=fl,
+                            strata_error=sb.get("error"), f32_rel_err=err, f16_rel_err=err16, f16_batched_rel_err=errb, gflop=gf, min_mb=mb, floor_ms=fl,
                             date=date, commit=commit)
                 for p in peer:
                     if p.get("batch") == b and "ms" in p:

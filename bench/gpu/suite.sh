@@ -24,6 +24,11 @@ for e in ${SUITE_PROFILE:-}; do
     $STRATA run /tmp/suite/$c.onnx $ins --backend cuda --precision f16 -q -o /tmp/o > /tmp/ncu.csv 2>/dev/null
   python3 bench/gpu/ncu_sum.py /tmp/ncu.csv > $OUT/ncu_${c}_$b.txt
   head -25 $OUT/ncu_${c}_$b.txt
+  # strata's own per-op view of the same case (graphs off under --profile)
+  timeout 120 $STRATA bench /tmp/suite/$c.onnx $ins --backend cuda --precision f16 --runs 5 --warmup 2 -q \
+    --profile /tmp/trace_${c}_$b.json > /dev/null 2>&1 &&
+    python3 bench/gpu/trace_sum.py /tmp/trace_${c}_$b.json > $OUT/ops_${c}_$b.txt
+  $STRATA inspect /tmp/suite/$c.onnx --plan --backend cuda --precision f16 > $OUT/plan_${c}.txt 2>&1
 done
 # the exported graphs without their weights (dims kept), for study off the
 # GPU machine: bench/gpu/suite_restore.py gives them random weights again

@@ -79,8 +79,55 @@ __global__ void resize_kernel(rs_args a)
 
 static bool float_class(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
+/* ---- nearest over the last two axes, the others left as they are ----
+ *
+ * YOLO's and FPN's 2x upsampling: the general kernel above spends 64-bit
+ * divisions and a tap-table walk on every element and copies bytes one by
+ * one (300 us for YOLOv8n's 26 MB upsample at batch 32 on an H200).  Here
+ * the input row and column of each output row and column come from two
+ * int32 maps, the leading axes merge into one outer index, the element
+ * is copied whole, and the index math is 32-bit. */
+struct nn2_args {
+    const int *hmap, *wmap;        /* device: input row per output row, input column per output column */
+    const void *x;
+    void *y;
+    unsigned ho, wo, n;
+    int64_t xso, xsh, xsw, yso, ysh, ysw;
+};
+
+template <typename T>
+__global__ void resize_nn2_kernel(nn2_args a)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
+        unsigned w = i % a.wo, t = i / a.wo, h = t % a.ho, o = t / a.ho;
+        const T *x = (const T *)a.x + o * a.xso + __ldg(a.hmap + h) * a.xsh + __ldg(a.wmap + w) * a.xsw;
+        ((T *)a.y)[o * a.yso + h * a.ysh + w * a.ysw] = *x;
+    }
+}
+
+/* Whether the fast path takes this Resize: nearest, no crop, the leading
+ * axes unresized and merging into one outer index in both operands. */
+static bool nn2_fits(const st_resize_state *s, const st_operand *x, const st_operand *y)
+{
+    int r = s->rank;
+    size_t es = st_dtype_size(y->dtype);
+    if (!s->nearest || s->crop || r < 2 || !(es == 1 || es == 2 || es == 4 || es == 8)) return false;
+    if (st_operand_numel(y) >= (int64_t)1 << 31) return false;
+    for (int d = 0; d < r - 2; d++) {
+        if (s->in[d] != s->out[d]) return false;
+        for (int64_t c = 0; c < s->out[d]; c++)
+            if (s->taps[s->first[d] + c].idx != c) return false;
+        if (d + 1 < r - 2 && s->out[d + 1] > 1 &&
+            (x->strides[d] != x->strides[d + 1] * s->out[d + 1] || y->strides[d] != y->strides[d + 1] * s->out[d + 1]))
+            return false;
+    }
+    return true;
+}
+
 struct rs_cache {
     st_resize_tap *taps;
+    int *maps;                     /* the fast path's row and column maps, or NULL */
+    int *host_maps;                /* their host copy, the asynchronous copy's source */
 };
 
 static void rs_cache_free(void *p)
@@ -88,7 +135,59 @@ static void rs_cache_free(void *p)
     rs_cache *c = (rs_cache *)p;
     if (!c) return;
     if (c->taps) cudaFree(c->taps);
+    if (c->maps) cudaFree(c->maps);
+    free(c->host_maps);
     free(c);
+}
+
+/* First run: the two maps on the device.  The host copy stays in the
+ * cache: the copy is asynchronous, in stream order before the kernel (a
+ * synchronous copy could land inside another thread's graph capture). */
+static st_status nn2_maps(rs_cache *c, const st_resize_state *s, cudaStream_t stream)
+{
+    int r = s->rank;
+    int64_t ho = s->out[r - 2], wo = s->out[r - 1];
+    size_t bytes = (size_t)(ho + wo) * sizeof(int);
+    free(c->host_maps); /* a retry after a failed first run */
+    c->host_maps = (int *)malloc(bytes);
+    if (!c->host_maps) return st_error(ST_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < ho; i++) c->host_maps[i] = (int)s->taps[s->first[r - 2] + i].idx;
+    for (int64_t i = 0; i < wo; i++) c->host_maps[ho + i] = (int)s->taps[s->first[r - 1] + i].idx;
+    st_cuda_exclusive_lock();
+    cudaError_t err = cudaMalloc((void **)&c->maps, bytes);
+    st_cuda_exclusive_unlock();
+    if (err != cudaSuccess) {
+        c->maps = NULL;
+        return st_cuda_ok(err, "cudaMalloc (Resize row and column maps)");
+    }
+    return st_cuda_ok(cudaMemcpyAsync(c->maps, c->host_maps, bytes, cudaMemcpyHostToDevice, stream),
+                      "cudaMemcpyAsync (Resize row and column maps)");
+}
+
+static st_status nn2_launch(const rs_cache *c, const st_resize_state *s, const st_operand *x, const st_operand *y,
+                            cudaStream_t stream)
+{
+    int r = s->rank;
+    nn2_args a;
+    a.hmap = c->maps;
+    a.wmap = c->maps + s->out[r - 2];
+    a.x = x->data;
+    a.y = y->data;
+    a.ho = (unsigned)s->out[r - 2];
+    a.wo = (unsigned)s->out[r - 1];
+    a.n = (unsigned)st_operand_numel(y);
+    a.xso = r > 2 ? x->strides[r - 3] : 0;
+    a.yso = r > 2 ? y->strides[r - 3] : 0;
+    a.xsh = x->strides[r - 2], a.xsw = x->strides[r - 1];
+    a.ysh = y->strides[r - 2], a.ysw = y->strides[r - 1];
+    unsigned blocks = (unsigned)st_blocks(a.n, THREADS);
+    switch (st_dtype_size(y->dtype)) {
+    case 1: resize_nn2_kernel<uint8_t><<<blocks, THREADS, 0, stream>>>(a); break;
+    case 2: resize_nn2_kernel<uint16_t><<<blocks, THREADS, 0, stream>>>(a); break;
+    case 4: resize_nn2_kernel<uint32_t><<<blocks, THREADS, 0, stream>>>(a); break;
+    default: resize_nn2_kernel<uint64_t><<<blocks, THREADS, 0, stream>>>(a); break;
+    }
+    return ST_OK;
 }
 
 extern "C" st_status st_cuda_resize(const st_kctx *k)
@@ -117,6 +216,14 @@ extern "C" st_status st_cuda_resize(const st_kctx *k)
         if (bytes)
             ST_TRY(st_cuda_ok(cudaMemcpyAsync(c->taps, s->taps, bytes, cudaMemcpyHostToDevice, stream),
                                  "cudaMemcpyAsync (Resize tap tables)"));
+    }
+    if (nn2_fits(s, x, y)) {
+        if (!c->maps) {
+            if (ctx->capturing)
+                return st_error(ST_ERR_BACKEND, "cuda: Resize: no row and column maps on the device (the command's first run was captured)");
+            ST_TRY(nn2_maps(c, s, stream));
+        }
+        return nn2_launch(c, s, x, y, stream);
     }
     rs_args a;
     memset(&a, 0, sizeof a);

@@ -13,14 +13,16 @@
 
 /* Which chain dtypes the attention pass fuses for table t: f32 where the
  * backend asks for it (ST_CAP_ATTENTION), f16 where it asks for that
- * (ST_CAP_ATTENTION_F16), and with STRATA_ATTENTION_FUSION=1 every dtype
- * its FusedAttention kernel runs.  0: the pass does not run. */
+ * (ST_CAP_ATTENTION_F16), with STRATA_ATTENTION_FUSION=1 every dtype
+ * its FusedAttention kernel runs, and with STRATA_ATTENTION_FUSION=0 none
+ * (for measuring the fusion).  0: the pass does not run. */
 static uint32_t attention_dtypes(const st_kernel_table *t)
 {
     const st_op_def *fa = st_op_find("ai.strata", "FusedAttention");
     uint32_t has = fa ? st_kernel_dtypes(t, fa) : 0, want = 0;
     const char *e = getenv("STRATA_ATTENTION_FUSION");
     if (e && strcmp(e, "1") == 0) return has;
+    if (e && strcmp(e, "0") == 0) return 0;
     if (t->caps & ST_CAP_ATTENTION) want |= ST_DT(ST_F32);
     if (t->caps & ST_CAP_ATTENTION_F16) want |= ST_DT(ST_F16);
     return has & want;

@@ -183,7 +183,7 @@ def main():
                                                                   "peer ms", "ratio", "floor", "strata MB", "peer MB"))
     for r in rows:
         ratio = r["strata_ms"] / r["peer_ms"] if r.get("strata_ms") and r.get("peer_ms") else float("nan")
-        print("%-14s %-6s %3d %-7s %9s %-38s %9s %6.2f %8.3f" % (
+        print("%-14s %-6s %3d %-7s %9s %-38s %9s %6.2f %8.3f %9s %9s" % (
             r["case"], r["precision"], r["batch"], r["backend"],
             "%.3f" % r["strata_ms"] if r.get("strata_ms") else "ERR", (r.get("peer") or "-")[:38],
             "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-", ratio, r["floor_ms"],

@@ -101,6 +101,47 @@ typedef struct match {
     int n_chain;
 } match;
 
+/* The factor c of a Mul(v, c) or Mul(c, v) node n by a constant scalar,
+ * setting *v; NAN when n is not one. */
+static float mul_factor(const st_plan *p, int n, int *v)
+{
+    int n_in;
+    const int *in = st_plan_in(p, &p->g->nodes[n], n, &n_in);
+    if (!runs(p, n, "Mul") || p->nodes[n].op || n_in != 2) return NAN;
+    for (int side = 0; side < 2; side++) {
+        float c = const_scalar(p, in[1 - side]);
+        if (!isnan(c)) {
+            *v = in[side];
+            return c;
+        }
+    }
+    return NAN;
+}
+
+/* PyTorch's scaled_dot_product_attention exports its scale split in two,
+ * sqrt(scale) on Q and on K^T before the product: two elementwise passes
+ * over Q and K a layer (24 launches in ViT-S).  When both operands of the
+ * scores' MatMul are such Muls read by it alone, they fold into the
+ * fused node's scale (the product of the two).  The sum is then scaled
+ * once in f32 instead of each operand being rounded after its Mul. */
+static void split_scale(const st_plan *p, const int *count, int scores, match *m)
+{
+    int mq = sole_producer(p, count, m->q, scores), mk = sole_producer(p, count, m->kt, scores), q = -1, kt = -1;
+    if (mq < 0 || mk < 0 || mq == mk || m->n_chain + 2 > MAX_CHAIN) return;
+    float a = mul_factor(p, mq, &q), b = mul_factor(p, mk, &kt);
+    if (isnan(a) || isnan(b) || !st_plan_same_shape(p, q, m->q) || !st_plan_same_shape(p, kt, m->kt)) return;
+    if (p->values[q].t.dtype != p->values[m->q].t.dtype || p->values[kt].t.dtype != p->values[m->kt].t.dtype) return;
+    m->s.scale_kind = ST_ATT_SCALE_MUL;
+    m->s.scale = a * b;
+    m->q = q;
+    m->kt = kt;
+    /* the scores' MatMul stays last: absorb_layouts reads it as Q's and K's reader */
+    m->chain[m->n_chain + 1] = m->chain[m->n_chain - 1];
+    m->chain[m->n_chain - 1] = mq;
+    m->chain[m->n_chain] = mk;
+    m->n_chain += 2;
+}
+
 /* Whether MatMul node y ends an attention chain of one of the dtypes
  * (ST_DT bits) asked for; fills *m. */
 static bool match_at(const st_plan *p, const int *count, int y, uint32_t dtypes, match *m)
@@ -174,6 +215,7 @@ static bool match_at(const st_plan *p, const int *count, int y, uint32_t dtypes,
     const st_node *sn = &g->nodes[scores];
     m->q = sn->in[0];
     m->kt = sn->in[1];
+    if (!scaled) split_scale(p, count, scores, m);
     int ids[3] = {m->q, m->kt, m->v};
     for (int k = 0; k < 3; k++)
         if (!is_dt(p, ids[k], dt) || p->values[ids[k]].t.rank != r) return false;

@@ -388,6 +388,59 @@ __global__ void dw_kernel(dw_args a)
     }
 }
 
+/* Stride 1, no dilation, a square K x K window (ConvNeXt's 7x7, the 3x3
+ * and 5x5 of MobileNets): the same tile, but a thread computes 4
+ * neighbouring outputs of a row with the weights in registers, so each
+ * tile row it reads (K + 3 values) serves 4 K multiply-adds.  dw_kernel's
+ * two shared loads per multiply-add held ConvNeXt-T's first 7x7 stage at
+ * 192 us at batch 32 on an H200.  Same taps, same order, so the same
+ * sums as dw_kernel. */
+#define DW4 4
+template <typename T, int K>
+__global__ void dw_reg_kernel(dw_args a)
+{
+    extern __shared__ float dw_sm[];
+    float *tile = dw_sm;
+    const int tiles_x = (a.ow + DW_TW - 1) / DW_TW, tiles = tiles_x * ((a.oh + DW_TH - 1) / DW_TH);
+    const int r = threadIdx.x / (DW_TW / DW4), q0 = (threadIdx.x % (DW_TW / DW4)) * DW4;
+    for (int64_t pc = blockIdx.y; pc < a.planes; pc += gridDim.y) {
+        int64_t n = pc / a.channels, c = pc - n * a.channels;
+        const T *x = (const T *)a.x + n * a.xs_n + c * a.xs_c;
+        T *y = (T *)a.y + n * a.ys_n + c * a.ys_c;
+        float bias = a.b ? st_ldf(a.bt, a.b, c * a.bs) : 0.0f, wr[K * K];
+#pragma unroll
+        for (int i = 0; i < K * K; i++)
+            wr[i] = st_to_f<T>(((const T *)a.w)[c * a.ws_c + (i / K) * a.ws_h + (i % K) * a.ws_w]);
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int oy0 = (t / tiles_x) * DW_TH, ox0 = (t % tiles_x) * DW_TW;
+            int iy0 = oy0 - a.ph, ix0 = ox0 - a.pw;
+            __syncthreads();
+            for (int i = threadIdx.x; i < a.tih * a.tiw; i += blockDim.x) {
+                int rr = i / a.tiw, q = i - rr * a.tiw, iy = iy0 + rr, ix = ix0 + q;
+                tile[i] = iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw ? st_to_f<T>(x[iy * a.xs_h + ix * a.xs_w]) : 0.0f;
+            }
+            __syncthreads();
+            float acc[DW4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int ky = 0; ky < K; ky++) {
+                const float *row = tile + (r + ky) * a.tiw + q0;
+                float v[DW4 + K - 1];
+#pragma unroll
+                for (int i = 0; i < DW4 + K - 1; i++) v[i] = row[i];
+#pragma unroll
+                for (int kx = 0; kx < K; kx++)
+#pragma unroll
+                    for (int j = 0; j < DW4; j++) acc[j] += v[j + kx] * wr[ky * K + kx];
+            }
+            int oy = oy0 + r;
+            if (oy < a.oh)
+#pragma unroll
+                for (int j = 0; j < DW4; j++)
+                    if (ox0 + q0 + j < a.ow) y[oy * a.ys_h + (ox0 + q0 + j) * a.ys_w] = st_from_f<T>(st_epilogue_f(a.epi, acc[j] + bias));
+        }
+    }
+}
+
 /* Runs a depthwise Conv on dw_kernel when it fits; false otherwise. */
 static bool dw_conv(const st_kctx *k, const st_conv_state *s)
 {
@@ -422,6 +475,17 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
     int tiles = ((a.ow + DW_TW - 1) / DW_TW) * ((a.oh + DW_TH - 1) / DW_TH);
     dim3 grid((unsigned)(tiles > 64 ? 64 : tiles), (unsigned)(a.planes > 65535 ? 65535 : a.planes));
     cudaStream_t st = st_stream(k);
+    if (a.sh == 1 && a.sw == 1 && a.dh == 1 && a.dw == 1 && a.kh == a.kw && (a.kh == 3 || a.kh == 5 || a.kh == 7)) {
+        const int threads = DW_TH * DW_TW / DW4;
+#define DW_GO(T, K) dw_reg_kernel<T, K><<<grid, threads, smem, st>>>(a)
+#define DW_K(T) (a.kh == 3 ? DW_GO(T, 3) : a.kh == 5 ? DW_GO(T, 5) : DW_GO(T, 7))
+        if (x->dtype == ST_F32) DW_K(float);
+        else if (x->dtype == ST_F16) DW_K(__half);
+        else DW_K(__nv_bfloat16);
+#undef DW_K
+#undef DW_GO
+        return true;
+    }
     if (x->dtype == ST_F32) dw_kernel<float><<<grid, 256, smem, st>>>(a);
     else if (x->dtype == ST_F16) dw_kernel<__half><<<grid, 256, smem, st>>>(a);
     else dw_kernel<__nv_bfloat16><<<grid, 256, smem, st>>>(a);
@@ -542,16 +606,40 @@ static bool candidate_math(st_dtype t, bool tf32, cudnnMathType_t cand, cudnnMat
     return true;
 }
 
-/* First run: the heuristic's candidates in order, the first that runs is
- * kept (and has written y). */
+/* Whether the first run times cuDNN's algorithms (cudnnFind...) instead
+ * of taking its heuristic's first that runs: on by default, as PyTorch's
+ * cudnn.benchmark.  STRATA_CUDA_CONV_TUNE=0 turns it off. */
+static bool tune(void)
+{
+    const char *e = getenv("STRATA_CUDA_CONV_TUNE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* First run: candidates in order (fastest measured first when tuning,
+ * else the heuristic's order), the first that runs is kept (and has
+ * written y).
+ *
+ * The heuristic alone picked a CUDA-core implicit GEMM for ten of
+ * YOLOv8n's f16 convs at batch 32 on an H200 (0.47 ms each, 4.7 of the
+ * model's 10.1 ms), where timed tensor-core algorithms exist. */
 static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype t, const void *x, const void *w, void *y,
                                 void *ws_ptr, size_t ws_bytes)
 {
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
-    ST_TRY(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
-               "cudnnGetConvolutionForwardAlgorithm_v7"));
+    bool found = false;
+    if (tune()) {
+        /* it synchronizes the device: no other thread may be capturing */
+        st_cuda_exclusive_lock();
+        found = cudnnFindConvolutionForwardAlgorithmEx(h, c->xd, x, c->wd, w, c->cd, c->yd, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                        &got, perf, ws_ptr, ws_bytes) == CUDNN_STATUS_SUCCESS;
+        st_cuda_exclusive_unlock();
+        if (!found) cudaGetLastError();
+    }
+    if (!found)
+        ST_TRY(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+                   "cudnnGetConvolutionForwardAlgorithm_v7"));
     const float one = 1.0f, zero = 0.0f;
     const char *last = "no candidate algorithm";
     for (int i = 0; i < got; i++) {

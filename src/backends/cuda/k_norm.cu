@@ -276,6 +276,20 @@ static bool norm_warp(const st_kctx *k, const norm_args &a)
  * a few hundred threads walking 768 elements each). */
 #define NC_Y 16
 
+/* Row element j's result: LayerNorm's (c0 the mean, inv 1 / sigma) or
+ * Softmax's (c0 the max, inv 1 / sum) or LogSoftmax's (lse). */
+template <typename T>
+__device__ __forceinline__ float norm_col_value(const norm_args &a, const T *x, const int64_t *off, int64_t j, float c0,
+                                                float inv, float lse)
+{
+    float v = st_to_f<T>(x[j * a.r.rstride[0][0]]);
+    if (a.kind == ST_N_LAYER_NORM) {
+        float r = (v - c0) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
+        return a.bias ? r + st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]) : r;
+    }
+    return a.kind == ST_N_LOG_SOFTMAX ? v - lse : expf(v - c0) * inv;
+}
+
 template <typename T>
 __global__ void norm_col_kernel(norm_args a)
 {
@@ -322,25 +336,29 @@ __global__ void norm_col_kernel(norm_args a)
         }
         __syncthreads();
         const float c1 = stat[1][tx];
-        if (live) {
-            T *y = (T *)a.y + off[1];
-            if (ln) {
-                float inv = 1.0f / sqrtf(c1 / (float)n + a.eps);
-                for (int64_t j = ty; j < n; j += NC_Y) {
-                    float r = (st_to_f<T>(x[j * rs]) - c0) * inv * st_ldf(a.st, a.scale, off[2] + j * a.r.rstride[2][0]);
-                    if (a.bias) r += st_ldf(a.bt, a.bias, off[3] + j * a.r.rstride[3][0]);
-                    y[j * ys] = st_from_f<T>(r);
-                }
-                if (ty == 0 && a.mean) st_stf(a.mt, a.mean, off[4], c0);
-                if (ty == 0 && a.inv) st_stf(a.it, a.inv, off[5], inv);
-            } else {
-                float lse = c0 + logf(c1), inv = 1.0f / c1;
-                for (int64_t j = ty; j < n; j += NC_Y) {
-                    float v = st_to_f<T>(x[j * rs]);
-                    y[j * ys] = st_from_f<T>(a.kind == ST_N_LOG_SOFTMAX ? v - lse : expf(v - c0) * inv);
-                }
+        const float inv = ln ? 1.0f / sqrtf(c1 / (float)n + a.eps) : 1.0f / c1, lse = c0 + logf(c1);
+        if (ys == 1) {
+            /* Y's rows are contiguous (LayerNorm's NHWC output of an NCHW
+             * input): a warp storing one element of 32 rows would touch
+             * 32 sectors, so each 32 x 32 block of results goes through
+             * shared memory and leaves along the row, 64 bytes a warp */
+            __shared__ float tile[32][33];
+            __shared__ long long yoff[32];
+            if (ty == 0) yoff[tx] = live ? off[1] : -1;
+            for (int64_t j0 = 0; j0 < n; j0 += 32) {
+                for (int jj = ty; jj < 32; jj += NC_Y)
+                    if (live && j0 + jj < n) tile[jj][tx] = norm_col_value<T>(a, x, off, j0 + jj, c0, inv, lse);
+                __syncthreads();
+                for (int p = ty; p < 32; p += NC_Y)
+                    if (yoff[p] >= 0 && j0 + tx < n) ((T *)a.y)[yoff[p] + j0 + tx] = st_from_f<T>(tile[tx][p]);
+                __syncthreads();
             }
+        } else if (live) {
+            T *y = (T *)a.y + off[1];
+            for (int64_t j = ty; j < n; j += NC_Y) y[j * ys] = st_from_f<T>(norm_col_value<T>(a, x, off, j, c0, inv, lse));
         }
+        if (live && ln && ty == 0 && a.mean) st_stf(a.mt, a.mean, off[4], c0);
+        if (live && ln && ty == 0 && a.inv) st_stf(a.it, a.inv, off[5], inv);
         __syncthreads();
     }
 }

@@ -91,37 +91,58 @@ struct nn2_args {
     const int *hmap, *wmap;        /* device: input row per output row, input column per output column */
     const void *x;
     void *y;
-    unsigned ho, wo, n;
-    int64_t xso, xsh, xsw, yso, ysh, ysw;
+    unsigned ho, wo, l1, n;        /* l1: the inner leading group's size (1 when there is one group) */
+    int64_t xs0, xs1, xsh, xsw, ys0, ys1, ysh, ysw;
 };
 
 template <typename T>
 __global__ void resize_nn2_kernel(nn2_args a)
 {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
-        unsigned w = i % a.wo, t = i / a.wo, h = t % a.ho, o = t / a.ho;
-        const T *x = (const T *)a.x + o * a.xso + __ldg(a.hmap + h) * a.xsh + __ldg(a.wmap + w) * a.xsw;
-        ((T *)a.y)[o * a.yso + h * a.ysh + w * a.ysw] = *x;
+        unsigned w = i % a.wo, t = i / a.wo, h = t % a.ho, o = t / a.ho, o1 = o % a.l1, o0 = o / a.l1;
+        const T *x = (const T *)a.x + o0 * a.xs0 + o1 * a.xs1 + __ldg(a.hmap + h) * a.xsh + __ldg(a.wmap + w) * a.xsw;
+        ((T *)a.y)[o0 * a.ys0 + o1 * a.ys1 + h * a.ysh + w * a.ysw] = *x;
     }
 }
 
+/* The leading axes (all but the last two) as at most two groups of
+ * (size, x stride, y stride), unit axes dropped and neighbours merged
+ * where both operands step evenly across them: a batch and a channel axis
+ * stay two groups when Y is a concat's slice.  False if more remain. */
+static bool nn2_groups(int r, const int64_t *size, const st_operand *x, const st_operand *y, int64_t g[2][3])
+{
+    int n = 0;
+    for (int d = 0; d < r - 2; d++) {
+        if (size[d] == 1) continue;
+        if (n > 0 && g[n - 1][1] == x->strides[d] * size[d] && g[n - 1][2] == y->strides[d] * size[d]) {
+            g[n - 1][0] *= size[d];
+            g[n - 1][1] = x->strides[d];
+            g[n - 1][2] = y->strides[d];
+            continue;
+        }
+        if (n == 2) return false;
+        g[n][0] = size[d], g[n][1] = x->strides[d], g[n][2] = y->strides[d];
+        n++;
+    }
+    for (; n < 2; n++) g[n][0] = 1, g[n][1] = 0, g[n][2] = 0;
+    return true;
+}
+
 /* Whether the fast path takes this Resize: nearest, no crop, the leading
- * axes unresized and merging into one outer index in both operands. */
+ * axes unresized and in at most two groups. */
 static bool nn2_fits(const st_resize_state *s, const st_operand *x, const st_operand *y)
 {
     int r = s->rank;
     size_t es = st_dtype_size(y->dtype);
+    int64_t g[2][3];
     if (!s->nearest || s->crop || r < 2 || !(es == 1 || es == 2 || es == 4 || es == 8)) return false;
     if (st_operand_numel(y) >= (int64_t)1 << 31) return false;
     for (int d = 0; d < r - 2; d++) {
         if (s->in[d] != s->out[d]) return false;
         for (int64_t c = 0; c < s->out[d]; c++)
             if (s->taps[s->first[d] + c].idx != c) return false;
-        if (d + 1 < r - 2 && s->out[d + 1] > 1 &&
-            (x->strides[d] != x->strides[d + 1] * s->out[d + 1] || y->strides[d] != y->strides[d + 1] * s->out[d + 1]))
-            return false;
     }
-    return true;
+    return nn2_groups(r, s->out, x, y, g);
 }
 
 struct rs_cache {
@@ -176,8 +197,13 @@ static st_status nn2_launch(const rs_cache *c, const st_resize_state *s, const s
     a.ho = (unsigned)s->out[r - 2];
     a.wo = (unsigned)s->out[r - 1];
     a.n = (unsigned)st_operand_numel(y);
-    a.xso = r > 2 ? x->strides[r - 3] : 0;
-    a.yso = r > 2 ? y->strides[r - 3] : 0;
+    int64_t g[2][3];
+    nn2_groups(r, s->out, x, y, g); /* true: nn2_fits checked it */
+    /* g[0] is the outer group, g[1] the inner; with one group it is g[0] */
+    bool two = g[1][0] > 1;
+    a.l1 = (unsigned)(two ? g[1][0] : 1);
+    a.xs0 = g[0][1], a.ys0 = g[0][2];
+    a.xs1 = two ? g[1][1] : 0, a.ys1 = two ? g[1][2] : 0;
     a.xsh = x->strides[r - 2], a.xsw = x->strides[r - 1];
     a.ysh = y->strides[r - 2], a.ysw = y->strides[r - 1];
     unsigned blocks = (unsigned)st_blocks(a.n, THREADS);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backends/opencl/cl_internal.h"
+#include "core/cache_dir.h"
 #include "core/fault.h"
 #include "core/status.h"
 #include "opencl/st_cl_source.h"
@@ -76,32 +77,6 @@ static void cache_key(const st_cl_device *d, const char *options, char *hex)
         h[k] = fnv1a(h[k], &k, sizeof k);
     }
     snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
-}
-
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                *p = '/';
-                return -1;
-            }
-            *p = '/';
-        }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* The cache directory (created), or false when there is none. */
-static bool cache_dir(char *out, size_t cap)
-{
-    const char *off = getenv("STRATA_OPENCL_CACHE");
-    if (off && strcmp(off, "0") == 0) return false;
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME"), *tmp = getenv("TMPDIR");
-    if (xdg && *xdg) snprintf(out, cap, "%s/strata/opencl", xdg);
-    else if (home && *home) snprintf(out, cap, "%s/.cache/strata/opencl", home);
-    else snprintf(out, cap, "%s/strata-%ld/opencl", tmp && *tmp ? tmp : "/tmp", (long)getuid());
-    return mkdirs(out) == 0;
 }
 
 /* The binary from path, checked; NULL if absent or corrupt. */
@@ -175,7 +150,7 @@ static st_status build(st_cl_device *d)
     build_options(d, options, sizeof options);
     cache_key(d, options, key);
     bool inject = st_fault_hit(ST_FAULT_CL_BUILD, d->name, 0);
-    bool cached = !inject && cache_dir(dir, sizeof dir);
+    bool cached = !inject && st_cache_dir("opencl", "STRATA_OPENCL_CACHE", dir, sizeof dir);
     if (cached) snprintf(path, sizeof path, "%s/%s.bin", dir, key);
     double t0 = now();
     cl_int err;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backends/vulkan/vk_internal.h"
+#include "core/cache_dir.h"
 #include "core/status.h"
 #include "vulkan/st_vk_spirv.h"
 
@@ -51,31 +52,11 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                *p = '/';
-                return -1;
-            }
-            *p = '/';
-        }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* The cache file's path, or false when caching is off or has no place. */
 static bool cache_path(const st_vk_device *d, char *out, size_t cap)
 {
-    const char *off = getenv("STRATA_VULKAN_CACHE");
-    if (off && strcmp(off, "0") == 0) return false;
     char dir[4000];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME"), *tmp = getenv("TMPDIR");
-    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/strata/vulkan", xdg);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/strata/vulkan", home);
-    else snprintf(dir, sizeof dir, "%s/strata-%ld/vulkan", tmp && *tmp ? tmp : "/tmp", (long)getuid());
-    if (mkdirs(dir) != 0) return false;
+    if (!st_cache_dir("vulkan", "STRATA_VULKAN_CACHE", dir, sizeof dir)) return false;
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < ST_VKS_COUNT; i++) h = fnv1a(h, st_vk_spirv[i].code, st_vk_spirv[i].size);
     h = fnv1a(h, d->name, strlen(d->name));

@@ -28,9 +28,11 @@
  * GlobalAveragePool and GlobalMaxPool are a block reduction per (n, c).
  */
 #include <cudnn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cuda/conv_tune.h"
 #include "backends/cuda/rows.cuh"
 extern "C" {
 #include "ops/conv.h"
@@ -505,6 +507,7 @@ struct conv_cache {
     cudnnConvolutionDescriptor_t cd;
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws;
+    char key[640];                   /* the problem, for conv_tune.c (describe) */
 };
 
 static void conv_cache_free(void *p)
@@ -546,6 +549,23 @@ static cudnnMathType_t base_math(st_dtype t, bool tf32)
 {
     if (t != ST_F32) return CUDNN_TENSOR_OP_MATH;
     return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* Device `dev`'s name with spaces as '_', looked up once per process. */
+static const char *device_name(int dev)
+{
+    static char names[16][260];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    if (dev < 0 || dev >= 16) return "device";
+    pthread_mutex_lock(&mu);
+    if (!names[dev][0]) {
+        cudaDeviceProp pr;
+        snprintf(names[dev], sizeof names[dev], "%s", cudaGetDeviceProperties(&pr, dev) == cudaSuccess ? pr.name : "device");
+        for (char *q = names[dev]; *q; q++)
+            if (*q == ' ') *q = '_';
+    }
+    pthread_mutex_unlock(&mu);
+    return names[dev];
 }
 
 /* Builds the descriptors of a Conv (or of ConvTranspose's backward-data
@@ -590,6 +610,19 @@ static st_status describe(conv_cache *c, const st_conv_state *s, const st_operan
     for (int d = 0; d < nd; d++)
         if (out[d] != ydims[d])
             return st_error(ST_ERR_BACKEND, "asymmetric pads: cuDNN's output dim %d is %d, not %d", d, out[d], ydims[d]);
+    /* the whole problem, for the timed choice kept on disk (conv_tune.c) */
+    int dev = 0;
+    cudaGetDevice(&dev);
+    size_t at = (size_t)snprintf(c->key, sizeof c->key, "%s cudnn%zu t%d g%d tf%d", device_name(dev), cudnnGetVersion(),
+                                 (int)dt, (int)s->group, (int)tf32);
+    const int *lists[8] = {xdims, xstr, ydims, ystr, wdims, pads, strd, dil};
+    const int lens[8] = {nd, nd, ndy, ndy, n, ns, ns, ns};
+    for (int l = 0; l < 8 && at < sizeof c->key; l++) {
+        at += (size_t)snprintf(c->key + at, sizeof c->key - at, " ");
+        for (int i = 0; i < lens[l] && at < sizeof c->key; i++)
+            at += (size_t)snprintf(c->key + at, sizeof c->key - at, "%s%d", i ? "," : "", lists[l][i]);
+    }
+    if (at >= sizeof c->key) c->key[0] = 0; /* too long to key: timed each process */
     return ST_OK;
 }
 
@@ -604,6 +637,17 @@ static bool candidate_math(st_dtype t, bool tf32, cudnnMathType_t cand, cudnnMat
     }
     *use = cand;
     return true;
+}
+
+/* Whether a candidate keeps the dtype's accuracy, and the math type to
+ * run it with: f32 without TF32 takes no tensor-core candidate and no
+ * transform-domain algorithm. */
+static bool allowed(st_dtype t, const st_cuda_ctx *ctx, cudnnConvolutionFwdAlgo_t al, cudnnMathType_t cand, cudnnMathType_t *use)
+{
+    if (!candidate_math(t, ctx->allow_tf32, cand, use)) return false;
+    return !(t == ST_F32 && !ctx->allow_tf32 &&
+             (al == CUDNN_CONVOLUTION_FWD_ALGO_FFT || al == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+              al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED));
 }
 
 /* Whether the first run times cuDNN's algorithms (cudnnFind...) instead
@@ -627,8 +671,24 @@ static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype 
 {
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int got = 0;
+    int got = 0, stored_algo, stored_math;
     bool found = false;
+    const float one = 1.0f, zero = 0.0f;
+    /* an earlier process's timed choice for the same problem, if it still runs */
+    if (tune() && c->key[0] && st_cuda_tune_lookup(c->key, &stored_algo, &stored_math)) {
+        cudnnConvolutionFwdAlgo_t al = (cudnnConvolutionFwdAlgo_t)stored_algo;
+        cudnnMathType_t math;
+        size_t ws = 0;
+        if (allowed(t, ctx, al, (cudnnMathType_t)stored_math, &math) && cudnnSetConvolutionMathType(c->cd, math) == CUDNN_STATUS_SUCCESS &&
+            cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, al, &ws) == CUDNN_STATUS_SUCCESS &&
+            ws <= ws_bytes &&
+            cudnnConvolutionForward(h, &one, c->xd, x, c->wd, w, c->cd, al, ws_ptr, ws, &zero, c->yd, y) == CUDNN_STATUS_SUCCESS) {
+            c->algo = al;
+            c->ws = ws;
+            return ST_OK;
+        }
+        cudaGetLastError();
+    }
     if (tune()) {
         /* it synchronizes the device: no other thread may be capturing */
         st_cuda_exclusive_lock();
@@ -640,17 +700,10 @@ static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype 
     if (!found)
         ST_TRY(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
                    "cudnnGetConvolutionForwardAlgorithm_v7"));
-    const float one = 1.0f, zero = 0.0f;
     const char *last = "no candidate algorithm";
     for (int i = 0; i < got; i++) {
         cudnnMathType_t math;
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || !candidate_math(t, ctx->allow_tf32, perf[i].mathType, &math)) continue;
-        /* f32 keeps f32 accuracy: no transform-domain algorithms */
-        cudnnConvolutionFwdAlgo_t al = perf[i].algo;
-        if (t == ST_F32 && !ctx->allow_tf32 &&
-            (al == CUDNN_CONVOLUTION_FWD_ALGO_FFT || al == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
-             al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || al == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED))
-            continue;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !allowed(t, ctx, perf[i].algo, perf[i].mathType, &math)) continue;
         if (cudnnSetConvolutionMathType(c->cd, math) != CUDNN_STATUS_SUCCESS) continue;
         size_t ws = 0;
         if (cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
@@ -660,6 +713,7 @@ static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype 
         if (e == CUDNN_STATUS_SUCCESS) {
             c->algo = perf[i].algo;
             c->ws = ws;
+            if (found && c->key[0]) st_cuda_tune_store(c->key, (int)perf[i].algo, (int)math);
             return ST_OK;
         }
         last = cudnnGetErrorString(e);

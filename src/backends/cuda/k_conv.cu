@@ -651,21 +651,24 @@ static bool allowed(st_dtype t, const st_cuda_ctx *ctx, cudnnConvolutionFwdAlgo_
 }
 
 /* Whether the first run times cuDNN's algorithms (cudnnFind...) instead
- * of taking its heuristic's first that runs: on by default, as PyTorch's
- * cudnn.benchmark.  STRATA_CUDA_CONV_TUNE=0 turns it off. */
+ * of taking its heuristic's first that runs: STRATA_CUDA_CONV_TUNE=1.
+ * Off by default, because on an H200 it lost: its timed winners for
+ * YOLOv8n and ResNet-50 at batch 32 in f16 (FFT convolutions for 126
+ * launches, CUDA-core implicit GEMMs for 19) made the models 1.07x and
+ * 1.42x slower than the heuristic's picks (bench/RESULTS.md, 2026-12-04). */
 static bool tune(void)
 {
     const char *e = getenv("STRATA_CUDA_CONV_TUNE");
-    return !(e && strcmp(e, "0") == 0);
+    return e && strcmp(e, "1") == 0;
 }
 
 /* First run: candidates in order (fastest measured first when tuning,
  * else the heuristic's order), the first that runs is kept (and has
  * written y).
  *
- * The heuristic alone picked a CUDA-core implicit GEMM for ten of
- * YOLOv8n's f16 convs at batch 32 on an H200 (0.47 ms each, 4.7 of the
- * model's 10.1 ms), where timed tensor-core algorithms exist. */
+ * The heuristic picks a CUDA-core implicit GEMM for ten of YOLOv8n's f16
+ * convs at batch 32 on an H200 (0.47 ms each, 4.7 of the model's 10.1
+ * ms); timing did not find better ones (tune() says what it found). */
 static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype t, const void *x, const void *w, void *y,
                                 void *ws_ptr, size_t ws_bytes)
 {

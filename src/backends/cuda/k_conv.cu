@@ -797,11 +797,11 @@ static st_status try_packed(conv_cache *c, const st_kctx *k, const st_cuda_ctx *
 /* First run: cuDNN on the operands as they are, else on packed copies,
  * else the direct kernel.  Sets c->mode; true when Y is computed.
  *
- * cuDNN's tensor-core kernels take packed NCHW/NHWC only: on strided
- * f16/bf16 operands (a chunk of a batched Split, a concat slice) its
- * heuristic falls to a CUDA-core implicit GEMM, 0.5 ms a conv in YOLOv8n
- * at batch 32 where the packing copy takes tens of microseconds.  Those
- * try packed copies first. */
+ * Packing strided f16/bf16 operands first (a batched Split's chunks, a
+ * concat's slices) did not help: on an H200 cuDNN's heuristic then put
+ * ten of YOLOv8n's convs at batch 32 on a CUDA-core implicit GEMM instead
+ * of six, and the model's kernels took 10.1 ms instead of 9.6
+ * (bench/RESULTS.md, 2026-12-04).  The strides go to cuDNN first. */
 static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, const st_conv_state *s)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
@@ -809,21 +809,17 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
         c->mode = MODE_DIRECT;
         return false;
     }
+    if (try_strided(c, k, ctx, s) == ST_OK) return true;
+    char why[256];
+    snprintf(why, sizeof why, "%s", st_last_error());
     bool strided = !st_operand_is_contiguous(x) || !st_operand_is_contiguous(y);
-    bool pack_first = strided && (x->dtype == ST_F16 || x->dtype == ST_BF16);
-    char why[2][256] = {"", ""};
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bool packed = (attempt == 0) == pack_first;
-        if (packed && !strided) continue; /* nothing to pack: the strided try was the packed one */
-        if ((packed ? try_packed : try_strided)(c, k, ctx, s) == ST_OK) {
-            if (verbose() && packed)
-                fprintf(stderr, "strata: cuda: Conv '%s' runs cuDNN on packed copies%s%s\n", k->node->name,
-                        pack_first ? " (strided f16/bf16)" : ": ", pack_first ? "" : why[0]);
-            return true;
-        }
-        snprintf(why[attempt], sizeof why[attempt], "%s", st_last_error());
+    if (strided && try_packed(c, k, ctx, s) == ST_OK) {
+        if (verbose()) fprintf(stderr, "strata: cuda: Conv '%s' runs cuDNN on packed copies: %s\n", k->node->name, why);
+        return true;
     }
-    if (verbose()) fprintf(stderr, "strata: cuda: Conv '%s' runs the direct kernel: %s; %s\n", k->node->name, why[0], why[1]);
+    if (verbose())
+        fprintf(stderr, "strata: cuda: Conv '%s' runs the direct kernel: %s; packed: %s\n", k->node->name, why,
+                strided ? st_last_error() : "the operands are packed already");
     c->mode = MODE_DIRECT;
     return false;
 }

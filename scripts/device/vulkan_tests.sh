@@ -32,6 +32,17 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nv
 fi
 ldconfig -p | grep -q libvulkan || echo "WARNING: no libvulkan: unpack .gl/*.deb first (see the header)"
 echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+# what the ICD asks the loader to open, and whether it is there: on
+# 2026-12-04 vkCreateInstance gave VK_ERROR_INCOMPATIBLE_DRIVER with this
+# ICD named, so say why next time (a compute-only container may lack
+# NVIDIA's graphics libraries that the Vulkan ICD lives in)
+if [ -n "${VK_DRIVER_FILES:-}" ] && [ -f "$VK_DRIVER_FILES" ]; then
+  cat "$VK_DRIVER_FILES"
+  lib=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ICD']['library_path'])" "$VK_DRIVER_FILES" 2>/dev/null)
+  echo "ICD library: $lib -> $(ldconfig -p | grep -m1 "$(basename "${lib:-none}")" || ls -la "$lib" 2>&1 | head -1)"
+  echo "NVIDIA_DRIVER_CAPABILITIES=${NVIDIA_DRIVER_CAPABILITIES:-unset}"
+  VK_LOADER_DEBUG=error,warn $S probe --backend vulkan --runs 1 2>&1 | head -8
+fi
 VALIDATE=0
 [ -f /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json ] && VALIDATE=1
 python3 scripts/device/prepare.py $D/models /tmp/m > $OUT/prepare.log 2>&1 || { tail -20 $OUT/prepare.log; exit 1; }

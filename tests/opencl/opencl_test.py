@@ -41,6 +41,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from model_set import ModelSet  # noqa: E402
+
 SKIP = 77
 
 
@@ -162,24 +165,10 @@ def cache(strata, path, xin, ref_dir):
 
 
 def kernel_models(tmp):
-    import onnx
-    from onnx import TensorProto as T, helper, numpy_helper
+    from onnx import helper
 
-    rng = np.random.default_rng(int(time.time() * 1e6) % (1 << 32))
-    models = []
-
-    def save(name, nodes, inputs, outputs, inits):
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
-                              [helper.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        path = os.path.join(tmp, name + ".onnx")
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        feeds = []
-        for n, s in inputs:
-            f = os.path.join(tmp, "%s_%s.npy" % (name, n))
-            np.save(f, rng.standard_normal(s).astype(np.float32))
-            feeds += ["-i", "%s=%s" % (n, f)]
-        models.append((name, path, feeds))
+    ms = ModelSet(tmp)
+    rng, save = ms.rng, ms.save
 
     w = lambda *s: (rng.standard_normal(s) * 0.2).astype(np.float32)
     save("softmax_long", [helper.make_node("Softmax", ["x"], ["y"], axis=1),
@@ -208,7 +197,7 @@ def kernel_models(tmp):
                      helper.make_node("Gemm", ["g", "wg", "bg"], ["y"], transB=1, alpha=0.5, beta=2.0)],
          [("x", [3, 70, 45]), ("g", [33, 130])], ["m", "y"],
          {"wm": w(70, 90), "wg": w(77, 130), "bg": w(77)})
-    return models
+    return ms.models
 
 
 def kernels(strata):

@@ -44,7 +44,10 @@ import time
 import numpy as np
 
 SKIP = 77
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "opencl"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "opencl"))  # opencl_test's kernel_models
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+from model_set import ModelSet  # noqa: E402
 
 
 def env_v(extra=None):
@@ -178,24 +181,10 @@ def tile_models(tmp):
     beta and a broadcast bias; convs of 12, 70, 10 (grouped) and 2
     (depthwise, multiplier 2) channels a group, 1-D ones, pads, strides
     and dilations, written into the slots of a Concat."""
-    import onnx
-    from onnx import TensorProto as T, helper, numpy_helper
+    from onnx import helper
 
-    rng = np.random.default_rng(int(time.time() * 1e6) % (1 << 32))
-    models = []
-
-    def save(name, nodes, inputs, outputs, inits):
-        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
-                              [helper.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-        path = os.path.join(tmp, name + ".onnx")
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
-        feeds = []
-        for n, s in inputs:
-            f = os.path.join(tmp, "%s_%s.npy" % (name, n))
-            np.save(f, rng.standard_normal(s).astype(np.float32))
-            feeds += ["-i", "%s=%s" % (n, f)]
-        models.append((name, path, feeds))
+    ms = ModelSet(tmp)
+    rng, save = ms.rng, ms.save
 
     w = lambda *s: (rng.standard_normal(s) * 0.2).astype(np.float32)
     Conv = lambda ins, out, **a: helper.make_node("Conv", ins, [out], **a)
@@ -230,7 +219,7 @@ def tile_models(tmp):
          ("v", [1, 200]), ("k1", [20, 1])],
         ["small", "bcast", "tall", "gemm", "vec", "outer"],
         {"wa": w(37, 130), "wb": w(3, 40, 66), "wf": w(140, 70), "bf": w(70), "wv": w(200, 33), "wk": w(1, 30)})
-    return models
+    return ms.models
 
 
 def kernels(strata):

@@ -1,9 +1,12 @@
 /*
  * k_elementwise.c — the elementwise family on Vulkan (unary.comp,
  * binary.comp): the unary activations, Clip with constant bounds, the
- * binary arithmetic ops with numpy broadcasting and any strides, and the
- * variadic Sum/Max/Min as a chain of binary dispatches.  f32, and f16
- * where the device has it (computing in f32, rounding once at the store).
+ * binary arithmetic ops and Mod with numpy broadcasting and any strides,
+ * the variadic Sum/Max/Min/Mean as a chain of binary dispatches (Mean's
+ * last one divides), and, where the device has 8-bit storage, the
+ * comparisons and IsNaN/IsInf into bool (the shaders' _b8 variants).
+ * Inputs f32, and f16 where the device has it (computing in f32, rounding
+ * once at the store).
  *
  * The shader codes are codes.h's, not strata's st_unary numbers: the map
  * below is the one place they meet, and an op without a shader code has
@@ -66,10 +69,17 @@ int st_vk_unary_code(int code)
     return 0;
 }
 
+/* IsNaN and IsInf: tests into bool, not activations another kernel could
+ * fuse, so st_vk_unary_code leaves them out (vk_unary maps them) */
+static bool is_test(int code) { return code == ST_U_ISNAN || code == ST_U_ISINF; }
+
+/* strata's binary code -> binary.comp's (-1: not on Vulkan).  Mean is
+ * ADD but for its last step (vk_variadic). */
 static int binary_code(int code)
 {
     switch (code) {
-    case ST_B_ADD: return VK_B_ADD;
+    case ST_B_ADD:
+    case ST_B_MEAN: return VK_B_ADD;
     case ST_B_SUB: return VK_B_SUB;
     case ST_B_MUL: return VK_B_MUL;
     case ST_B_DIV: return VK_B_DIV;
@@ -77,8 +87,20 @@ static int binary_code(int code)
     case ST_B_MIN: return VK_B_MIN;
     case ST_B_POW: return VK_B_POW;
     case ST_B_PRELU: return VK_B_PRELU;
+    case ST_B_MOD: return VK_B_MOD;
+    case ST_B_EQUAL: return VK_B_EQUAL;
+    case ST_B_LESS: return VK_B_LESS;
+    case ST_B_GREATER: return VK_B_GREATER;
+    case ST_B_LESS_EQUAL: return VK_B_LESS_EQUAL;
+    case ST_B_GREATER_EQUAL: return VK_B_GREATER_EQUAL;
     }
     return -1;
+}
+
+/* The ops whose output is bool: the _b8 shader variants write them. */
+static bool to_bool(int vk_binary_code)
+{
+    return vk_binary_code >= VK_B_EQUAL && vk_binary_code <= VK_B_GREATER_EQUAL;
 }
 
 static int32_t fbits(float f)
@@ -103,13 +125,17 @@ static st_status run_unary(const st_kctx *k, int code, float a, float b, float g
     st_vk_td_coalesce((int32_t *const[]){p + 5, p + 5 + ST_VK_TD}, 2);
     uint32_t groups[3];
     st_vk_grid1(c, n, 256, groups);
-    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_unary_f16 : ST_VKS_unary_f32, p, (int)(sizeof p / sizeof *p), 2, bind,
-                          groups);
+    st_vks id = y->dtype == ST_BOOL ? (st_vk_is_f16(x) ? ST_VKS_unary_b8_f16 : ST_VKS_unary_b8_f32)
+                                    : (st_vk_is_f16(y) ? ST_VKS_unary_f16 : ST_VKS_unary_f32);
+    return st_vk_dispatch(c, id, p, (int)(sizeof p / sizeof *p), 2, bind, groups);
 }
 
 static st_status vk_unary(const st_kctx *k)
 {
     const st_ew_state *s = k->state;
+    if (s->code == ST_U_ISNAN) return run_unary(k, VK_U_ISNAN, 0, 0, 0);
+    /* IsInf: a and b say whether +inf and -inf count */
+    if (s->code == ST_U_ISINF) return run_unary(k, VK_U_ISINF, s->detect_pos ? 1.0f : 0.0f, s->detect_neg ? 1.0f : 0.0f, 0);
     return run_unary(k, st_vk_unary_code(s->code), s->alpha, s->beta, s->gamma);
 }
 
@@ -155,7 +181,8 @@ static st_status vk_clip(const st_kctx *k)
     return run_unary(k, VK_U_CLIP, cp->lo, cp->hi, 0);
 }
 
-static st_status run_binary(st_vk_ctx *c, const st_view *a, const st_view *b, const st_view *y, int code)
+/* y = a op b; divisor: Mean's last step's (VK_B_MEAN_LAST), else 1. */
+static st_status run_binary(st_vk_ctx *c, const st_view *a, const st_view *b, const st_view *y, int code, float divisor)
 {
     int64_t n = st_view_numel(y);
     if (n == 0) return ST_OK;
@@ -163,15 +190,16 @@ static st_status run_binary(st_vk_ctx *c, const st_view *a, const st_view *b, co
     ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
     ST_TRY(st_vk_bind_view(c, a, false, &bind[1]));
     ST_TRY(st_vk_bind_view(c, b, false, &bind[2]));
-    int32_t p[2 + 3 * ST_VK_TD] = {(int32_t)n, code};
-    ST_TRY(st_vk_td(y, bind[0].elem, p + 2));
-    ST_TRY(st_vk_td_broadcast(a, y, bind[1].elem, p + 2 + ST_VK_TD));
-    ST_TRY(st_vk_td_broadcast(b, y, bind[2].elem, p + 2 + 2 * ST_VK_TD));
-    st_vk_td_coalesce((int32_t *const[]){p + 2, p + 2 + ST_VK_TD, p + 2 + 2 * ST_VK_TD}, 3);
+    int32_t p[3 + 3 * ST_VK_TD] = {(int32_t)n, code, fbits(divisor)};
+    ST_TRY(st_vk_td(y, bind[0].elem, p + 3));
+    ST_TRY(st_vk_td_broadcast(a, y, bind[1].elem, p + 3 + ST_VK_TD));
+    ST_TRY(st_vk_td_broadcast(b, y, bind[2].elem, p + 3 + 2 * ST_VK_TD));
+    st_vk_td_coalesce((int32_t *const[]){p + 3, p + 3 + ST_VK_TD, p + 3 + 2 * ST_VK_TD}, 3);
     uint32_t groups[3];
     st_vk_grid1(c, n, 256, groups);
-    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_binary_f16 : ST_VKS_binary_f32, p, (int)(sizeof p / sizeof *p), 3, bind,
-                          groups);
+    st_vks id = to_bool(code) ? (st_vk_is_f16(a) ? ST_VKS_binary_b8_f16 : ST_VKS_binary_b8_f32)
+                              : (st_vk_is_f16(y) ? ST_VKS_binary_f16 : ST_VKS_binary_f32);
+    return st_vk_dispatch(c, id, p, (int)(sizeof p / sizeof *p), 3, bind, groups);
 }
 
 static st_status vk_binary(const st_kctx *k)
@@ -179,24 +207,31 @@ static st_status vk_binary(const st_kctx *k)
     const st_ew_state *s = k->state;
     st_view b = k->views[1];
     st_ew_legacy_b(s, &b.rank, b.sizes, b.strides);
-    return run_binary(k->dev, &k->views[0], &b, &k->views[k->n_in], binary_code(s->code));
+    return run_binary(k->dev, &k->views[0], &b, &k->views[k->n_in], binary_code(s->code), 1.0f);
 }
 
-/* Sum/Max/Min: y = x0 op x1, then y = y op xi: each dispatch reads what
- * the one before wrote, and st_vk_dispatch orders them by a barrier. */
+/* Sum/Max/Min/Mean: y = x0 op x1, then y = y op xi: each dispatch reads
+ * what the one before wrote, and st_vk_dispatch orders them by a barrier.
+ * Mean sums, and its last dispatch adds the last input and divides by
+ * the count, so the sum is rounded to y's type once less. */
 static st_status vk_variadic(const st_kctx *k)
 {
     const st_ew_state *s = k->state;
     const st_view *y = &k->views[k->n_in];
-    if (k->n_in == 1) return run_unary(k, VK_U_IDENTITY, 0, 0, 0);
-    ST_TRY(run_binary(k->dev, &k->views[0], &k->views[1], y, binary_code(s->code)));
-    for (int i = 2; i < k->n_in; i++) ST_TRY(run_binary(k->dev, y, &k->views[i], y, binary_code(s->code)));
+    int n = k->n_in;
+    if (n == 1) return run_unary(k, VK_U_IDENTITY, 0, 0, 0);
+    for (int i = 1; i < n; i++) {
+        bool last_of_mean = s->code == ST_B_MEAN && i == n - 1;
+        int code = last_of_mean ? VK_B_MEAN_LAST : binary_code(s->code);
+        ST_TRY(run_binary(k->dev, i == 1 ? &k->views[0] : y, &k->views[i], y, code, last_of_mean ? (float)n : 1.0f));
+    }
     return ST_OK;
 }
 
 static bool unary_accepts(const st_knode *n, char *why, size_t len)
 {
     const st_ew_state *s = n->state;
+    if (is_test(s->code)) return st_vk_accepts_to_bool(n, why, len);
     if (!st_vk_unary_code(s->code)) return st_kernel_refuse(why, len, "%s has no Vulkan shader", n->op->name);
     return st_vk_accepts_float(n, why, len);
 }
@@ -204,8 +239,11 @@ static bool unary_accepts(const st_knode *n, char *why, size_t len)
 static bool binary_accepts(const st_knode *n, char *why, size_t len)
 {
     const st_ew_state *s = n->state;
-    if (binary_code(s->code) < 0) return st_kernel_refuse(why, len, "%s has no Vulkan shader", n->op->name);
-    if (s->code == ST_B_MOD) return st_kernel_refuse(why, len, "Mod runs on the CPU");
+    int code = binary_code(s->code);
+    if (code < 0) return st_kernel_refuse(why, len, "%s has no Vulkan shader", n->op->name);
+    /* the shape rule refuses float Mod with fmod=0 (ONNX asks fmod=1) */
+    if (s->code == ST_B_MOD && !s->fmod) return st_kernel_refuse(why, len, "Mod with fmod=0 runs on the CPU");
+    if (to_bool(code)) return st_vk_accepts_to_bool(n, why, len);
     return st_vk_accepts_float(n, why, len);
 }
 
@@ -214,15 +252,19 @@ static bool binary_accepts(const st_knode *n, char *why, size_t len)
 static bool variadic_accepts(const st_knode *n, char *why, size_t len)
 {
     const st_ew_state *s = n->state;
-    if (binary_code(s->code) < 0 || s->code == ST_B_MEAN) return st_kernel_refuse(why, len, "%s runs on the CPU", n->op->name);
+    if (binary_code(s->code) < 0) return st_kernel_refuse(why, len, "%s runs on the CPU", n->op->name);
     return st_vk_accepts_float(n, why, len);
 }
 
 /* ---- the kernel table entries of this file (vulkan/table.c) ---- */
 
 #define FL (ST_DT(ST_F32) | ST_DT(ST_F16))
+/* BitShift's list takes floats, but it has no shader: no dtypes here, so
+ * the README's table does not list an op that always falls back */
+#define VK_BINARY_TYPES(code, types) ((code) == ST_B_SHIFT_LEFT ? 0 : (types) & FL)
 #define UNARY_K(name, code, types, a, b, g) {#name, "", (types) & FL, vk_unary, unary_accepts, NULL, NULL},
-#define BINARY_K(name, code, types, to_bool) {#name, "", (types) & FL, vk_binary, binary_accepts, NULL, NULL},
+#define BINARY_K(name, code, types, to_bool) \
+    {#name, "", VK_BINARY_TYPES(ST_B_##code, types), vk_binary, binary_accepts, NULL, NULL},
 #define VARIADIC_K(name, code, types) {#name, "", (types) & FL, vk_variadic, variadic_accepts, NULL, NULL},
 const st_kernel st_vk_k_elementwise[] = {
     ST_UNARY_OPS(UNARY_K)

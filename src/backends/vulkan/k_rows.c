@@ -1,7 +1,8 @@
 /*
  * k_rows.c — the row ops on Vulkan: Softmax and LogSoftmax
  * (softmax.comp), LayerNormalization (norm.comp), BatchNormalization as
- * a per-channel affine map (affine.comp) and the ReduceX ops
+ * a per-channel affine map (affine.comp: its parameters folded at plan
+ * time when constant, else read by the _rt variant) and the ReduceX ops
  * that sum, average, bound or take a norm (reduce.comp).  Shapes are split
  * into outer positions and rows with the CPU's st_rows
  * (backends/common/rows.h), so a row is the same set of elements, in the
@@ -149,19 +150,73 @@ static st_status vk_batchnorm(const st_kctx *k)
     return r;
 }
 
-static bool batchnorm_accepts(const st_knode *n, char *why, size_t len)
+/* BatchNormalization with parameters computed at run time (or more
+ * channels than a parameter block holds): affine.comp's _rt variant binds
+ * scale, B, mean and var (bindings 3 to 6) and reads them per element. */
+static st_status vk_batchnorm_rt(const st_kctx *k)
+{
+    st_vk_ctx *c = k->dev;
+    const st_norm_state *s = k->state;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int64_t n = st_view_numel(y);
+    if (n == 0) return ST_OK;
+    st_vk_bind bind[6];
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    int32_t p[48];
+    p[0] = (int32_t)n;
+    p[1] = (int32_t)x->sizes[1];
+    p[2] = (int32_t)st_numel(x->rank - 2, x->sizes + 2);
+    st_vk_td(y, bind[0].elem, p + 3);
+    st_vk_td(x, bind[1].elem, p + 21);
+    p[39] = fbits(s->epsilon);
+    for (int i = 0; i < 4; i++) { /* scale, B, mean, var: inputs 1 to 4 */
+        const st_view *v = &k->views[1 + i];
+        ST_TRY(st_vk_bind_view(c, v, false, &bind[2 + i]));
+        p[40 + i] = bind[2 + i].elem;
+        p[44 + i] = (int32_t)v->strides[0];
+    }
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_affine_rt_f16 : ST_VKS_affine_rt_f32, p, 48, 6, bind, groups);
+}
+
+/* What both forms take: the inference form over channels of dim 1, no
+ * training outputs, x at least 2-D. */
+static bool batchnorm_common(const st_knode *n, char *why, size_t len)
 {
     const st_norm_state *s = n->state;
     if (n->n_in < 5 || !s->spatial) return st_kernel_refuse(why, len, "this BatchNormalization runs on the CPU");
-    if (n->views[0].rank < 2 || n->views[0].sizes[1] > 8192) return st_kernel_refuse(why, len, "too many channels");
+    if (n->views[0].rank < 2) return st_kernel_refuse(why, len, "an input of rank %d", n->views[0].rank);
+    for (int o = 1; o < n->n_out; o++)
+        if (n->views[n->n_in + o].rank >= 0) return st_kernel_refuse(why, len, "training outputs");
+    return true;
+}
+
+/* Parameters of x's dtype (the shader reads them as T), one value a
+ * channel, in any layout. */
+static bool batchnorm_rt_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (!batchnorm_common(n, why, len)) return false;
+    for (int i = 1; i < 5; i++) {
+        const st_view *v = &n->views[i];
+        if (v->rank != 1 || v->sizes[0] != n->views[0].sizes[1])
+            return st_kernel_refuse(why, len, "parameter %d is not one value a channel", i);
+    }
+    return st_vk_accepts_float(n, why, len);
+}
+
+/* The folded form: all four parameters constant, C within the block. */
+static bool batchnorm_accepts(const st_knode *n, char *why, size_t len)
+{
+    if (!batchnorm_common(n, why, len)) return false;
+    if (n->views[0].sizes[1] > 8192) return st_kernel_refuse(why, len, "too many channels for the parameter block");
     for (int i = 1; i < 5; i++) {
         const st_view *v = &n->views[i];
         if (!n->data[i] || (v->dtype != ST_F32 && v->dtype != ST_F16) || st_view_numel(v) != n->views[0].sizes[1] ||
             !st_view_is_contiguous(v))
             return st_kernel_refuse(why, len, "BatchNormalization with parameters computed at run time");
     }
-    for (int o = 1; o < n->n_out; o++)
-        if (n->views[n->n_in + o].rank >= 0) return st_kernel_refuse(why, len, "training outputs");
     st_knode m = *n;
     st_view v[2] = {n->views[0], n->views[n->n_in]};
     m.views = v;
@@ -265,6 +320,7 @@ const st_kernel st_vk_k_rows[] = {
     {"LogSoftmax", "", FL, vk_norm, softmax_accepts, NULL, NULL},
     {"LayerNormalization", "", FL, vk_norm, layernorm_accepts, NULL, NULL},
     {"BatchNormalization", "", FL, vk_batchnorm, batchnorm_accepts, bn_prepare, bn_release},
+    {"BatchNormalization", "", FL, vk_batchnorm_rt, batchnorm_rt_accepts, NULL, NULL},
     REDUCE("ReduceSum"), REDUCE("ReduceMean"), REDUCE("ReduceMax"), REDUCE("ReduceMin"), REDUCE("ReduceL1"),
     REDUCE("ReduceL2"), REDUCE("ReduceSumSquare"),
     {NULL}

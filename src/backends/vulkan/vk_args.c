@@ -104,3 +104,20 @@ bool st_vk_accepts_float(const st_knode *n, char *why, size_t len)
     }
     return true;
 }
+
+bool st_vk_accepts_to_bool(const st_knode *n, char *why, size_t len)
+{
+    const st_vk_device *d = n->device;
+    for (int o = 0; o < n->n_out; o++) {
+        const st_view *v = &n->views[n->n_in + o];
+        if (v->rank < 0) continue;
+        if (v->dtype != ST_BOOL)
+            return st_kernel_refuse(why, len, "%s with a %s output runs on the CPU", n->op->name,
+                                    st_dtype_name(v->dtype));
+        if (!st_vk_fits(v)) return st_kernel_refuse(why, len, "an operand too large for 32-bit indexing");
+    }
+    if (d && !d->b8) return st_kernel_refuse(why, len, "bool outputs need 8-bit storage, which '%s' lacks", d->name);
+    st_knode m = *n; /* the inputs alone: f32 or f16, one dtype */
+    m.n_out = 0;
+    return st_vk_accepts_float(&m, why, len);
+}

@@ -33,38 +33,47 @@
 
 /* Every shader, one SPIR-V module each (cmake/embed_spirv.cmake embeds
  * them from src/backends/vulkan/shaders/, one per variant: _f16 ones need
- * shaderFloat16 and 16-bit storage; _s_ ones are built with a 16-row
+ * shaderFloat16 and 16-bit storage; _b8_ ones write bool (1 byte an
+ * element) and need 8-bit storage; _s_ ones are built with a 16-row
  * tile).  The order is CMakeLists.txt's VK_SHADERS.
- * X(name, needs_f16_or_16bit) */
-#define ST_VK_SHADER_LIST(X) \
-    X(copy32, 0)             \
-    X(copy16, 1)             \
-    X(unary_f32, 0)          \
-    X(unary_f16, 1)          \
-    X(binary_f32, 0)         \
-    X(binary_f16, 1)         \
-    X(gemm_f32, 0)           \
-    X(gemm_f16, 1)           \
-    X(conv_f32, 0)           \
-    X(conv_f16, 1)           \
-    X(pool_f32, 0)           \
-    X(pool_f16, 1)           \
-    X(softmax_f32, 0)        \
-    X(softmax_f16, 1)        \
-    X(reduce_f32, 0)         \
-    X(reduce_f16, 1)         \
-    X(norm_f32, 0)           \
-    X(norm_f16, 1)           \
-    X(resize_f32, 0)         \
-    X(resize_f16, 1)         \
-    X(affine_f32, 0)         \
-    X(affine_f16, 1)         \
-    X(gemm_s_f32, 0)         \
-    X(gemm_s_f16, 1)         \
-    X(conv_s_f32, 0)         \
-    X(conv_s_f16, 1)         \
-    X(conv_direct_f32, 0)    \
-    X(conv_direct_f16, 1)
+ * X(name, the ST_VK_NEED_ features it needs) */
+#define ST_VK_NEED_16 1 /* shaderFloat16 + storageBuffer16BitAccess */
+#define ST_VK_NEED_8 2  /* storageBuffer8BitAccess */
+#define ST_VK_SHADER_LIST(X)  \
+    X(copy32, 0)              \
+    X(copy16, 1)              \
+    X(unary_f32, 0)           \
+    X(unary_f16, 1)           \
+    X(binary_f32, 0)          \
+    X(binary_f16, 1)          \
+    X(gemm_f32, 0)            \
+    X(gemm_f16, 1)            \
+    X(conv_f32, 0)            \
+    X(conv_f16, 1)            \
+    X(pool_f32, 0)            \
+    X(pool_f16, 1)            \
+    X(softmax_f32, 0)         \
+    X(softmax_f16, 1)         \
+    X(reduce_f32, 0)          \
+    X(reduce_f16, 1)          \
+    X(norm_f32, 0)            \
+    X(norm_f16, 1)            \
+    X(resize_f32, 0)          \
+    X(resize_f16, 1)          \
+    X(affine_f32, 0)          \
+    X(affine_f16, 1)          \
+    X(gemm_s_f32, 0)          \
+    X(gemm_s_f16, 1)          \
+    X(conv_s_f32, 0)          \
+    X(conv_s_f16, 1)          \
+    X(conv_direct_f32, 0)     \
+    X(conv_direct_f16, 1)     \
+    X(unary_b8_f32, 2)        \
+    X(unary_b8_f16, 3)        \
+    X(binary_b8_f32, 2)       \
+    X(binary_b8_f16, 3)       \
+    X(affine_rt_f32, 0)       \
+    X(affine_rt_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,
@@ -74,8 +83,10 @@ typedef enum st_vks {
 } st_vks;
 
 /* The most buffers one dispatch binds (binding 0 is the parameter block,
- * bindings 1.. the operands). */
-#define ST_VK_MAX_BIND 6
+ * bindings 1.. the operands: BatchNormalization's output, input and four
+ * run-time parameters are the most).  A device whose
+ * maxPerStageDescriptorStorageBuffers is lower is refused at creation. */
+#define ST_VK_MAX_BIND 7
 
 typedef struct st_vk_device {
     st_backend base;
@@ -87,6 +98,7 @@ typedef struct st_vk_device {
     uint32_t queue_family;
     pthread_mutex_t queue_lock;       /* the one queue: executors' and transfers' submits */
     bool f16;                         /* shaderFloat16 + storageBuffer16BitAccess */
+    bool b8;                          /* storageBuffer8BitAccess: shaders write bool */
     bool validation;                  /* the Khronos layer is on (STRATA_VULKAN_VALIDATION) */
     bool host_visible;                /* device memory is host-visible and coherent (lavapipe, UMA) */
     uint32_t dev_type, host_type;     /* memory type indices: storages, the host arena and params */
@@ -236,6 +248,9 @@ bool st_vk_fits(const st_view *v);
 /* The accepts helpers: every operand f32 (or f16 on a device with it),
  * one dtype for all, int32-indexable. */
 bool st_vk_accepts_float(const st_knode *n, char *why, size_t len);
+/* A comparison's or a test's accepts: float inputs as st_vk_accepts_float
+ * takes them, every output bool, and a device with 8-bit storage. */
+bool st_vk_accepts_to_bool(const st_knode *n, char *why, size_t len);
 /* f32 / f16 of the type operand: which shader variant. */
 static inline bool st_vk_is_f16(const st_view *v) { return v->dtype == ST_F16; }
 

@@ -36,10 +36,10 @@ const char *const st_vks_names[ST_VKS_COUNT] = {
 #undef ST_VKS_NAME
 };
 
-static const bool needs_16[ST_VKS_COUNT] = {
-#define ST_VKS_F16(n, f) f,
-    ST_VK_SHADER_LIST(ST_VKS_F16)
-#undef ST_VKS_F16
+static const int needs[ST_VKS_COUNT] = {
+#define ST_VKS_NEEDS(n, f) f,
+    ST_VK_SHADER_LIST(ST_VKS_NEEDS)
+#undef ST_VKS_NEEDS
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
@@ -140,9 +140,12 @@ st_status st_vk_pipeline(st_vk_device *d, st_vks id, VkPipeline *out)
         *out = d->pipes[id];
         return ST_OK;
     }
-    if (needs_16[id] && !d->f16)
+    if ((needs[id] & ST_VK_NEED_16) && !d->f16)
         return st_error(ST_ERR_INTERNAL, "vulkan: shader %s needs shaderFloat16 and 16-bit storage, which '%s' lacks",
                         st_vks_names[id], d->name);
+    if ((needs[id] & ST_VK_NEED_8) && !d->b8)
+        return st_error(ST_ERR_INTERNAL, "vulkan: shader %s needs 8-bit storage, which '%s' lacks", st_vks_names[id],
+                        d->name);
     pthread_mutex_lock(&d->pipe_lock);
     st_status r = ST_OK;
     if (!d->pipes[id]) {

@@ -426,7 +426,15 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     if (d->align < 4) d->align = 4;
     d->max_range = props.properties.limits.maxStorageBufferRange;
     for (int i = 0; i < 3; i++) d->max_groups[i] = props.properties.limits.maxComputeWorkGroupCount[i];
-    /* features: timeline semaphores, synchronization2, and f16 where the device has both halves of it */
+    /* the one pipeline layout binds ST_VK_MAX_BIND storage buffers */
+    if (props.properties.limits.maxPerStageDescriptorStorageBuffers < ST_VK_MAX_BIND)
+        return st_error(ST_ERR_UNSUPPORTED, "vulkan: '%s' binds %u storage buffers a stage, strata's shaders need %d",
+                        d->name, props.properties.limits.maxPerStageDescriptorStorageBuffers, ST_VK_MAX_BIND);
+    /* features: timeline semaphores, synchronization2, f16 where the
+     * device has both halves of it, and 8-bit storage for bool outputs
+     * (without it, comparisons and IsNaN/IsInf run on the CPU);
+     * STRATA_VULKAN_NO_F16=1 and STRATA_VULKAN_NO_B8=1 leave them off, to
+     * test those fallbacks on a device that has them */
     VkPhysicalDeviceVulkan11Features f11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, NULL};
     VkPhysicalDeviceVulkan12Features f12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &f11};
     VkPhysicalDeviceVulkan13Features f13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, &f12};
@@ -436,6 +444,8 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
         return st_error(ST_ERR_UNSUPPORTED, "vulkan: '%s' lacks timeline semaphores or synchronization2", d->name);
     const char *no16 = getenv("STRATA_VULKAN_NO_F16");
     d->f16 = f12.shaderFloat16 && f11.storageBuffer16BitAccess && !(no16 && strcmp(no16, "1") == 0);
+    const char *no8 = getenv("STRATA_VULKAN_NO_B8");
+    d->b8 = f12.storageBuffer8BitAccess && !(no8 && strcmp(no8, "1") == 0);
     VkPhysicalDeviceVulkan11Features e11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, NULL};
     VkPhysicalDeviceVulkan12Features e12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &e11};
     VkPhysicalDeviceVulkan13Features e13 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, &e12};
@@ -446,6 +456,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
         e12.shaderFloat16 = VK_TRUE;
         e11.storageBuffer16BitAccess = VK_TRUE;
     }
+    if (d->b8) e12.storageBuffer8BitAccess = VK_TRUE;
     /* a compute queue */
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);

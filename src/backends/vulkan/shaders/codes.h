@@ -1,7 +1,8 @@
 /*
  * codes.h — the activation codes the shaders switch on (common.glsl's
- * st_act), shared by the C side (k_elementwise.c maps strata's st_unary
- * codes to these) and GLSL.  Plain preprocessor only: glslc reads it too.
+ * st_act) and binary.comp's operators, shared by the C side
+ * (k_elementwise.c maps strata's st_unary and st_binary codes to these)
+ * and GLSL.  Plain preprocessor only: glslc reads it too.
  */
 #ifndef ST_VK_CODES_H
 #define ST_VK_CODES_H
@@ -47,6 +48,8 @@
 #define VK_U_ATANH 38
 #define VK_U_CELU 39
 #define VK_U_THRESHOLDED_RELU 40
+#define VK_U_ISNAN 41
+#define VK_U_ISINF 42
 
 #define VK_B_ADD 0
 #define VK_B_SUB 1
@@ -56,5 +59,12 @@
 #define VK_B_MIN 5
 #define VK_B_POW 6
 #define VK_B_PRELU 7
+#define VK_B_MOD 8
+#define VK_B_MEAN_LAST 9
+#define VK_B_EQUAL 10
+#define VK_B_LESS 11
+#define VK_B_GREATER 12
+#define VK_B_LESS_EQUAL 13
+#define VK_B_GREATER_EQUAL 14
 
 #endif

@@ -1,9 +1,11 @@
 // common.glsl — what every shader shares: the element type of its
 // variant (T: float, or float16_t with -DST_F16, computing in float), the
-// parameter block at binding 0 (ints; floats by their bits), strided
+// output type (TY: T, or with -DST_B8 strata's bool, one byte an element,
+// through 8-bit storage, so no invocation touches a byte of another's),
+// the parameter block at binding 0 (ints; floats by their bits), strided
 // operand descriptors (st_td: offset, rank, sizes[8], strides[8] in
 // elements, as vk_internal.h's ST_VK_TD), the 1-D work-item index of
-// st_vk_grid1, and the activations of codes.h.
+// st_vk_grid1, the activations of codes.h, and C's fmod.
 #extension GL_GOOGLE_include_directive : enable
 #ifdef ST_F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -11,6 +13,14 @@
 #define T float16_t
 #else
 #define T float
+#endif
+#ifdef ST_B8
+#extension GL_EXT_shader_8bit_storage : require
+#define TY uint8_t
+#define TY_OF(r) uint8_t((r) != 0.0 ? 1u : 0u)
+#else
+#define TY T
+#define TY_OF(r) T(r)
 #endif
 #include "codes.h"
 
@@ -67,6 +77,32 @@ float st_sigmoid(float x)
 
 float st_softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
+// NaN and infinity from the bits: a compiler may assume no NaNs in
+// isnan() (fast-math), never in integer compares
+bool st_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool st_isinf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
+
+// C's fmod: exact, as C's is, where GLSL's mod (x - y * floor(x / y))
+// rounds the quotient (for 7 and 0.1f it gives 0, fmod 0.0999999).  Long
+// division in binary: each step takes off the largest |b| * 2^k that is
+// <= r, which Sterbenz's lemma makes exact (r / 2 < |b| * 2^k <= r), and
+// k falls each step, so it ends within the exponent range (< 280 steps).
+float st_fmod(float a, float b)
+{
+    float r = abs(a), d = abs(b);
+    if (st_isnan(a) || st_isnan(b) || st_isinf(a) || d == 0.0) return uintBitsToFloat(0x7fc00000u);
+    if (r < d) return a; // b infinite included
+    int ed, er;
+    frexp(d, ed);
+    while (r >= d) {
+        frexp(r, er);
+        float s = ldexp(d, er - ed);
+        if (s > r) s = ldexp(d, er - ed - 1);
+        r -= s;
+    }
+    return a < 0.0 ? -r : r;
+}
+
 float st_act(int code, float x, float a, float b, float g)
 {
     switch (code) {
@@ -112,6 +148,10 @@ float st_act(int code, float x, float a, float b, float g)
     case VK_U_ATANH: return atanh(x);
     case VK_U_CELU: return max(x, 0.0) + min(0.0, a * (exp(x / a) - 1.0));
     case VK_U_THRESHOLDED_RELU: return x > a ? x : 0.0;
+    // tests, to bool (unary.comp's _b8 variant); IsInf: a, b say whether
+    // +inf, -inf count
+    case VK_U_ISNAN: return st_isnan(x) ? 1.0 : 0.0;
+    case VK_U_ISINF: return st_isinf(x) && (x > 0.0 ? a != 0.0 : b != 0.0) ? 1.0 : 0.0;
     }
     return x;
 }

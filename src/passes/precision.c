@@ -248,6 +248,32 @@ static void keep_order_path(ctx *c, int i, int depth)
     }
 }
 
+/* Whether op is an item of the comma-separated list (or the list is "*"):
+ * whole names, so that "Mul" does not also keep MatMul. */
+static bool listed(const char *list, const char *op)
+{
+    if (!strcmp(list, "*")) return true;
+    size_t n = strlen(op);
+    for (const char *p = list; n && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, op, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/* Whether "@name" is an item of the list (a node by its name). */
+static bool named(const char *list, const char *name)
+{
+    for (const char *p = strchr(list, '@'); p; p = strchr(p + 1, '@')) {
+        size_t n = strlen(name);
+        if (!strncmp(p + 1, name, n) && (p[1 + n] == ',' || !p[1 + n])) return true;
+    }
+    return false;
+}
+
 static void choose(ctx *c)
 {
     const st_graph *g = c->g;
@@ -302,8 +328,9 @@ static void choose(ctx *c)
     free(on);
     const char *dbg = getenv("STRATA_PRECISION_KEEP");  /* debugging aid: keep every node whose op is listed */
     for (int i = 0; dbg && i < g->n_nodes; i++)
-        if (runs(c, i) && g->nodes[i].n_out > 0 && is_f32(c, g->nodes[i].out[0]) &&
-            (!strcmp(dbg, "*") || strstr(dbg, op_of(c, i))))
+        if (runs(c, i) && g->nodes[i].n_out > 0 &&
+            (is_f32(c, g->nodes[i].out[0]) || (g->nodes[i].n_in > 0 && is_f32(c, g->nodes[i].in[0]))) &&
+            (listed(dbg, op_of(c, i)) || (g->nodes[i].name && named(dbg, g->nodes[i].name))))
             c->keep[i] = true;
 }
 

@@ -10,7 +10,8 @@
 #      OpenCL): the E[x^2]-E[x]^2 LayerNorm classifier (mixed f16 within 1%
 #      and no class flipped, strict reproducing the failure), the decomposed
 #      LayerNorm fused into one LayerNormalization (CUDA has the kernel),
-#      the three GELU forms fused into Gelu, the MobileNetV3-style net;
+#      the three GELU forms fused into Gelu, silero_vad_v4's smoothed-mean
+#      normalisation kept f32 on its whole path, the MobileNetV3-style net;
 #   2. the zoo's small models in f16 on cuda (scripts/device/zoo_device.py
 #      --precision f16: every output within 1% of max|ref|, ORT's CPU as
 #      the reference), reported per model.
@@ -28,7 +29,7 @@ if [ ! -x "$S" ] || [ ! -f "$F/ln_variance.onnx" ]; then
   exit 1
 fi
 for b in cuda opencl; do
-  for c in ln_variance ln_decomposed gelu_forms mobilenet_v3; do
+  for c in ln_variance ln_decomposed gelu_forms mean_smoothed mobilenet_v3; do
     python3 tests/models/precision_test.py "$S" "$c" f16 --backend "$b" --fixtures "$F" > "$OUT/precision_${b}_$c.log" 2>&1
     rc=$?
     ok "precision $c f16 on $b" "$rc" "$(grep -E 'max\|d\|' "$OUT/precision_${b}_$c.log" | sed 's/  */ /g' | tr '\n' ';' | cut -c1-200)"

@@ -84,6 +84,10 @@ enum {
      * kernel, which beats the unfused graph there although its f32
      * kernel does not */
     ST_CAP_ATTENTION_F16 = 1 << 6,
+    /* the MatMul epilogue (ST_CAP_MATMUL_EPI) also for f16 and bf16
+     * products (a session's lowered precision): CUDA's, where the bias
+     * rides in cuBLASLt's epilogue instead of a pass of its own */
+    ST_CAP_MATMUL_EPI_LP = 1 << 7,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

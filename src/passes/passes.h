@@ -27,7 +27,8 @@ st_status st_pass_fuse_qdq(st_plan *p);
 /* views: the kernel takes operand layouts and Q's scale (ST_CAP_ATTENTION_VIEWS) */
 /* dtypes: ST_DT() of the chain dtypes to fuse (f32, f16) */
 st_status st_pass_fuse_attention(st_plan *p, bool views, uint32_t dtypes);
-st_status st_pass_fuse_matmul(st_plan *p);
+/* dtypes: ST_DT() of the product dtypes whose epilogue to fuse */
+st_status st_pass_fuse_matmul(st_plan *p, uint32_t dtypes);
 st_status st_pass_fuse_add_norm(st_plan *p);
 /* Shared by the fusion passes (passes/fuse.c): count[v] = input slots of
  * running nodes that read value v; the only running reader of v (not a

@@ -37,13 +37,22 @@ static st_status fuse_attention(st_plan *p)
     return st_pass_fuse_attention(p, (t->caps & ST_CAP_ATTENTION_VIEWS) != 0, attention_dtypes(t));
 }
 
+/* f32 products for ST_CAP_MATMUL_EPI, f16 and bf16 ones too with
+ * ST_CAP_MATMUL_EPI_LP */
+static st_status fuse_matmul(st_plan *p)
+{
+    uint32_t dts = ST_DT(ST_F32);
+    if (p->target.main->caps & ST_CAP_MATMUL_EPI_LP) dts |= ST_DT(ST_F16) | ST_DT(ST_BF16);
+    return st_pass_fuse_matmul(p, dts);
+}
+
 static const st_pass PASSES[] = {
     {"sequence_outputs", 0, NULL, st_sequence_outputs},
     {"fuse", 0, NULL, st_pass_fuse},
     {"fuse_affine", ST_CAP_CONV_AFFINE, NULL, st_pass_fuse_affine},
     {"fuse_qdq", ST_CAP_QDQ, NULL, st_pass_fuse_qdq},
     {"fuse_attention", 0, attention_gate, fuse_attention},
-    {"fuse_matmul", ST_CAP_MATMUL_EPI, NULL, st_pass_fuse_matmul},
+    {"fuse_matmul", ST_CAP_MATMUL_EPI, NULL, fuse_matmul},
     {"fuse_add_norm", ST_CAP_ADD_NORM, NULL, st_pass_fuse_add_norm},
 };
 

@@ -13,7 +13,10 @@
  *   Gemm whose C is a per-column bias ([n] or [1, n], beta 1 and 0.5),
  *   now added in the epilogue, a full C as before, and a fused ReLU;
  *   AddLayerNormalization (passes/fuse_add_norm.c): LN(x + r) with r a
- *   transposed view, with and without the sum as a second output.
+ *   transposed view, with and without the sum as a second output;
+ *   f16 and bf16 MatMul with a fused bias and activation (a CUDA plan's
+ *   node that fell back to the CPU), against float64 within 2e-3 +
+ *   3e-3 |ref| (8x for bf16).
  *
  * Inputs are uniform random (weights scaled by 1/sqrt(k), as a trained
  * layer's keep sums near 1), outputs are poisoned first, and every element
@@ -207,6 +210,83 @@ static void matmul_case(const st_kernel *kern, test_rng *rng, int64_t bt, int64_
     free(y2);
 }
 
+/* A 16-bit MatMul with a fused bias and activation on the CPU: a plan made
+ * for CUDA (ST_CAP_MATMUL_EPI_LP) whose node fell back.  y = act(A W + b),
+ * A [bt, tt, k], every operand in dt; each element against float64 within
+ * 2e-3 + 3e-3 |ref| (three roundings to f16, 2^-11 relative each; bf16
+ * 8x that). */
+static void matmul_lowp_case(const st_kernel *kern, test_rng *rng, st_dtype dt, int64_t bt, int64_t tt, int64_t k, int64_t n, int act)
+{
+    int64_t m = bt * tt;
+    float *a = malloc((size_t)(m * k) * sizeof *a), *w = malloc((size_t)(k * n) * sizeof *w), *b = malloc((size_t)n * sizeof *b);
+    float *y = malloc((size_t)(m * n) * sizeof *y);
+    uint16_t *a16 = malloc((size_t)(m * k) * 2), *w16 = malloc((size_t)(k * n) * 2), *y16 = malloc((size_t)(m * n) * 2);
+    float sw = 1.0f / sqrtf((float)k);
+    for (int64_t i = 0; i < m * k; i++) a[i] = frand(rng) * 2.0f;
+    for (int64_t i = 0; i < k * n; i++) w[i] = frand(rng) * sw;
+    for (int64_t i = 0; i < n; i++) b[i] = frand(rng);
+    /* the operands as the kernel sees them, and their exact values back */
+    st_convert(dt, a16, ST_F32, a, (size_t)(m * k));
+    st_convert(ST_F32, a, dt, a16, (size_t)(m * k));
+    st_convert(dt, w16, ST_F32, w, (size_t)(k * n));
+    st_convert(ST_F32, w, dt, w16, (size_t)(k * n));
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        st_convert(dt, &h, ST_F32, &b[i], 1);
+        st_convert(ST_F32, &b[i], dt, &h, 1);
+    }
+    for (int64_t i = 0; i < m * n; i++) y[i] = POISON;
+    st_convert(dt, y16, ST_F32, y, (size_t)(m * n));
+    st_operand in[2], out;
+    int64_t asz[3] = {bt, tt, k}, ast[3] = {tt * k, k, 1}, wsz[2] = {k, n}, wst[2] = {n, 1};
+    int64_t ysz[3] = {bt, tt, n}, yst[3] = {tt * n, n, 1};
+    set_op(&in[0], a16, 3, asz, ast);
+    set_op(&in[1], w16, 2, wsz, wst);
+    set_op(&out, y16, 3, ysz, yst);
+    in[0].dtype = in[1].dtype = out.dtype = dt;
+    st_matmul_state s = {0};
+    s.alpha = 1.0f;
+    s.bias = b;
+    s.n_bias = n;
+    s.act.act = act;
+    st_node node = {0};
+    node.name = (char *)"linear16";
+    node.op_type = (char *)"MatMul";
+    node.domain = (char *)"";
+    st_kctx kc = {0};
+    kc.node = &node;
+    kc.state = &s;
+    kc.n_in = 2;
+    kc.n_out = 1;
+    kc.in = in;
+    kc.out = &out;
+    char name[96];
+    snprintf(name, sizeof name, "matmul %s %lldx%lldx%lldx%lld %s bias", st_dtype_name(dt), (long long)bt, (long long)tt,
+             (long long)k, (long long)n, act_name(act));
+    CHECKF(kern->run(&kc) == ST_OK, "%s: %s", name, st_last_error());
+    st_convert(ST_F32, y, dt, y16, (size_t)(m * n));
+    double worst = 0, rel = dt == ST_BF16 ? 8.0 : 1.0;
+    long bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = b[j];
+            for (int64_t p = 0; p < k; p++) acc += (double)a[i * k + p] * w[p * n + j];
+            double ref = act_ref(act, acc), dd = fabs(y[i * n + j] - ref);
+            if (dd > worst) worst = dd;
+            if (!(dd <= rel * (2e-3 + 3e-3 * fabs(ref))) && bad++ < 5)
+                fprintf(stderr, "%s: [%lld, %lld] = %.6g, reference %.6g\n", name, (long long)i, (long long)j, y[i * n + j], ref);
+        }
+    CHECKF(bad == 0, "%s: %ld elements wrong", name, bad);
+    printf("%-52s max |d| %.2e\n", name, worst);
+    free(a);
+    free(w);
+    free(b);
+    free(y);
+    free(a16);
+    free(w16);
+    free(y16);
+}
+
 /* Gemm y [m, n] = alpha A B^T + beta C (+ act), B [n, k] constant. */
 static void gemm_case(const st_kernel *kern, test_rng *rng, int64_t m, int64_t n, int64_t k, int c_rank, float beta,
                       int act)
@@ -394,6 +474,10 @@ int main(void)
     matmul_case(mm, &rng, 2, 9, 64, 50, GELU, false, false);
     /* one row: the matrix-vector path */
     matmul_case(mm, &rng, 1, 1, 256, 300, GELU, false, true);
+    /* 16-bit products: the CPU fallback of a CUDA plan's fused MatMul */
+    matmul_lowp_case(mm, &rng, ST_F16, 2, 33, 96, 80, GELU);
+    matmul_lowp_case(mm, &rng, ST_F16, 1, 20, 64, 48, 0);
+    matmul_lowp_case(mm, &rng, ST_BF16, 2, 9, 64, 40, RELU);
     gemm_case(gemm, &rng, 154, 256, 256, 1, 1.0f, 0);
     gemm_case(gemm, &rng, 37, 100, 300, 2, 0.5f, 0);
     gemm_case(gemm, &rng, 37, 100, 64, 3, 1.0f, 0);

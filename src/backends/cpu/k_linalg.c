@@ -430,8 +430,56 @@ static bool mm_fold_batches(const st_operand *a, const st_operand *b, const st_o
     return true;
 }
 
+/* A 16-bit product with a fused bias or activation: the plan was made for
+ * a backend that fuses them there (ST_CAP_MATMUL_EPI_LP) and this node
+ * fell back to the CPU.  The product is stored as the unfused graph
+ * stores it, then each element becomes act(y + bias[j]), rounded to y's
+ * dtype after the add and after the activation, as the separate Add and
+ * activation nodes round. */
+static st_status lowp_epilogue(const st_kctx *k, st_kernel_fn run)
+{
+    const st_matmul_state *ms = k->state;
+    st_matmul_state plain = *ms;
+    plain.bias = NULL;
+    plain.n_bias = 0;
+    memset(&plain.act, 0, sizeof plain.act);
+    st_kctx k2 = *k;
+    k2.state = &plain;
+    ST_TRY(run(&k2));
+    const st_operand *y = &k->out[0];
+    int64_t numel = st_operand_numel(y), n = y->rank ? y->sizes[y->rank - 1] : 1;
+    if (ms->bias && ms->n_bias != n)
+        return st_error(ST_ERR_INTERNAL, "node '%s': a fused bias of %lld for %lld columns", k->node->name,
+                        (long long)ms->n_bias, (long long)n);
+    size_t es = st_dtype_size(y->dtype);
+    st_gemm_epi e = {0};
+    e.act = ms->act;
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t off = 0, r = i;
+        for (int d = y->rank - 1; d >= 0; d--) {
+            off += (r % y->sizes[d]) * y->strides[d];
+            r /= y->sizes[d];
+        }
+        char *p = (char *)y->data + off * (int64_t)es;
+        if (ms->bias) st_store_f64(y->dtype, p, (double)((float)st_load_f64(y->dtype, p) + ms->bias[i % n]));
+        if (ms->act.act) {
+            float v = (float)st_load_f64(y->dtype, p);
+            st_gemm_epi_row(&e, 0, &v, 1);
+            st_store_f64(y->dtype, p, (double)v);
+        }
+    }
+    return ST_OK;
+}
+
+static bool lowp_epi(const st_kctx *k)
+{
+    const st_matmul_state *ms = k->state;
+    return ms && (ms->bias || ms->act.act) && k->out[0].dtype != ST_F32;
+}
+
 st_status st_cpu_matmul(const st_kctx *k)
 {
+    if (lowp_epi(k)) return lowp_epilogue(k, st_cpu_matmul);
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
     st_operand a2, y2;
     float *owned = NULL;
@@ -560,6 +608,7 @@ static void gemm_task(void *arg, int64_t t)
 
 st_status st_cpu_gemm(const st_kctx *k)
 {
+    if (lowp_epi(k)) return lowp_epilogue(k, st_cpu_gemm);
     const st_matmul_state *s = k->state;
     const st_operand *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
     const st_operand *cin = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;

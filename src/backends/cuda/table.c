@@ -24,8 +24,10 @@ const st_kernel_table st_cuda_kernel_table = {
      * Not in f32: there the fused encoder took 0.84 ms at 2x77 and 2.72 ms
      * at 1x512 against 0.53 and 0.85 ms unfused (cuBLAS and the softmax
      * kernel).  STRATA_ATTENTION_FUSION=1 fuses every dtype, =0 none
-     * (passes/pipeline.c). */
-    ST_CAP_QDQ | ST_CAP_ATTENTION_F16,
+     * (passes/pipeline.c).  A Linear layer's bias and activation fold
+     * into MatMul in every float dtype (k_linalg.cu: cuBLASLt's bias
+     * epilogue). */
+    ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

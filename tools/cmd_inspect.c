@@ -258,6 +258,8 @@ static int plan_summary(const tool_opts *o, const st_plan *p, const st_dag *dag)
             fprintf(f, ", \"strides\": ");
             print_ints(f, pv->view.rank, pv->view.strides);
             fprintf(f, ", \"is_view\": %s", pv->kind == ST_PV_VIEW ? "true" : "false");
+            /* a root laid out NHWC for its backend (passes/channels_last.c) */
+            if (pv->kind == ST_PV_ROOT && st_view_is_channels_last(&pv->view)) fprintf(f, ", \"channels_last\": true");
             if (pv->kind == ST_PV_VIEW) {
                 fprintf(f, ", \"view_of\": ");
                 tool_json_string(f, g->values[pv->base].name);

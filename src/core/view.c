@@ -30,6 +30,24 @@ void st_view_init(st_view *v, st_dtype dtype, int rank, const int64_t *sizes)
     st_strides_contiguous(rank, v->sizes, v->strides);
 }
 
+bool st_view_is_channels_last(const st_view *v)
+{
+    if (v->rank != 4) return false;
+    const int64_t *n = v->sizes, *s = v->strides;
+    /* more than one channel and pixel: otherwise it is NCHW as much */
+    if (n[1] < 2 || n[2] * n[3] < 2) return false;
+    return s[1] == 1 && (n[3] == 1 || s[3] == n[1]) && (n[2] == 1 || s[2] == n[1] * n[3]) && (n[0] == 1 || s[0] == n[1] * n[2] * n[3]);
+}
+
+void st_view_init_channels_last(st_view *v, st_dtype dtype, const int64_t *sizes)
+{
+    st_view_init(v, dtype, 4, sizes);
+    v->strides[1] = 1;
+    v->strides[3] = sizes[1];
+    v->strides[2] = sizes[1] * sizes[3];
+    v->strides[0] = sizes[1] * sizes[2] * sizes[3];
+}
+
 int64_t st_view_numel(const st_view *v) { return st_numel(v->rank, v->sizes); }
 
 bool st_view_is_contiguous(const st_view *v)

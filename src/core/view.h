@@ -62,6 +62,12 @@ void st_view_slice(st_view *v, int axis, int64_t start, int64_t step, int64_t co
 /* Drops axis, keeping element index on it (Gather with a scalar index). */
 void st_view_select(st_view *v, int axis, int64_t index);
 void st_view_permute(st_view *v, const int *perm);
+/* A 4-D [N, C, H, W] view laid out channels-last over packed bytes:
+ * strides [H*W*C, 1, W*C, C] (unit dims' strides aside), with C > 1 and
+ * H * W > 1. */
+bool st_view_is_channels_last(const st_view *v);
+/* Initialises v as a packed channels-last 4-D view of sizes [N, C, H, W]. */
+void st_view_init_channels_last(st_view *v, st_dtype dtype, const int64_t *sizes);
 void st_view_unsqueeze(st_view *v, int axis);
 void st_view_squeeze(st_view *v, int axis);
 /* Reinterprets the view with new sizes without moving data.  Returns false

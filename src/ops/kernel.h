@@ -88,6 +88,11 @@ enum {
      * products (a session's lowered precision): CUDA's, where the bias
      * rides in cuBLASLt's epilogue instead of a pass of its own */
     ST_CAP_MATMUL_EPI_LP = 1 << 7,
+    /* 4-D values that a chain of transposes wants NHWC are stored
+     * channels-last (passes/channels_last.c): CUDA's convolutions (cuDNN,
+     * its depthwise kernel) and element-wise kernels take those strides
+     * at full speed */
+    ST_CAP_CHANNELS_LAST = 1 << 8,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

@@ -12,7 +12,8 @@
  * dims of a transposed tensor), the node stays a command that copies, and
  * its output is packed: the copy is explicit and the hazard tracker sees it.
  *
- * A placed Concat input (passes/concat.c) is a slice of its Concat's
+ * A value that passes/channels_last.c wants channels-last is a root with
+ * NHWC strides.  A placed Concat input (passes/concat.c) is a slice of its Concat's
  * output along the axis, resolved recursively for nested concats; a value
  * placed through a reshape is its slot of that output viewed with the
  * value's own dims.  Layout
@@ -127,8 +128,18 @@ st_status st_pass_layout(st_plan *p)
         const int *in = st_plan_in(p, n, i, &n_in);
         if (st_plan_op(p, n, i)->view && n_in > 0 && in[0] >= 0) ST_TRY(lower_view(p, i));
         if (pn->kind == ST_PN_VIEW) continue;
-        for (int k = 0; k < n->n_out; k++)
-            if (st_plan_out(p, n, i, k) >= 0) ST_TRY(resolve(p, st_plan_out(p, n, i, k)));
+        for (int k = 0; k < n->n_out; k++) {
+            int v = st_plan_out(p, n, i, k);
+            if (v < 0) continue;
+            st_pvalue *pv = &p->values[v];
+            if (!pv->resolved && pv->concat < 0 && st_pass_wants_channels_last(p, i, v)) {
+                /* passes/channels_last.c: the same bytes, NHWC strides */
+                st_view_init_channels_last(&pv->view, pv->t.dtype, pv->t.dims);
+                pv->buffer = v;
+                pv->resolved = true;
+            }
+            ST_TRY(resolve(p, v));
+        }
         /* a Concat whose every input is in place has nothing left to do */
         if (pn->skip) {
             int present = 0;

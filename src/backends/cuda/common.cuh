@@ -33,14 +33,35 @@ struct st_walk {
 };
 
 /* Builds a walk from per-operand strides over `sizes` (operand 0 is
- * usually the output), merging dims that are contiguous in every operand. */
+ * usually the output), merging dims that are contiguous in every operand.
+ * Every walk maps elements independently, so the dims are first ordered
+ * by operand 0's strides, largest first: a channels-last tensor viewed as
+ * NCHW (passes/channels_last.c) then walks its contiguous channels as the
+ * row, not its pixels at a stride of C. */
 static inline st_walk st_walk_make(int rank, const int64_t *sizes, int nops, const int64_t *const *strides)
 {
     st_iter it;
     st_walk w;
     memset(&w, 0, sizeof w);
     w.nops = nops;
-    bool any = st_iter_init(&it, rank, sizes, nops, strides);
+    int order[ST_MAX_RANK];
+    for (int d = 0; d < rank; d++) order[d] = d;
+    for (int d = 1; d < rank; d++) /* stable: equal strides keep their order */
+        for (int e = d; e > 0; e--) {
+            int64_t a = strides[0][order[e - 1]], b = strides[0][order[e]];
+            if ((a < 0 ? -a : a) >= (b < 0 ? -b : b)) break;
+            int t = order[e - 1];
+            order[e - 1] = order[e];
+            order[e] = t;
+        }
+    int64_t osz[ST_MAX_RANK], ost[ST_CUDA_MAXOPS][ST_MAX_RANK];
+    const int64_t *os[ST_CUDA_MAXOPS];
+    for (int d = 0; d < rank; d++) {
+        osz[d] = sizes[order[d]];
+        for (int k = 0; k < nops; k++) ost[k][d] = strides[k][order[d]];
+    }
+    for (int k = 0; k < nops; k++) os[k] = ost[k];
+    bool any = st_iter_init(&it, rank, osz, nops, os);
     w.rank = it.rank;
     w.n = any ? 1 : 0;
     for (int d = 0; d < it.rank; d++) {

@@ -443,6 +443,78 @@ __global__ void dw_reg_kernel(dw_args a)
     }
 }
 
+/* Channels-last (a value passes/channels_last.c stored NHWC: ConvNeXt's
+ * blocks), stride 1, no dilation, K x K: a thread computes an 8 x 4 patch
+ * of outputs for one channel with its weights in registers, sliding down
+ * the patch's input rows; the 32 threads of a warp take 32 neighbouring
+ * channels, so every load and store is one run of 32 elements.  The taps
+ * are summed row by row, in dw_kernel's order, so the sums are its sums.
+ * The NCHW tile kernels above would read and write at a stride of C. */
+#define DWC_TH 8
+#define DWC_TW 4
+template <typename T, int K>
+__global__ void __launch_bounds__(256) dw_nhwc_kernel(dw_args a, int64_t strips_w, int64_t strips_h, int64_t strips)
+{
+    int c = blockIdx.x * 32 + threadIdx.x;
+    int64_t sidx = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+    if (c >= a.channels || sidx >= strips) return;
+    int64_t tx = sidx % strips_w, rest = sidx / strips_w;
+    int64_t ty = rest % strips_h, n = rest / strips_h;
+    int ox0 = (int)tx * DWC_TW, oy0 = (int)ty * DWC_TH;
+    const T *x = (const T *)a.x + n * a.xs_n + c * a.xs_c;
+    T *y = (T *)a.y + n * a.ys_n + c * a.ys_c;
+    float wr[K * K], acc[DWC_TH][DWC_TW];
+#pragma unroll
+    for (int i = 0; i < K * K; i++) wr[i] = st_to_f<T>(((const T *)a.w)[c * a.ws_c + (i / K) * a.ws_h + (i % K) * a.ws_w]);
+#pragma unroll
+    for (int i = 0; i < DWC_TH; i++)
+#pragma unroll
+        for (int j = 0; j < DWC_TW; j++) acc[i][j] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < DWC_TH + K - 1; r++) {
+        int iy = oy0 - a.ph + r;
+        bool row_in = iy >= 0 && iy < a.ih;
+        float v[DWC_TW + K - 1];
+#pragma unroll
+        for (int i = 0; i < DWC_TW + K - 1; i++) {
+            int ix = ox0 - a.pw + i;
+            v[i] = row_in && ix >= 0 && ix < a.iw ? st_to_f<T>(x[iy * a.xs_h + ix * a.xs_w]) : 0.0f;
+        }
+#pragma unroll
+        for (int oi = 0; oi < DWC_TH; oi++) {
+            const int ky = r - oi;
+            if (ky < 0 || ky >= K) continue;
+#pragma unroll
+            for (int kx = 0; kx < K; kx++)
+#pragma unroll
+                for (int j = 0; j < DWC_TW; j++) acc[oi][j] += v[j + kx] * wr[ky * K + kx];
+        }
+    }
+    float bias = a.b ? st_ldf(a.bt, a.b, c * a.bs) : 0.0f;
+#pragma unroll
+    for (int oi = 0; oi < DWC_TH; oi++) {
+        int oy = oy0 + oi;
+        if (oy >= a.oh) break;
+#pragma unroll
+        for (int j = 0; j < DWC_TW; j++)
+            if (ox0 + j < a.ow) y[oy * a.ys_h + (ox0 + j) * a.ys_w] = st_from_f<T>(st_epilogue_f(a.epi, acc[oi][j] + bias));
+    }
+}
+
+static void dw_nhwc(const dw_args &a, int64_t images, cudaStream_t st, st_dtype t)
+{
+    int64_t sw = (a.ow + DWC_TW - 1) / DWC_TW, sh = (a.oh + DWC_TH - 1) / DWC_TH, strips = images * sw * sh;
+    dim3 threads(32, 8);
+    dim3 grid((unsigned)((a.channels + 31) / 32), (unsigned)((strips + 7) / 8));
+#define DWC_GO(T, K) dw_nhwc_kernel<T, K><<<grid, threads, 0, st>>>(a, sw, sh, strips)
+#define DWC_K(T) (a.kh == 3 ? DWC_GO(T, 3) : a.kh == 5 ? DWC_GO(T, 5) : DWC_GO(T, 7))
+    if (t == ST_F32) DWC_K(float);
+    else if (t == ST_F16) DWC_K(__half);
+    else DWC_K(__nv_bfloat16);
+#undef DWC_K
+#undef DWC_GO
+}
+
 /* Runs a depthwise Conv on dw_kernel when it fits; false otherwise. */
 static bool dw_conv(const st_kctx *k, const st_conv_state *s)
 {
@@ -477,7 +549,13 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
     int tiles = ((a.ow + DW_TW - 1) / DW_TW) * ((a.oh + DW_TH - 1) / DW_TH);
     dim3 grid((unsigned)(tiles > 64 ? 64 : tiles), (unsigned)(a.planes > 65535 ? 65535 : a.planes));
     cudaStream_t st = st_stream(k);
-    if (a.sh == 1 && a.sw == 1 && a.dh == 1 && a.dw == 1 && a.kh == a.kw && (a.kh == 3 || a.kh == 5 || a.kh == 7)) {
+    bool square = a.sh == 1 && a.sw == 1 && a.dh == 1 && a.dw == 1 && a.kh == a.kw && (a.kh == 3 || a.kh == 5 || a.kh == 7);
+    int64_t strips = y->sizes[0] * ((a.ow + DWC_TW - 1) / DWC_TW) * ((a.oh + DWC_TH - 1) / DWC_TH);
+    if (square && a.xs_c == 1 && a.ys_c == 1 && a.channels >= 16 && (strips + 7) / 8 <= 65535) {
+        dw_nhwc(a, y->sizes[0], st, x->dtype);
+        return true;
+    }
+    if (square) {
         const int threads = DW_TH * DW_TW / DW4;
 #define DW_GO(T, K) dw_reg_kernel<T, K><<<grid, threads, smem, st>>>(a)
 #define DW_K(T) (a.kh == 3 ? DW_GO(T, 3) : a.kh == 5 ? DW_GO(T, 5) : DW_GO(T, 7))

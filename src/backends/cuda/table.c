@@ -26,8 +26,10 @@ const st_kernel_table st_cuda_kernel_table = {
      * kernel).  STRATA_ATTENTION_FUSION=1 fuses every dtype, =0 none
      * (passes/pipeline.c).  A Linear layer's bias and activation fold
      * into MatMul in every float dtype (k_linalg.cu: cuBLASLt's bias
-     * epilogue). */
-    ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP,
+     * epilogue).  Values that transposes want NHWC are stored so
+     * (passes/channels_last.c): ConvNeXt's LayerNorms then read contiguous
+     * rows, and the depthwise conv has an NHWC kernel (k_conv.cu). */
+    ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP | ST_CAP_CHANNELS_LAST,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

@@ -1,0 +1,99 @@
+/*
+ * channels_last.c — which 4-D values a backend that prefers it
+ * (ST_CAP_CHANNELS_LAST: CUDA) stores channels-last: logically [N, C, H, W]
+ * as ONNX has it, with strides [H*W*C, 1, W*C, C] over the same bytes.
+ *
+ * Owns the decision only; passes/views.c lays such a value out that way
+ * when it resolves the value's root, and everything downstream (the view
+ * rules, the hazard DAG's byte ranges, the kernels) reads strides as it
+ * always does.  The plan dump shows the strides; the plan JSON marks the
+ * value "channels_last" (core/view.c's st_view_is_channels_last).
+ *
+ * Why: PyTorch exports ConvNeXt's blocks as a depthwise Conv, then
+ * Transpose(0, 2, 3, 1), LayerNorm over the last axis and Linear layers in
+ * NHWC, then Transpose(0, 3, 1, 2) and the residual Add in NCHW.  Stored
+ * NCHW, every one of those transposes is a strided view: LayerNorm reduced
+ * over a stride of H*W (2.25 ms of ConvNeXt-T's 7.7 at batch 32 on an
+ * H200) and the residual Add mixed two layouts.  Stored channels-last, the
+ * transposes become contiguous views and the convolutions read and write
+ * NHWC, as cuDNN's tensor-core kernels want.
+ *
+ * The rule, per value v that an exec node writes, in node order:
+ *   - v is a 4-D float root (not a graph output or input, not a slot of a
+ *     Concat's output), of more than one channel and pixel;
+ *   - its producer is a Conv or an element-wise op (whose kernels take
+ *     any strides);
+ *   - and either a reader Transposes it by (0, 2, 3, 1), or the producer
+ *     reads a value of v's shape that is already channels-last (a Conv
+ *     its input; an element-wise op any input), so a chain stays in one
+ *     layout.
+ * A plain NCHW network (ResNet, YOLO) has no such transpose, and is laid
+ * out as before.  STRATA_CHANNELS_LAST=0 turns the rule off (to measure
+ * it), =1 applies it on every backend (every kernel takes strides, so the
+ * CPU and PoCL test the rule and the kernels' strided paths in CI).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/model.h"
+#include "passes/passes.h"
+#include "plan/plan.h"
+
+static bool enabled(const st_plan *p)
+{
+    const char *e = getenv("STRATA_CHANNELS_LAST");
+    if (e && strcmp(e, "0") == 0) return false;
+    if (e && strcmp(e, "1") == 0) return true; /* any backend: its kernels take strides (for tests) */
+    return p->target.main && (p->target.main->caps & ST_CAP_CHANNELS_LAST);
+}
+
+static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
+
+/* Producer ops whose kernels take any operand strides. */
+static bool layout_free(const char *op)
+{
+    static const char *OPS[] = {"Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Gelu", "Erf",
+                                "HardSwish", "HardSigmoid", "LeakyRelu", "Clip", "Neg", "Abs"};
+    for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+        if (!strcmp(op, OPS[i])) return true;
+    return false;
+}
+
+/* Node j Transposes v by (0, 2, 3, 1). */
+static bool transposes_to_last(const st_plan *p, int j, int v)
+{
+    const st_node *n = &p->g->nodes[j];
+    const st_op_def *op = st_plan_op(p, n, j);
+    if (!op || op->domain[0] || strcmp(op->name, "Transpose")) return false;
+    int n_in;
+    const int *in = st_plan_in(p, n, j, &n_in);
+    if (n_in < 1 || in[0] != v) return false;
+    int cnt;
+    const int64_t *perm = st_attr_ints(n, "perm", &cnt);
+    return perm && cnt == 4 && perm[0] == 0 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1;
+}
+
+bool st_pass_wants_channels_last(const st_plan *p, int node, int v)
+{
+    if (!enabled(p)) return false;
+    const st_pvalue *pv = &p->values[v];
+    const st_tinfo *t = &pv->t;
+    if (pv->kind != ST_PV_ROOT || pv->concat >= 0 || p->g->values[v].is_output || p->g->values[v].is_input) return false;
+    if (t->rank != 4 || !is_float(t->dtype) || t->dims[1] < 2 || t->dims[2] * t->dims[3] < 2) return false;
+    const st_node *n = &p->g->nodes[node];
+    const st_op_def *op = st_plan_op(p, n, node);
+    if (!op || op->domain[0] || !layout_free(op->name)) return false;
+    for (int j = 0; j < p->g->n_nodes; j++)
+        if (st_plan_node_runs(p, j) && transposes_to_last(p, j, v)) return true;
+    int n_in;
+    const int *in = st_plan_in(p, n, node, &n_in);
+    bool conv = !strcmp(op->name, "Conv");
+    for (int k = 0; k < (conv ? 1 : n_in) && k < n_in; k++) {
+        int x = in[k];
+        if (x < 0 || !p->values[x].resolved) continue;
+        const st_view *xv = &p->values[x].view;
+        if (!conv && !st_plan_same_shape(p, x, v)) continue;
+        if (st_view_is_channels_last(xv)) return true;
+    }
+    return false;
+}

@@ -55,6 +55,28 @@ int st_cuda_loop_end(void *stream, unsigned long long handle, st_cuda_loop_ctl *
 }
 #endif
 
+/* A strided batch of products run for another op's kernel (k_linalg.cu;
+ * the Conv's patchify path in k_conv.cu): Y[i] = A[i] B for i < batch,
+ * A m x k, B k x n (shared by the batch), Y m x n, each element (r, c) at
+ * r * rs + c * cs (+ i * bs), in elements of dtype t.  The first ws_skip
+ * bytes of the command's workspace hold the caller's data.  Caches its
+ * cuBLASLt set-up in the command's slot, as MatMul does. */
+typedef struct st_cuda_gemm_args {
+    st_dtype t;
+    int64_t batch, m, n, k;
+    const void *a, *b;
+    void *y;
+    int64_t a_rs, a_cs, a_bs, b_rs, b_cs, y_rs, y_cs, y_bs;
+    size_t ws_skip;
+} st_cuda_gemm_args;
+#ifdef __cplusplus
+extern "C" {
+#endif
+st_status st_cuda_gemm_strided(const st_kctx *k, const st_cuda_gemm_args *g);
+#ifdef __cplusplus
+}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

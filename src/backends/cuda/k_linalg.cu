@@ -41,6 +41,7 @@
 
 #include "backends/cuda/rows.cuh"
 extern "C" {
+#include "backends/cuda/cuda_internal.h"
 #include "ops/linalg.h"
 }
 
@@ -80,6 +81,7 @@ struct mm_problem {
     float alpha, beta;
     const float *bias;             /* st_matmul_state's fused bias (n values, host) or NULL */
     st_epilogue act;               /* and its fused activation */
+    size_t ws_skip;                /* workspace bytes the caller holds (st_cuda_gemm_strided) */
 };
 
 /* ---- the direct kernel ---- */
@@ -410,24 +412,24 @@ static bool plan_lt(const st_kctx *k, mm_problem *p, lt_plan *L, const char **wh
     else if ((p->y.rs == 1 || p->m == 1) && (p->n == 1 || p->y.cs >= p->m)) trans = false;
     else return *why = "an output with no unit stride", false;
     /* pack what cannot be described, at the start of the workspace */
-    char *ws = (char *)ctx->workspace;
-    size_t used = 0;
+    char *ws = (char *)ctx->workspace + p->ws_skip;
+    size_t used = 0, avail = ctx->workspace_bytes - p->ws_skip;
     cudaStream_t s = st_stream(k);
     int batch_pack = pack_for_batch(p);
     if (needs_pack(p, &p->a, p->m, p->k) || (batch_pack & 1)) {
         size_t need = st_align256((size_t)mat_bytes(p, &p->a, p->m, p->k));
-        if (used + need > ctx->workspace_bytes / 2) return *why = "A needs packing and is over the workspace", false;
+        if (used + need > avail / 2) return *why = "A needs packing and is over the workspace", false;
         if (pack_mat(s, p, &p->a, p->m, p->k, p->t, ws + used) != ST_OK) return *why = "packing A failed", false;
         used += need;
     }
     if (needs_pack(p, &p->b, p->k, p->n) || (batch_pack & 2)) {
         size_t need = st_align256((size_t)mat_bytes(p, &p->b, p->k, p->n));
-        if (used + need > ctx->workspace_bytes / 2) return *why = "B needs packing and is over the workspace", false;
+        if (used + need > avail / 2) return *why = "B needs packing and is over the workspace", false;
         if (pack_mat(s, p, &p->b, p->k, p->n, p->t, ws + used) != ST_OK) return *why = "packing B failed", false;
         used += need;
     }
     L->ws = ws + used;
-    L->ws_bytes = ctx->workspace_bytes - used;
+    L->ws_bytes = avail - used;
     lt_mat A, B;
     if (!describe(p->m, p->k, p->a.rs, p->a.cs, &A) || !describe(p->k, p->n, p->b.rs, p->b.cs, &B))
         return *why = "an operand layout", false;
@@ -808,6 +810,34 @@ extern "C" st_status st_cuda_gemm(const st_kctx *k)
 }
 
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
+
+extern "C" st_status st_cuda_gemm_strided(const st_kctx *k, const st_cuda_gemm_args *g)
+{
+    mm_problem p;
+    memset(&p, 0, sizeof p);
+    p.t = p.yt = g->t;
+    p.alpha = 1.0f;
+    p.m = g->m;
+    p.n = g->n;
+    p.k = g->k;
+    p.a.p = (char *)g->a;
+    p.a.rs = g->a_rs;
+    p.a.cs = g->a_cs;
+    p.b.p = (char *)g->b;
+    p.b.rs = g->b_rs;
+    p.b.cs = g->b_cs;
+    p.y.p = (char *)g->y;
+    p.y.rs = g->y_rs;
+    p.y.cs = g->y_cs;
+    if (g->batch > 1) {
+        p.nb = 1;
+        p.bsize[0] = g->batch;
+        p.a.bs[0] = g->a_bs;
+        p.y.bs[0] = g->y_bs;
+    }
+    p.ws_skip = st_align256(g->ws_skip);
+    return run(k, &p);
+}
 
 /* The fused bias and activation run in every float dtype (above); an
  * integer product has none (the pass fuses float products only). */

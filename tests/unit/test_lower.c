@@ -1,6 +1,6 @@
 /*
  * test_lower.c — the lowering layer (src/ops/lower_rnn.c,
- * src/ops/lower_qlinear.c) against the ONNX spec's index formulas.
+ * src/ops/lower_qlinear.c, src/ops/lower_index.c) against the ONNX spec's index formulas.
  *
  * Why a unit test: the CUDA host code copies these structs into its
  * launches, and CUDA cannot run here, so the numbers it would launch with
@@ -9,8 +9,10 @@
  * them, and checks every field against what the test computes on its own:
  * an element's offset by the spec's layout of the operand (RNN's layout 0
  * or 1; numpy broadcasting for QLinearAdd / Mul; a Concat input's place in
- * the output) through the view's strides, for every element, never by
- * re-running the implementation's arithmetic.
+ * the output; the index family's numpy / ONNX formulas for Expand, Tile,
+ * DepthToSpace, SpaceToDepth, Gather, GatherElements, ScatterElements,
+ * GatherND, ScatterND and Einsum) through the view's strides, for every
+ * element, never by re-running the implementation's arithmetic.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -21,10 +23,13 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "core/view.h"
+#include "ops/index.h"
 #include "ops/kernel.h"
+#include "ops/lower_index.h"
 #include "ops/lower_qlinear.h"
 #include "ops/lower_rnn.h"
 #include "ops/misc.h"
+#include "ops/ops.h"
 #include "ops/qlinear.h"
 
 static test_rng rng = {20261203};
@@ -592,6 +597,467 @@ static void test_qparams(void)
     CHECK(!st_lql_accepts_lookup(&q.n, why, sizeof why));
 }
 
+/* ================= the index family (lower_index.c) ================= */
+
+/* The largest element offset of o (its strides are non-negative). */
+static int64_t extent(const st_operand *o)
+{
+    int64_t e = 0;
+    for (int d = 0; d < o->rank; d++) e += (o->sizes[d] - 1) * o->strides[d];
+    return e;
+}
+
+static void rand_sizes(int rank, int64_t *n, int64_t lo, int64_t hi)
+{
+    for (int d = 0; d < rank; d++) n[d] = rng_range(&rng, lo, hi);
+}
+
+static st_kctx kctx_of(const void *state, int n_in, const st_operand *in, const st_operand *out)
+{
+    st_kctx k;
+    memset(&k, 0, sizeof k);
+    k.state = state;
+    k.n_in = n_in;
+    k.n_out = 1;
+    k.in = in;
+    k.out = out;
+    return k;
+}
+
+/* x's offset for y's element at yi, by the op's spec. */
+typedef int64_t (*spec_src)(const st_operand *x, const st_operand *y, const int64_t *yi, const void *arg);
+
+/* The lowered copy p visits every element of y exactly once and reads
+ * x where the spec says. */
+static void check_copy(const char *what, const st_lower_copy *p, const st_operand *x, const st_operand *y, spec_src src, const void *arg)
+{
+    int64_t ny = numel(y->rank, y->sizes), ey = extent(y) + 1;
+    CHECKF(p->total == ny, "%s: total %lld, y has %lld", what, (long long)p->total, (long long)ny);
+    static int64_t xmap[1 << 16];
+    static int seen[1 << 16];
+    if (ey > (1 << 16)) return;
+    memset(seen, 0, (size_t)ey * sizeof *seen);
+    int64_t idx[ST_LCOPY_RANK] = {0};
+    for (int64_t i = 0; i < p->total; i++) {
+        int64_t oy = 0, ox = 0;
+        for (int d = 0; d < p->rank; d++) {
+            oy += idx[d] * p->ys[d];
+            ox += idx[d] * p->xs[d];
+        }
+        if (oy >= 0 && oy < ey) {
+            seen[oy]++;
+            xmap[oy] = ox;
+        } else {
+            CHECKF(false, "%s: y offset %lld out of y", what, (long long)oy);
+        }
+        next(p->rank, p->n, idx);
+    }
+    int64_t yi[ST_MAX_RANK] = {0};
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t oy = dot(y->rank, yi, y->strides);
+        CHECKF(seen[oy] == 1, "%s: y element %lld written %d times", what, (long long)i, seen[oy]);
+        CHECKF(xmap[oy] == src(x, y, yi, arg), "%s: y element %lld reads x at %lld, spec %lld", what, (long long)i,
+               (long long)xmap[oy], (long long)src(x, y, yi, arg));
+        next(y->rank, y->sizes, yi);
+    }
+}
+
+static int64_t expand_src(const st_operand *x, const st_operand *y, const int64_t *yi, const void *arg)
+{
+    (void)arg;
+    int64_t xi[ST_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        int64_t c = yi[y->rank - x->rank + d];
+        xi[d] = x->sizes[d] == 1 ? 0 : c; /* numpy: a size-1 dim repeats */
+    }
+    return dot(x->rank, xi, x->strides);
+}
+
+static int64_t tile_src(const st_operand *x, const st_operand *y, const int64_t *yi, const void *arg)
+{
+    (void)y, (void)arg;
+    int64_t xi[ST_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) xi[d] = yi[d] % x->sizes[d];
+    return dot(x->rank, xi, x->strides);
+}
+
+/* DepthToSpace: y[n, c, h*b + i, w*b + j] = x[n, (i*b + j)*C + c, h, w]
+ * (DCR) or x[n, c*b*b + i*b + j, h, w] (CRD). */
+static int64_t d2s_src(const st_operand *x, const st_operand *y, const int64_t *yi, const void *arg)
+{
+    const st_index_state *s = arg;
+    int64_t b = s->n, C = y->sizes[1], i = yi[2] % b, j = yi[3] % b;
+    int64_t ch = s->flag ? yi[1] * b * b + i * b + j : (i * b + j) * C + yi[1];
+    int64_t xi[4] = {yi[0], ch, yi[2] / b, yi[3] / b};
+    return dot(4, xi, x->strides);
+}
+
+/* SpaceToDepth: y[n, (i*b + j)*C + c, h, w] = x[n, c, h*b + i, w*b + j]. */
+static int64_t s2d_src(const st_operand *x, const st_operand *y, const int64_t *yi, const void *arg)
+{
+    (void)y;
+    const st_index_state *s = arg;
+    int64_t b = s->n, C = x->sizes[1], c = yi[1] % C, ij = yi[1] / C;
+    int64_t xi[4] = {yi[0], c, yi[2] * b + ij / b, yi[3] * b + ij % b};
+    return dot(4, xi, x->strides);
+}
+
+static void test_copies(void)
+{
+    for (int it = 0; it < 40; it++) {
+        st_operand x, y;
+        int64_t xn[ST_MAX_RANK], yn[ST_MAX_RANK];
+        /* Expand: x right-aligned into y, size-1 dims broadcast */
+        int yr = (int)rng_range(&rng, 1, 4), xr = (int)rng_range(&rng, 0, yr);
+        rand_sizes(yr, yn, 2, 4);
+        for (int d = 0; d < xr; d++) xn[d] = rng_range(&rng, 0, 1) ? 1 : yn[yr - xr + d];
+        layout(&x, ST_F32, xr, xn);
+        layout(&y, ST_F32, yr, yn);
+        st_kctx k = kctx_of(NULL, 1, &x, &y);
+        st_lower_copy p;
+        st_lower_expand(&k, &p);
+        CHECK(p.rank == yr);
+        check_copy("Expand", &p, &x, &y, expand_src, NULL);
+
+        /* Tile: y dim = x dim * repeats */
+        int r = (int)rng_range(&rng, 1, 3);
+        rand_sizes(r, xn, 1, 3);
+        for (int d = 0; d < r; d++) yn[d] = xn[d] * rng_range(&rng, 1, 3);
+        layout(&x, ST_I8, r, xn);
+        layout(&y, ST_I8, r, yn);
+        k = kctx_of(NULL, 2, &x, &y);
+        st_lower_tile(&k, &p);
+        CHECK(p.rank == 2 * r);
+        check_copy("Tile", &p, &x, &y, tile_src, NULL);
+
+        /* DepthToSpace, both modes; SpaceToDepth */
+        st_index_state s = {0};
+        s.n = rng_range(&rng, 2, 3);
+        s.flag = it % 2;
+        int64_t C = rng_range(&rng, 1, 3), H = rng_range(&rng, 1, 3), W = rng_range(&rng, 1, 3), N = rng_range(&rng, 1, 2);
+        int64_t small[4] = {N, C * s.n * s.n, H, W}, big[4] = {N, C, H * s.n, W * s.n};
+        layout(&x, ST_F16, 4, small);
+        layout(&y, ST_F16, 4, big);
+        k = kctx_of(&s, 1, &x, &y);
+        st_lower_depth_to_space(&k, &p);
+        check_copy(s.flag ? "DepthToSpace CRD" : "DepthToSpace DCR", &p, &x, &y, d2s_src, &s);
+        layout(&x, ST_F16, 4, big);
+        layout(&y, ST_F16, 4, small);
+        k = kctx_of(&s, 1, &x, &y);
+        st_lower_space_to_depth(&k, &p);
+        check_copy("SpaceToDepth", &p, &x, &y, s2d_src, &s);
+    }
+    /* a scalar Tile is one element; an empty one nothing */
+    st_operand x, y;
+    layout(&x, ST_F32, 0, NULL);
+    layout(&y, ST_F32, 0, NULL);
+    st_kctx k = kctx_of(NULL, 2, &x, &y);
+    st_lower_copy p;
+    st_lower_tile(&k, &p);
+    CHECK(p.rank == 1 && p.n[0] == 1 && p.total == 1 && p.xs[0] == 0 && p.ys[0] == 0);
+    int64_t z[2] = {2, 0};
+    layout(&x, ST_F32, 2, z);
+    layout(&y, ST_F32, 2, z);
+    st_lower_tile(&k, &p);
+    CHECK(p.total == 0);
+}
+
+/* Offsets of walk element wi in each role, and the DATA offset for index v. */
+static void walk_at(const st_lower_gather *p, const int64_t *wi, int64_t v, int64_t *data, int64_t *peer, int64_t *index)
+{
+    *data = v * p->data_axis;
+    *peer = *index = 0;
+    for (int d = 0; d < p->rank; d++) {
+        *data += wi[d] * p->s[ST_LG_DATA][d];
+        *peer += wi[d] * p->s[ST_LG_PEER][d];
+        *index += wi[d] * p->s[ST_LG_INDEX][d];
+    }
+}
+
+static void test_gathers(void)
+{
+    for (int it = 0; it < 40; it++) {
+        st_operand x, ix, u, y;
+        int64_t xn[ST_MAX_RANK], in[ST_MAX_RANK], yn[ST_MAX_RANK];
+        /* Gather: y = x.shape[:a] + ix.shape + x.shape[a+1:] */
+        int xr = (int)rng_range(&rng, 1, 3), q = (int)rng_range(&rng, 0, 2);
+        st_gather_state gs = {0};
+        gs.axis = (int)rng_range(&rng, 0, xr - 1);
+        rand_sizes(xr, xn, 2, 4);
+        rand_sizes(q, in, 1, 3);
+        int yr = 0;
+        for (int d = 0; d < gs.axis; d++) yn[yr++] = xn[d];
+        for (int d = 0; d < q; d++) yn[yr++] = in[d];
+        for (int d = gs.axis + 1; d < xr; d++) yn[yr++] = xn[d];
+        layout(&x, ST_F32, xr, xn);
+        layout(&ix, ST_I64, q, in);
+        layout(&y, ST_F32, yr, yn);
+        st_operand g_in[2] = {x, ix};
+        st_kctx k = kctx_of(&gs, 2, g_in, &y);
+        st_lower_gather p;
+        st_lower_gather_of(&k, &p);
+        CHECK(p.rank == yr && p.total == numel(yr, yn) && p.dim == xn[gs.axis]);
+        CHECK(p.operand[ST_LG_DATA] == 0 && p.operand[ST_LG_PEER] == 2 && p.operand[ST_LG_INDEX] == 1);
+        int64_t wi[ST_MAX_RANK] = {0};
+        for (int64_t i = 0; i < p.total; i++) {
+            int64_t v = rng_range(&rng, 0, p.dim - 1), od, op, oi, xi[ST_MAX_RANK];
+            walk_at(&p, wi, v, &od, &op, &oi);
+            for (int d = 0; d < xr; d++) xi[d] = d < gs.axis ? wi[d] : d == gs.axis ? v : wi[d + q - 1];
+            CHECKF(op == dot(yr, wi, y.strides), "Gather y [%lld]", (long long)i);
+            CHECKF(oi == dot(q, wi + gs.axis, ix.strides), "Gather indices [%lld]", (long long)i);
+            CHECKF(od == dot(xr, xi, x.strides), "Gather x [%lld]", (long long)i);
+            next(yr, yn, wi);
+        }
+
+        /* GatherElements: y[c] = x[c with c[a] = index[c]] */
+        int r = (int)rng_range(&rng, 1, 4);
+        st_index_state es = {0};
+        es.axis = (int)rng_range(&rng, 0, r - 1);
+        rand_sizes(r, xn, 2, 4);
+        for (int d = 0; d < r; d++) in[d] = rng_range(&rng, 1, xn[d]);
+        layout(&x, ST_U8, r, xn);
+        layout(&ix, ST_I32, r, in);
+        layout(&y, ST_U8, r, in);
+        st_operand e_in[2] = {x, ix};
+        k = kctx_of(&es, 2, e_in, &y);
+        st_lower_gather_elements(&k, &p);
+        CHECK(p.rank == r && p.axis == es.axis && p.dim == xn[es.axis] && p.total == numel(r, in));
+        CHECK(p.line == in[es.axis] && p.lines == p.total / in[es.axis]);
+        memset(wi, 0, sizeof wi);
+        for (int64_t i = 0; i < p.total; i++) {
+            int64_t v = rng_range(&rng, 0, p.dim - 1), od, op, oi, xi[ST_MAX_RANK];
+            walk_at(&p, wi, v, &od, &op, &oi);
+            memcpy(xi, wi, sizeof xi);
+            xi[es.axis] = v;
+            CHECKF(op == dot(r, wi, y.strides) && oi == dot(r, wi, ix.strides), "GatherElements y / indices [%lld]", (long long)i);
+            CHECKF(od == dot(r, xi, x.strides), "GatherElements x [%lld]", (long long)i);
+            next(r, in, wi);
+        }
+
+        /* ScatterElements: y[c with c[a] = index[c]] = updates[c], over the indices */
+        layout(&x, ST_F32, r, xn);
+        layout(&u, ST_F32, r, in);
+        layout(&y, ST_F32, r, xn);
+        st_operand s_in[3] = {x, ix, u};
+        k = kctx_of(&es, 3, s_in, &y);
+        st_lower_scatter_elements(&k, &p);
+        CHECK(p.operand[ST_LG_DATA] == 3 && p.operand[ST_LG_PEER] == 2 && p.operand[ST_LG_INDEX] == 1);
+        CHECK(p.rank == r && p.dim == xn[es.axis] && p.total == numel(r, in) && p.lines == p.total / in[es.axis]);
+        memset(wi, 0, sizeof wi);
+        for (int64_t i = 0; i < p.total; i++) {
+            int64_t v = rng_range(&rng, 0, p.dim - 1), od, op, oi, yi[ST_MAX_RANK];
+            walk_at(&p, wi, v, &od, &op, &oi);
+            memcpy(yi, wi, sizeof yi);
+            yi[es.axis] = v;
+            CHECKF(op == dot(r, wi, u.strides) && oi == dot(r, wi, s_in[1].strides), "ScatterElements updates / indices [%lld]",
+                   (long long)i);
+            CHECKF(od == dot(r, yi, y.strides), "ScatterElements y [%lld]", (long long)i);
+            next(r, in, wi);
+        }
+    }
+}
+
+static void test_nd(void)
+{
+    for (int it = 0; it < 40; it++) {
+        st_operand x, ix, u, y;
+        int64_t xn[ST_MAX_RANK], in[ST_MAX_RANK], yn[ST_MAX_RANK];
+        /* GatherND: batch b, x [batch, m indexed, slice], indices [batch, tuples, m],
+         * y = indices.shape[:-1] + x.shape[b + m:] */
+        st_index_state s = {0};
+        int b = (int)rng_range(&rng, 0, 1), m = (int)rng_range(&rng, 1, 2), sr = (int)rng_range(&rng, 0, 2);
+        int t = (int)rng_range(&rng, 0, 2), xr = b + m + sr, q = b + t + 1;
+        s.n = b;
+        rand_sizes(xr, xn, 2, 3);
+        for (int d = 0; d < b; d++) in[d] = xn[d];
+        rand_sizes(t, in + b, 1, 3);
+        in[q - 1] = m;
+        int yr = 0;
+        for (int d = 0; d < q - 1; d++) yn[yr++] = in[d];
+        for (int d = b + m; d < xr; d++) yn[yr++] = xn[d];
+        layout(&x, ST_F32, xr, xn);
+        layout(&ix, ST_I64, q, in);
+        layout(&y, ST_F32, yr, yn);
+        st_operand g_in[2] = {x, ix};
+        st_kctx k = kctx_of(&s, 2, g_in, &y);
+        st_lower_nd p;
+        st_lower_gather_nd(&k, &p);
+        CHECK(p.b == b && p.m == m && p.q == q && p.tuples == numel(q - 1, in) && p.slice_rank == sr);
+        CHECK(p.slice == numel(sr, xn + b + m) && p.items == numel(yr, yn));
+        int64_t e[ST_MAX_RANK] = {0}, xi[ST_MAX_RANK] = {0}, yi[ST_MAX_RANK] = {0};
+        for (int64_t i = 0; i < p.slice; i++) {
+            CHECK(p.slice_n[0] == (sr ? xn[b + m] : 0) || sr == 0);
+            for (int d = 0; d < sr; d++) {
+                xi[b + m + d] = e[d];
+                yi[q - 1 + d] = e[d];
+            }
+            CHECKF(dot(sr, e, p.slice_s[0]) == dot(xr, xi, x.strides), "GatherND slice in x [%lld]", (long long)i);
+            CHECKF(dot(sr, e, p.slice_s[1]) == dot(yr, yi, y.strides), "GatherND slice in y [%lld]", (long long)i);
+            next(sr, p.slice_n, e);
+        }
+
+        /* ScatterND: y = x; y[indices[t]] = updates[t], updates = indices.shape[:-1] + y.shape[m:] */
+        int yr2 = m + sr, ur = t + sr;
+        rand_sizes(yr2, yn, 2, 3);
+        rand_sizes(t, in, 1, 3);
+        in[t] = m;
+        int64_t un[ST_MAX_RANK];
+        for (int d = 0; d < t; d++) un[d] = in[d];
+        for (int d = 0; d < sr; d++) un[t + d] = yn[m + d];
+        layout(&x, ST_F32, yr2, yn);
+        layout(&ix, ST_I64, t + 1, in);
+        layout(&u, ST_F32, ur, un);
+        layout(&y, ST_F32, yr2, yn);
+        st_operand s_in[3] = {x, ix, u};
+        k = kctx_of(&s, 3, s_in, &y);
+        st_lower_scatter_nd(&k, &p);
+        CHECK(p.m == m && p.q == t + 1 && p.tuples == numel(t, in) && p.slice_rank == sr && p.slice == numel(sr, yn + m));
+        CHECK(p.items == (numel(ur, un) ? p.slice : 0));
+        memset(e, 0, sizeof e);
+        memset(yi, 0, sizeof yi);
+        int64_t ui[ST_MAX_RANK] = {0};
+        for (int64_t i = 0; i < p.slice; i++) {
+            for (int d = 0; d < sr; d++) {
+                CHECK(p.slice_n[d] == yn[m + d]);
+                yi[m + d] = e[d];
+                ui[t + d] = e[d];
+            }
+            CHECKF(dot(sr, e, p.slice_s[0]) == dot(yr2, yi, y.strides), "ScatterND slice in y [%lld]", (long long)i);
+            CHECKF(dot(sr, e, p.slice_s[1]) == dot(ur, ui, u.strides), "ScatterND slice in updates [%lld]", (long long)i);
+            next(sr, p.slice_n, e);
+        }
+    }
+}
+
+/* Einsum "ii,ijk,1k->kj" style: labels a = 0 (a diagonal in input 0),
+ * b = 1, c = 2 (size 1 in input 2: broadcast); output [c, b]; a summed. */
+static void test_einsum(void)
+{
+    for (int it = 0; it < 20; it++) {
+        st_einsum_state s;
+        memset(&s, 0, sizeof s);
+        int64_t A = rng_range(&rng, 2, 4), B = rng_range(&rng, 2, 4), C = rng_range(&rng, 2, 4);
+        s.n_in = 3;
+        s.rank[0] = 2, s.label[0][0] = 0, s.label[0][1] = 0;
+        s.rank[1] = 3, s.label[1][0] = 0, s.label[1][1] = 1, s.label[1][2] = 2;
+        s.rank[2] = 2, s.label[2][0] = 0, s.label[2][1] = 2;
+        s.out_rank = 2, s.out_label[0] = 2, s.out_label[1] = 1;
+        s.size[0] = A, s.size[1] = B, s.size[2] = C;
+        st_operand in[3], y;
+        int64_t n0[2] = {A, A}, n1[3] = {A, B, C}, n2[2] = {1, C}, ny[2] = {C, B};
+        layout(&in[0], ST_F32, 2, n0);
+        layout(&in[1], ST_F32, 3, n1);
+        layout(&in[2], ST_F32, 2, n2);
+        layout(&y, ST_F32, 2, ny);
+        st_kctx k = kctx_of(&s, 3, in, &y);
+        st_lower_einsum p;
+        st_lower_einsum_of(&k, &p);
+        CHECK(p.n_in == 3 && p.out_rank == 2 && p.n_sum == 1 && p.sum_n[0] == A && p.total == C * B);
+        CHECK(p.out_n[0] == C && p.out_n[1] == B && p.out_ys[0] == y.strides[0] && p.out_ys[1] == y.strides[1]);
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t bb = 0; bb < B; bb++)
+                for (int64_t a = 0; a < A; a++) {
+                    int64_t o[3];
+                    for (int i = 0; i < 3; i++) o[i] = c * p.out_s[0][i] + bb * p.out_s[1][i] + a * p.sum_s[0][i];
+                    int64_t i0[2] = {a, a}, i1[3] = {a, bb, c}, i2[2] = {0, c};
+                    CHECKF(o[0] == dot(2, i0, in[0].strides), "Einsum input 0 (diagonal) at [%lld %lld %lld]", (long long)c,
+                           (long long)bb, (long long)a);
+                    CHECK(o[1] == dot(3, i1, in[1].strides));
+                    CHECK(o[2] == dot(2, i2, in[2].strides));
+                }
+    }
+}
+
+static void test_pad(void)
+{
+    st_pad_state s;
+    memset(&s, 0, sizeof s);
+    s.mode = ST_PAD_REFLECT;
+    s.begin[0] = 2, s.end[0] = -1, s.begin[1] = 0, s.end[1] = 3;
+    s.value = 1.5;
+    int64_t xn[2] = {4, 5}, yn[2] = {5, 8};
+    st_operand x, y;
+    layout(&x, ST_F16, 2, xn);
+    layout(&y, ST_F16, 2, yn);
+    st_view v[3];
+    memset(v, 0, sizeof v);
+    v[2].rank = -1;
+    st_kctx k = kctx_of(&s, 1, &x, &y);
+    k.views = v;
+    st_lower_pad p;
+    st_lower_pad_of(&k, &p);
+    unsigned char bits[8] = {0};
+    st_store_f64(ST_F16, bits, 1.5);
+    uint64_t want = 0;
+    memcpy(&want, bits, 8);
+    CHECK(p.rank == 2 && p.mode == ST_PAD_REFLECT && p.value_operand == -1 && p.value_bits == want && p.total == 40);
+    CHECK(p.begin[0] == 2 && p.end[0] == -1 && p.begin[1] == 0 && p.end[1] == 3);
+    /* opset 11: the constant as input 2 */
+    s.value_input = true;
+    st_operand in[3] = {x, x, x};
+    in[2].rank = 0;
+    v[2].rank = 0;
+    k = kctx_of(&s, 3, in, &y);
+    k.views = v;
+    st_lower_pad_of(&k, &p);
+    CHECK(p.value_operand == 2 && p.value_bits == 0);
+}
+
+static void test_index_accepts(void)
+{
+    static st_op_def ops[] = {{.name = "Tile"}, {.name = "DepthToSpace"}, {.name = "ScatterND"}, {.name = "Einsum"},
+                              {.name = "Expand"}, {.name = "Range"}};
+    st_view v[8];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 8; i++) {
+        v[i].dtype = ST_F32;
+        v[i].rank = 5;
+    }
+    st_knode n;
+    memset(&n, 0, sizeof n);
+    n.views = v;
+    n.n_in = 2;
+    n.n_out = 1;
+    char why[256] = "";
+    n.op = &ops[0]; /* a rank-5 Tile copies 10 dims */
+    CHECK(st_lcopy_rank(&n) == 10);
+    CHECK(!st_lidx_accepts(&n, "OpenCL", ST_MAX_RANK, why, sizeof why));
+    CHECK_MSG(why, "OpenCL");
+    CHECKF(st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why), "refused: %s", why);
+    v[2].dtype = ST_F16;
+    CHECK(!st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why));
+    v[2].dtype = ST_F32;
+    n.op = &ops[1];
+    CHECK(!st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why));
+    v[0].rank = 4;
+    CHECK(st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why));
+    n.op = &ops[2];
+    n.n_in = 3;
+    v[2].dtype = ST_I32;
+    v[3].dtype = ST_F32;
+    CHECK(!st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why));
+    CHECK_MSG(why, "updates");
+    v[2].dtype = ST_F32;
+    CHECK(st_lidx_accepts(&n, "CUDA", ST_LCOPY_RANK, why, sizeof why));
+    n.op = &ops[5]; /* Range changes dtype freely */
+    v[3].dtype = ST_I64;
+    CHECK(st_lidx_accepts(&n, "OpenCL", ST_MAX_RANK, why, sizeof why));
+    n.op = &ops[4];
+    CHECK(!st_lidx_accepts(&n, "OpenCL", ST_MAX_RANK, why, sizeof why));
+    /* Einsum: five inputs are past the device kernels' four */
+    static st_einsum_state es;
+    memset(&es, 0, sizeof es);
+    es.n_in = 5;
+    n.op = &ops[3];
+    n.state = &es;
+    n.n_in = 5;
+    CHECK(!st_lidx_accepts(&n, "OpenCL", ST_MAX_RANK, why, sizeof why));
+    CHECK_MSG(why, "5 inputs");
+    n.n_in = 2;
+    es.n_in = 2;
+    CHECK(st_lidx_accepts(&n, "OpenCL", ST_MAX_RANK, why, sizeof why));
+}
+
 int main(void)
 {
     test_rnn();
@@ -599,5 +1065,11 @@ int main(void)
     test_qbinary();
     test_qconcat();
     test_qparams();
+    test_copies();
+    test_gathers();
+    test_nd();
+    test_einsum();
+    test_pad();
+    test_index_accepts();
     return check_exit("test_lower");
 }

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/k_index.h"
 #include "backends/cpu/kernels.h"
+#include "ops/lower_index.h"
 
 /* ---- the parallel strided copy everything else is built on ---- */
 
@@ -112,32 +113,27 @@ st_status st_index_check(const st_operand *ix, int64_t dim)
 
 /* ---- Expand, Tile ---- */
 
-st_status st_cpu_expand(const st_kctx *k)
+/* A lowered copy (ops/lower_index.h) from input 0 to output 0. */
+static st_status copy_lowered(const st_kctx *k, const st_lower_copy *p)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t s[ST_MAX_RANK];
-    st_broadcast_strides(x, y, s);
-    st_index_copy_into(k->pool, y, x->data, s, x->dtype);
+    if (p->total == 0) return ST_OK;
+    st_index_copy(k->pool, p->rank, p->n, y->data, p->ys, y->dtype, x->data, p->xs, x->dtype);
     return ST_OK;
+}
+
+st_status st_cpu_expand(const st_kctx *k)
+{
+    st_lower_copy p;
+    st_lower_expand(k, &p);
+    return copy_lowered(k, &p);
 }
 
 st_status st_cpu_tile(const st_kctx *k)
 {
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t sz[2 * ST_MAX_RANK], a[2 * ST_MAX_RANK], b[2 * ST_MAX_RANK];
-    int n = 0;
-    for (int d = 0; d < x->rank; d++) {
-        if (x->sizes[d] == 0 || y->sizes[d] == 0) return ST_OK;
-        /* output dim d as [repeat, x dim]: the repeat reads x again */
-        sz[n] = y->sizes[d] / x->sizes[d];
-        a[n] = x->sizes[d] * y->strides[d];
-        b[n++] = 0;
-        sz[n] = x->sizes[d];
-        a[n] = y->strides[d];
-        b[n++] = x->strides[d];
-    }
-    st_index_copy(k->pool, n, sz, y->data, a, y->dtype, x->data, b, x->dtype);
-    return ST_OK;
+    st_lower_copy p;
+    st_lower_tile(k, &p);
+    return copy_lowered(k, &p);
 }
 
 /* ---- Pad ---- */
@@ -370,34 +366,16 @@ st_status st_cpu_one_hot(const st_kctx *k)
 
 st_status st_cpu_depth_to_space(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t b = s->n, c = y->sizes[1], xc = x->strides[1];
-    /* y as [N, C', H, b1, W, b2]; x's channel is b1*b*C' + b2*C' + c' (DCR)
-     * or c'*b*b + b1*b + b2 (CRD) */
-    int64_t sz[6] = {y->sizes[0], c, x->sizes[2], b, x->sizes[3], b};
-    int64_t ys[6] = {y->strides[0], y->strides[1], y->strides[2] * b, y->strides[2], y->strides[3] * b, y->strides[3]};
-    int64_t xs[6] = {x->strides[0], xc, x->strides[2], b * c * xc, x->strides[3], c * xc};
-    if (s->flag) {
-        xs[1] = b * b * xc;
-        xs[3] = b * xc;
-        xs[5] = xc;
-    }
-    st_index_copy(k->pool, 6, sz, y->data, ys, y->dtype, x->data, xs, x->dtype);
-    return ST_OK;
+    st_lower_copy p;
+    st_lower_depth_to_space(k, &p);
+    return copy_lowered(k, &p);
 }
 
 st_status st_cpu_space_to_depth(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t b = s->n, c = x->sizes[1], yc = y->strides[1];
-    /* x as [N, C, H, b1, W, b2]; y's channel is (b1*b + b2)*C + c */
-    int64_t sz[6] = {x->sizes[0], c, y->sizes[2], b, y->sizes[3], b};
-    int64_t xs[6] = {x->strides[0], x->strides[1], x->strides[2] * b, x->strides[2], x->strides[3] * b, x->strides[3]};
-    int64_t ys[6] = {y->strides[0], yc, y->strides[2], b * c * yc, y->strides[3], c * yc};
-    st_index_copy(k->pool, 6, sz, y->data, ys, y->dtype, x->data, xs, x->dtype);
-    return ST_OK;
+    st_lower_copy p;
+    st_lower_space_to_depth(k, &p);
+    return copy_lowered(k, &p);
 }
 
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */

@@ -13,13 +13,14 @@
 
 #include "backends/cpu/k_index.h"
 #include "backends/cpu/kernels.h"
+#include "ops/lower_index.h"
 #include "ops/select.h"
 
 /* ---- GatherElements ---- */
 
 typedef struct gather_el_job {
     const st_operand *x, *ix, *y;
-    int axis;
+    st_lower_gather w;
     st_iter it;
     int64_t rows, per;
 } gather_el_job;
@@ -28,7 +29,7 @@ static void gather_el_task(void *arg, int64_t t)
 {
     const gather_el_job *j = arg;
     const st_operand *x = j->x, *ix = j->ix, *y = j->y;
-    int64_t dim = x->sizes[j->axis], xa = x->strides[j->axis];
+    int64_t dim = j->w.dim, xa = j->w.data_axis;
     int64_t ye = (int64_t)st_dtype_size(y->dtype), xe = (int64_t)st_dtype_size(x->dtype);
     bool same = x->dtype == y->dtype;
     char *yd = y->data;
@@ -51,18 +52,15 @@ static void gather_el_task(void *arg, int64_t t)
 
 st_status st_cpu_gather_elements(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
     gather_el_job j;
     j.x = &k->in[0];
     j.ix = &k->in[1];
     j.y = &k->out[0];
-    j.axis = s->axis;
-    ST_TRY(st_index_check(j.ix, j.x->sizes[s->axis]));
     /* the data's offset over every dim but the axis; the index adds the axis */
-    int64_t xs[ST_MAX_RANK];
-    memcpy(xs, j.x->strides, sizeof xs);
-    xs[s->axis] = 0;
-    if (!st_iter_init(&j.it, j.ix->rank, j.ix->sizes, 3, (const int64_t *[]){j.y->strides, j.ix->strides, xs})) return ST_OK;
+    st_lower_gather_elements(k, &j.w);
+    ST_TRY(st_index_check(j.ix, j.w.dim));
+    if (!st_iter_init(&j.it, j.w.rank, j.w.n, 3, (const int64_t *[]){j.w.s[ST_LG_PEER], j.w.s[ST_LG_INDEX], j.w.s[ST_LG_DATA]}))
+        return ST_OK;
     j.rows = st_iter_rows(&j.it);
     j.per = rows_per_task(j.it.inner);
     st_parallel_for(k->pool, ceil_div(j.rows, j.per), gather_el_task, &j);
@@ -110,32 +108,31 @@ static void gather_nd_task(void *arg, int64_t t)
 
 st_status st_cpu_gather_nd(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
     gather_nd_job j;
+    st_lower_nd nd;
+    st_lower_gather_nd(k, &nd);
     j.x = &k->in[0];
     j.ix = &k->in[1];
     j.y = &k->out[0];
-    j.b = (int)s->n;
-    j.q = j.ix->rank;
-    j.m = (int)j.ix->sizes[j.q - 1];
-    j.tuples = st_numel(j.q - 1, j.ix->sizes);
+    j.b = nd.b;
+    j.q = nd.q;
+    j.m = nd.m;
+    j.tuples = nd.tuples;
     if (st_operand_numel(j.y) == 0) return ST_OK;
     for (int64_t i = 0; i < j.tuples; i++) {
         int64_t idx[ST_MAX_RANK], xo;
         unflatten(j.q - 1, j.ix->sizes, i, idx);
         if (!gather_nd_offset(j.x, j.ix, j.b, j.m, idx, &xo)) return st_error(ST_ERR_SHAPE, "index tuple %lld holds an index out of range of the data", (long long)i);
     }
-    int sr = j.x->rank - j.b - j.m;
     j.src = *j.x;
     j.dst = *j.y;
-    j.src.rank = j.dst.rank = sr;
-    for (int d = 0; d < sr; d++) {
-        j.src.sizes[d] = j.x->sizes[j.b + j.m + d];
-        j.src.strides[d] = j.x->strides[j.b + j.m + d];
-        j.dst.sizes[d] = j.y->sizes[j.q - 1 + d];
-        j.dst.strides[d] = j.y->strides[j.q - 1 + d];
+    j.src.rank = j.dst.rank = nd.slice_rank;
+    for (int d = 0; d < nd.slice_rank; d++) {
+        j.src.sizes[d] = j.dst.sizes[d] = nd.slice_n[d];
+        j.src.strides[d] = nd.slice_s[0][d];
+        j.dst.strides[d] = nd.slice_s[1][d];
     }
-    j.per = rows_per_task(st_numel(sr, j.src.sizes));
+    j.per = rows_per_task(nd.slice);
     st_parallel_for(k->pool, ceil_div(j.tuples, j.per), gather_nd_task, &j);
     return ST_OK;
 }
@@ -171,8 +168,10 @@ st_status st_cpu_scatter_nd(const st_kctx *k)
 {
     const st_index_state *s = k->state;
     const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
-    int q = ix->rank, m = (int)ix->sizes[q - 1], sr = x->rank - m;
-    int64_t tuples = st_numel(q - 1, ix->sizes);
+    st_lower_nd nd;
+    st_lower_scatter_nd(k, &nd);
+    int q = nd.q, m = nd.m, sr = nd.slice_rank;
+    int64_t tuples = nd.tuples;
     int64_t *offs = malloc((size_t)(tuples > 0 ? tuples : 1) * sizeof *offs);
     if (!offs) return st_error(ST_ERR_NOMEM, "out of memory");
     for (int64_t t = 0; t < tuples; t++) {
@@ -193,9 +192,9 @@ st_status st_cpu_scatter_nd(const st_kctx *k)
     st_operand dst = *y, src = *u;
     dst.rank = src.rank = sr;
     for (int d = 0; d < sr; d++) {
-        dst.sizes[d] = src.sizes[d] = y->sizes[m + d];
-        dst.strides[d] = y->strides[m + d];
-        src.strides[d] = u->strides[q - 1 + d];
+        dst.sizes[d] = src.sizes[d] = nd.slice_n[d];
+        dst.strides[d] = nd.slice_s[0][d];
+        src.strides[d] = nd.slice_s[1][d];
     }
     /* in index order, so duplicates resolve the same way every time */
     for (int64_t t = 0; t < tuples; t++) {
@@ -221,20 +220,18 @@ st_status st_cpu_scatter_elements(const st_kctx *k)
 {
     const st_index_state *s = k->state;
     const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
-    int ax = s->axis;
-    int64_t dim = y->sizes[ax];
+    st_lower_gather w;
+    st_lower_scatter_elements(k, &w);
+    int64_t dim = w.dim;
     ST_TRY(st_index_check(ix, dim));
     st_index_copy_into(k->pool, y, x->data, x->strides, x->dtype);
-    int64_t ys[ST_MAX_RANK];
-    memcpy(ys, y->strides, sizeof ys);
-    ys[ax] = 0;
     st_iter it;
-    for (bool more = st_iter_init(&it, ix->rank, ix->sizes, 3, (const int64_t *[]){ix->strides, u->strides, ys}); more;
+    for (bool more = st_iter_init(&it, w.rank, w.n, 3, (const int64_t *[]){w.s[ST_LG_INDEX], w.s[ST_LG_PEER], w.s[ST_LG_DATA]}); more;
          more = st_iter_next(&it))
         for (int64_t i = 0; i < it.inner; i++) {
             int64_t v = load_index(ix->dtype, elem(ix, it.off[0] + i * it.step[0]));
             if (v < 0) v += dim;
-            reduce_into(elem(y, it.off[2] + i * it.step[2] + v * y->strides[ax]), y->dtype, elem(u, it.off[1] + i * it.step[1]),
+            reduce_into(elem(y, it.off[2] + i * it.step[2] + v * w.data_axis), y->dtype, elem(u, it.off[1] + i * it.step[1]),
                         u->dtype, s->reduction);
         }
     return ST_OK;

@@ -1,10 +1,14 @@
 /*
  * k_index.cu — the index family on CUDA: Pad (and CenterCropPad), Expand,
  * Tile, DepthToSpace/SpaceToDepth (strided copies over a re-described
- * iteration space, as backends/cpu/k_index_copy.c), GatherElements,
+ * iteration space, as backends/cpu/k_index_copy.c), Gather and
+ * GatherElements (one walk), ScatterElements, GatherND,
  * ScatterND, OneHot, Range, CumSum and TopK.  Each mirrors the OpenCL
  * kernel of the same name (backends/opencl/index.cl, pad.cl), which the
- * node tests check on PoCL, and the CPU kernel's rule.
+ * node tests check on PoCL, and the CPU kernel's rule.  The launch
+ * geometry (the copies' re-descriptions, the walks' strides, the tuple
+ * splits, Einsum's label strides, Pad's parameters) comes from
+ * ops/lower_index.h, as the OpenCL arguments' does.
  *
  * An index out of range (which the CPU reports as an error) is flagged
  * through ctx->dev_error, reported when the run is waited for, as
@@ -13,6 +17,8 @@
 #include "backends/cuda/common.cuh"
 extern "C" {
 #include "ops/index.h"
+#include "ops/lower_index.h"
+#include "ops/ops.h"
 #include "ops/reduce.h"
 }
 
@@ -73,14 +79,9 @@ __device__ __forceinline__ bool ix_isf(st_dtype t) { return t == ST_F32 || t == 
 
 /* ---- copies over a re-described shape (y sizes, y strides, x strides) ---- */
 
-struct copy_p {
-    int rank, es;
-    int64_t n[2 * ST_MAX_RANK], ys[2 * ST_MAX_RANK], xs[2 * ST_MAX_RANK];
-};
-
-__global__ void ix_copy_kernel(copy_p p, const char *x, char *y, int64_t total)
+__global__ void ix_copy_kernel(st_lower_copy p, int es, const char *x, char *y)
 {
-    GRID_LOOP(i, total)
+    GRID_LOOP(i, p.total)
     {
         int64_t r = i, oy = 0, ox = 0;
         for (int d = p.rank - 1; d >= 0; d--) {
@@ -89,93 +90,64 @@ __global__ void ix_copy_kernel(copy_p p, const char *x, char *y, int64_t total)
             oy += c * p.ys[d];
             ox += c * p.xs[d];
         }
-        ix_mv(y, oy, x, ox, p.es);
+        ix_mv(y, oy, x, ox, es);
     }
 }
 
-static st_status copy_as(const st_kctx *k, int rank, const int64_t *n, const int64_t *ys, const int64_t *xs)
+/* Input 0 to output 0 as the lowered copy p. */
+static st_status copy_lowered(const st_kctx *k, const st_lower_copy *p)
+{
+    if (p->total == 0) return ST_OK;
+    ix_copy_kernel<<<st_blocks(p->total, THREADS), THREADS, 0, st_stream(k)>>>(*p, (int)st_dtype_size(k->out[0].dtype),
+                                                                               (const char *)k->in[0].data, (char *)k->out[0].data);
+    return ST_OK;
+}
+
+/* y = x element for element (the scatters' first step; a scalar Pad). */
+static st_status copy_same(const st_kctx *k)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    copy_p p;
+    st_lower_copy p;
     memset(&p, 0, sizeof p);
-    p.rank = rank;
-    p.es = (int)st_dtype_size(y->dtype);
-    int64_t total = 1;
-    for (int d = 0; d < rank; d++) {
-        p.n[d] = n[d];
-        p.ys[d] = ys[d];
-        p.xs[d] = xs[d];
-        total *= n[d];
+    p.rank = y->rank > 0 ? y->rank : 1;
+    for (int d = 0; d < p.rank; d++) {
+        p.n[d] = d < y->rank ? y->sizes[d] : 1;
+        p.ys[d] = d < y->rank ? y->strides[d] : 0;
+        p.xs[d] = d < y->rank ? x->strides[d] : 0;
     }
-    if (total == 0) return ST_OK;
-    ix_copy_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, (const char *)x->data, (char *)y->data, total);
-    return ST_OK;
+    p.total = st_operand_numel(y);
+    return copy_lowered(k, &p);
 }
 
 static st_status cuda_expand(const st_kctx *k)
 {
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t s[ST_MAX_RANK];
-    st_bcast(x, y, s);
-    return copy_as(k, y->rank, y->sizes, y->strides, s);
+    st_lower_copy p;
+    st_lower_expand(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cuda_tile(const st_kctx *k)
 {
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t sz[2 * ST_MAX_RANK], a[2 * ST_MAX_RANK], b[2 * ST_MAX_RANK];
-    int n = 0;
-    for (int d = 0; d < x->rank; d++) {
-        if (x->sizes[d] == 0 || y->sizes[d] == 0) return ST_OK;
-        /* output dim d as [repeat, x dim]: the repeat reads x again */
-        sz[n] = y->sizes[d] / x->sizes[d];
-        a[n] = x->sizes[d] * y->strides[d];
-        b[n++] = 0;
-        sz[n] = x->sizes[d];
-        a[n] = y->strides[d];
-        b[n++] = x->strides[d];
-    }
-    if (n == 0) {
-        int64_t one = 1, zero = 0;
-        return copy_as(k, 1, &one, &zero, &zero);
-    }
-    return copy_as(k, n, sz, a, b);
+    st_lower_copy p;
+    st_lower_tile(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cuda_depth_to_space(const st_kctx *k)
 {
-    const st_index_state *s = (const st_index_state *)k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t b = s->n, c = y->sizes[1], xc = x->strides[1];
-    int64_t sz[6] = {y->sizes[0], c, x->sizes[2], b, x->sizes[3], b};
-    int64_t ys[6] = {y->strides[0], y->strides[1], y->strides[2] * b, y->strides[2], y->strides[3] * b, y->strides[3]};
-    int64_t xs[6] = {x->strides[0], xc, x->strides[2], b * c * xc, x->strides[3], c * xc};
-    if (s->flag) { /* CRD */
-        xs[1] = b * b * xc;
-        xs[3] = b * xc;
-        xs[5] = xc;
-    }
-    return copy_as(k, 6, sz, ys, xs);
+    st_lower_copy p;
+    st_lower_depth_to_space(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cuda_space_to_depth(const st_kctx *k)
 {
-    const st_index_state *s = (const st_index_state *)k->state;
-    const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t b = s->n, c = x->sizes[1], yc = y->strides[1];
-    int64_t sz[6] = {x->sizes[0], c, y->sizes[2], b, y->sizes[3], b};
-    int64_t xs[6] = {x->strides[0], x->strides[1], x->strides[2] * b, x->strides[2], x->strides[3] * b, x->strides[3]};
-    int64_t ys[6] = {y->strides[0], yc, y->strides[2], b * c * yc, y->strides[3], c * yc};
-    return copy_as(k, 6, sz, ys, xs);
+    st_lower_copy p;
+    st_lower_space_to_depth(k, &p);
+    return copy_lowered(k, &p);
 }
 
 /* ---- Pad, CenterCropPad (pad.cl's rule) ---- */
-
-struct pad_p {
-    int mode, has_value, es;
-    int64_t begin[ST_MAX_RANK], end[ST_MAX_RANK];
-    uint64_t value_bits;
-};
 
 __device__ __forceinline__ int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t end, int64_t n)
 {
@@ -192,9 +164,9 @@ __device__ __forceinline__ int64_t pad_src(int mode, int64_t o, int64_t begin, i
     return lo + (i < m ? i : p - i);
 }
 
-__global__ void pad_kernel(pad_p p, ix_td yd, ix_td xd, char *y, const char *x, const char *v, int64_t total)
+__global__ void pad_kernel(st_lower_pad p, int es, ix_td yd, ix_td xd, char *y, const char *x, const char *v)
 {
-    GRID_LOOP(i, total)
+    GRID_LOOP(i, p.total)
     {
         int64_t c[ST_MAX_RANK];
         ix_coords(yd, i, c);
@@ -207,12 +179,12 @@ __global__ void pad_kernel(pad_p p, ix_td yd, ix_td xd, char *y, const char *x, 
             ox += s * xd.s[d];
         }
         if (inside) {
-            ix_mv(y, oy, x, ox, p.es);
-        } else if (p.has_value) {
-            ix_mv(y, oy, v, 0, p.es);
+            ix_mv(y, oy, x, ox, es);
+        } else if (v) {
+            ix_mv(y, oy, v, 0, es);
         } else {
             uint64_t e = p.value_bits;
-            switch (p.es) {
+            switch (es) {
             case 1: ((uint8_t *)y)[oy] = (uint8_t)e; break;
             case 2: ((uint16_t *)y)[oy] = (uint16_t)e; break;
             case 4: ((uint32_t *)y)[oy] = (uint32_t)e; break;
@@ -222,79 +194,67 @@ __global__ void pad_kernel(pad_p p, ix_td yd, ix_td xd, char *y, const char *x, 
     }
 }
 
-static bool pad_value_given(const st_pad_state *s, int n_in, const st_view *views)
-{
-    return s->value_input && n_in > 2 && views[2].rank >= 0;
-}
-
 static st_status cuda_pad(const st_kctx *k)
 {
-    const st_pad_state *s = (const st_pad_state *)k->state;
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    int64_t total = st_operand_numel(y);
-    if (total == 0) return ST_OK;
-    pad_p p;
-    memset(&p, 0, sizeof p);
-    p.mode = s->mode;
-    p.es = (int)st_dtype_size(y->dtype);
-    for (int d = 0; d < y->rank; d++) {
-        p.begin[d] = s->begin[d];
-        p.end[d] = s->end[d];
-    }
-    const char *v = NULL;
-    if (pad_value_given(s, k->n_in, k->views) && k->in[2].data) {
-        v = (const char *)k->in[2].data;
-        p.has_value = 1;
-    } else {
-        unsigned char val[16] = {0};
-        st_store_f64(y->dtype, val, s->value); /* as the CPU kernel: 0 unless the attribute set it */
-        memcpy(&p.value_bits, val, 8);
-    }
-    ix_td yd = td_of(y), xd = td_of(x);
-    if (y->rank == 0) {
-        int64_t one = 1, zero = 0;
-        return copy_as(k, 1, &one, &zero, &zero);
-    }
-    pad_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, yd, xd, (char *)y->data, (const char *)x->data, v, total);
+    st_lower_pad p;
+    st_lower_pad_of(k, &p);
+    if (p.total == 0) return ST_OK;
+    if (p.rank == 0) return copy_same(k);
+    const char *v = p.value_operand >= 0 ? (const char *)k->in[p.value_operand].data : NULL;
+    pad_kernel<<<st_blocks(p.total, THREADS), THREADS, 0, st_stream(k)>>>(p, (int)st_dtype_size(y->dtype), td_of(y), td_of(x),
+                                                                          (char *)y->data, (const char *)x->data, v);
     return ST_OK;
 }
 
-/* ---- GatherElements ---- */
+/* ---- Gather, GatherElements: one walk (ops/lower_index.h) ---- */
 
-__global__ void gather_elements_kernel(ix_td yd, ix_td xd, ix_td id, int axis, char *y, const char *x, const void *ix,
-                                       int64_t total, int *err, int cmd)
+__global__ void gather_walk_kernel(st_lower_gather p, st_dtype it, int es, char *y, const char *x, const void *ix, int *err, int cmd)
 {
-    int es = (int)ix_es(yd.dt);
-    GRID_LOOP(i, total)
+    GRID_LOOP(i, p.total)
     {
-        int64_t c[ST_MAX_RANK];
-        ix_coords(yd, i, c);
-        int64_t oy = 0, oi = 0, ox = 0;
-        for (int d = 0; d < yd.rank; d++) {
-            oy += c[d] * yd.s[d];
-            oi += c[d] * id.s[d];
-            if (d != axis) ox += c[d] * xd.s[d];
+        int64_t r = i, oy = 0, oi = 0, ox = 0;
+        for (int d = p.rank - 1; d >= 0; d--) {
+            int64_t c = r % p.n[d];
+            r /= p.n[d];
+            ox += c * p.s[ST_LG_DATA][d];
+            oy += c * p.s[ST_LG_PEER][d];
+            oi += c * p.s[ST_LG_INDEX][d];
         }
-        int64_t v = st_ldi(id.dt, ix, oi), dim = xd.n[axis];
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) {
+        int64_t v = st_ldi(it, ix, oi);
+        if (v < 0) v += p.dim;
+        if (v < 0 || v >= p.dim) {
+            /* a kernel cannot fail a graph: flag it for the executor's wait */
             atomicCAS(err, 0, cmd + 1);
             continue;
         }
-        ix_mv(y, oy, x, ox + v * xd.s[axis], es);
+        ix_mv(y, oy, x, ox + v * p.data_axis, es);
     }
+}
+
+static st_status gather_walk(const st_kctx *k, const st_lower_gather *p)
+{
+    if (p->total == 0) return ST_OK;
+    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
+    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
+    gather_walk_kernel<<<st_blocks(p->total, THREADS), THREADS, 0, st_stream(k)>>>(
+        *p, ix->dtype, (int)st_dtype_size(y->dtype), (char *)y->data, (const char *)x->data, ix->data, ctx->dev_error, ctx->cmd);
+    return ST_OK;
+}
+
+/* Declared in cuda_ctx.h: k_shape.cu's table lists Gather beside the views. */
+extern "C" st_status st_cuda_gather(const st_kctx *k)
+{
+    st_lower_gather p;
+    st_lower_gather_of(k, &p);
+    return gather_walk(k, &p);
 }
 
 static st_status cuda_gather_elements(const st_kctx *k)
 {
-    const st_index_state *s = (const st_index_state *)k->state;
-    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
-    int64_t total = st_operand_numel(y);
-    if (total == 0) return ST_OK;
-    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
-    gather_elements_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(
-        td_of(y), td_of(x), td_of(ix), s->axis, (char *)y->data, (const char *)x->data, ix->data, total, ctx->dev_error, ctx->cmd);
-    return ST_OK;
+    st_lower_gather p;
+    st_lower_gather_elements(k, &p);
+    return gather_walk(k, &p);
 }
 
 /* ---- ScatterND: y = x, then thread j applies every tuple to slice element j, in order ---- */
@@ -355,15 +315,15 @@ __global__ void scatter_nd_kernel(ix_td yd, ix_td id, ix_td ud, int red, char *y
 static st_status cuda_scatter_nd(const st_kctx *k)
 {
     const st_index_state *s = (const st_index_state *)k->state;
-    const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
+    const st_operand *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
     if (st_operand_numel(y) == 0) return ST_OK;
-    ST_TRY(copy_as(k, y->rank, y->sizes, y->strides, x->strides));
-    int64_t m = ix->sizes[ix->rank - 1], slice = 1;
-    for (int d = (int)m; d < y->rank; d++) slice *= y->sizes[d];
-    if (st_operand_numel(u) == 0) return ST_OK;
+    ST_TRY(copy_same(k));
+    st_lower_nd p;
+    st_lower_scatter_nd(k, &p);
+    if (p.items == 0) return ST_OK;
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
-    scatter_nd_kernel<<<st_blocks(slice, THREADS), THREADS, 0, st_stream(k)>>>(
-        td_of(y), td_of(ix), td_of(u), s->reduction, (char *)y->data, ix->data, (const char *)u->data, slice, ctx->dev_error, ctx->cmd);
+    scatter_nd_kernel<<<st_blocks(p.items, THREADS), THREADS, 0, st_stream(k)>>>(
+        td_of(y), td_of(ix), td_of(u), s->reduction, (char *)y->data, ix->data, (const char *)u->data, p.items, ctx->dev_error, ctx->cmd);
     return ST_OK;
 }
 
@@ -581,8 +541,8 @@ static st_status cuda_nonzero(const st_kctx *k)
  * inputs over every value of the labels the output lacks (f32), as
  * index.cl's st_einsum ---- */
 
-#define EIN_IN 4
-#define EIN_SUM 12
+#define EIN_IN ST_LEIN_IN
+#define EIN_SUM ST_LEIN_SUM
 struct ein_p {
     int n_in, out_rank, n_sum;
     int64_t out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
@@ -621,53 +581,24 @@ __global__ void einsum_kernel(ein_p p, void *y, int64_t total)
     }
 }
 
-/* Per input and label, the stride the label steps the input by (a
- * repeated label's strides add, a broadcast dim's is 0); the labels the
- * output lacks.  Returns their count. */
-static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
-{
-    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
-    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
-        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
-        for (int d = 0; d < s->rank[i]; d++) {
-            int l = s->label[i][d];
-            used[l] = true;
-            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
-        }
-    }
-    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
-    int n = 0;
-    for (int l = 0; l < ST_EIN_LABELS; l++)
-        if (used[l] && !out[l]) {
-            if (n < EIN_SUM) sum[n] = l;
-            n++;
-        }
-    return n;
-}
-
 static st_status cuda_einsum(const st_kctx *k)
 {
-    const st_einsum_state *s = (const st_einsum_state *)k->state;
     const st_operand *y = &k->out[0];
-    int64_t total = st_operand_numel(y);
+    st_lower_einsum e;
+    st_lower_einsum_of(k, &e);
+    int64_t total = e.total;
     if (total == 0) return ST_OK;
-    int64_t ls[EIN_IN][ST_EIN_LABELS];
-    int sum[EIN_SUM];
     ein_p p;
     memset(&p, 0, sizeof p);
-    p.n_in = k->n_in;
-    p.n_sum = ein_strides(s, k->views, ls, sum);
-    p.out_rank = s->out_rank;
-    for (int d = 0; d < s->out_rank; d++) {
-        p.out_n[d] = y->sizes[d];
-        p.out_ys[d] = y->strides[d];
-        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][s->out_label[d]];
-    }
-    for (int j = 0; j < p.n_sum; j++) {
-        p.sum_n[j] = s->size[sum[j]];
-        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
-    }
-    for (int i = 0; i < k->n_in; i++) {
+    p.n_in = e.n_in;
+    p.n_sum = e.n_sum;
+    p.out_rank = e.out_rank;
+    memcpy(p.out_n, e.out_n, sizeof p.out_n);
+    memcpy(p.out_ys, e.out_ys, sizeof p.out_ys);
+    memcpy(p.out_s, e.out_s, sizeof p.out_s);
+    memcpy(p.sum_n, e.sum_n, sizeof p.sum_n);
+    memcpy(p.sum_s, e.sum_s, sizeof p.sum_s);
+    for (int i = 0; i < e.n_in; i++) {
         p.x[i] = k->in[i].data;
         p.dt[i] = k->in[i].dtype;
     }
@@ -725,12 +656,13 @@ __global__ void scatter_elements_kernel(ix_td yd, ix_td id, ix_td ud, int axis, 
 static st_status cuda_scatter_elements(const st_kctx *k)
 {
     const st_index_state *s = (const st_index_state *)k->state;
-    const st_operand *x = &k->in[0], *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
+    const st_operand *ix = &k->in[1], *u = &k->in[2], *y = &k->out[0];
     if (st_operand_numel(y) == 0) return ST_OK;
-    ST_TRY(copy_as(k, y->rank, y->sizes, y->strides, x->strides));
-    int64_t n = ix->sizes[s->axis];
-    if (n == 0 || st_operand_numel(ix) == 0) return ST_OK;
-    int64_t lines = st_operand_numel(ix) / n;
+    ST_TRY(copy_same(k));
+    st_lower_gather w;
+    st_lower_scatter_elements(k, &w);
+    int64_t lines = w.lines;
+    if (lines == 0) return ST_OK;
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
     scatter_elements_kernel<<<st_blocks(lines, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(ix), td_of(u), s->axis, s->reduction,
                                                                                      (char *)y->data, ix->data, (const char *)u->data,
@@ -770,12 +702,13 @@ __global__ void gather_nd_kernel(ix_td yd, ix_td xd, ix_td id, int b, char *y, c
 
 static st_status cuda_gather_nd(const st_kctx *k)
 {
-    const st_index_state *s = (const st_index_state *)k->state;
     const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
-    int64_t total = st_operand_numel(y);
+    st_lower_nd p;
+    st_lower_gather_nd(k, &p);
+    int64_t total = p.items;
     if (total == 0) return ST_OK;
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
-    gather_nd_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), td_of(ix), (int)s->n, (char *)y->data,
+    gather_nd_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(td_of(y), td_of(x), td_of(ix), p.b, (char *)y->data,
                                                                               (const char *)x->data, ix->data, total, ctx->dev_error, ctx->cmd);
     return ST_OK;
 }
@@ -858,9 +791,11 @@ static st_status cuda_constant_of_shape(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 
-/* Any dtype of 1 to 8 bytes but float64 (strings live on the host). */
+/* Any dtype of 1 to 8 bytes but float64 (strings live on the host), and
+ * the family's shape rules (ops/lower_index.h). */
 static bool bytes_accepts(const st_knode *n, char *why, size_t len)
 {
+    if (!st_lidx_accepts(n, "CUDA", ST_LCOPY_RANK, why, len)) return false;
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         const st_view *v = &n->views[i];
         if (v->rank < 0) continue;
@@ -870,64 +805,14 @@ static bool bytes_accepts(const st_knode *n, char *why, size_t len)
     return st_cuda_accepts_no_f64(n, why, len);
 }
 
-static bool same_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].dtype != n->views[n->n_in].dtype)
-        return st_kernel_refuse(why, len, "%s from %s to %s", n->op->name, st_dtype_name(n->views[0].dtype),
-                                st_dtype_name(n->views[n->n_in].dtype));
-    return bytes_accepts(n, why, len);
-}
-
-static bool pad_accepts(const st_knode *n, char *why, size_t len)
-{
-    const st_pad_state *s = (const st_pad_state *)n->state;
-    if (pad_value_given(s, n->n_in, n->views) && n->views[2].dtype != n->views[n->n_in].dtype)
-        return st_kernel_refuse(why, len, "Pad with a constant of another dtype");
-    return same_accepts(n, why, len);
-}
-
-static bool d2s_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].rank != 4) return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
-    return same_accepts(n, why, len);
-}
-
-static bool scatter_nd_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "ScatterND updates of another dtype");
-    return same_accepts(n, why, len);
-}
-
-static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[n->n_in].dtype) return st_kernel_refuse(why, len, "OneHot values of another dtype");
-    return bytes_accepts(n, why, len);
-}
-
 static bool einsum_accepts(const st_knode *n, char *why, size_t len)
 {
-    int64_t ls[EIN_IN][ST_EIN_LABELS];
-    int sum[EIN_SUM];
-    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (CUDA takes up to %d)", n->n_in, EIN_IN);
-    int ns = ein_strides((const st_einsum_state *)n->state, NULL, ls, sum);
-    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (CUDA takes up to %d)", ns, EIN_SUM);
+    if (!st_lidx_accepts(n, "CUDA", ST_LCOPY_RANK, why, len)) return false;
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         st_dtype t = n->views[i].dtype;
         if (t != ST_F32 && t != ST_F16 && t != ST_BF16) return st_kernel_refuse(why, len, "Einsum of %s data", st_dtype_name(t));
     }
     return true;
-}
-
-static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
-    return bytes_accepts(n, why, len);
-}
-
-static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
-    return same_accepts(n, why, len);
 }
 
 static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
@@ -939,25 +824,25 @@ static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
 }
 
 extern "C" const st_kernel st_cuda_k_index[] = {
-    {"ScatterElements", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
-    {"Scatter", "", ST_CUDA_DT, cuda_scatter_elements, scatter_el_accepts, NULL, NULL},
-    {"GatherND", "", ST_CUDA_DT, cuda_gather_nd, same_accepts, NULL, NULL},
-    {"Trilu", "", ST_CUDA_DT, cuda_trilu, same_accepts, NULL, NULL},
+    {"ScatterElements", "", ST_CUDA_DT, cuda_scatter_elements, bytes_accepts, NULL, NULL},
+    {"Scatter", "", ST_CUDA_DT, cuda_scatter_elements, bytes_accepts, NULL, NULL},
+    {"GatherND", "", ST_CUDA_DT, cuda_gather_nd, bytes_accepts, NULL, NULL},
+    {"Trilu", "", ST_CUDA_DT, cuda_trilu, bytes_accepts, NULL, NULL},
     {"EyeLike", "", ST_CUDA_DT, cuda_eye_like, out_bytes_accepts, NULL, NULL},
     {"ConstantOfShape", "", ST_CUDA_DT, cuda_constant_of_shape, out_bytes_accepts, NULL, NULL},
-    {"NonZero", "", ST_CUDA_DT, cuda_nonzero, nonzero_accepts, NULL, NULL},
+    {"NonZero", "", ST_CUDA_DT, cuda_nonzero, bytes_accepts, NULL, NULL},
     {"Einsum", "", ST_DT_FLOATS, cuda_einsum, einsum_accepts, NULL, NULL},
-    {"Pad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
-    {"CenterCropPad", "", ST_CUDA_DT, cuda_pad, pad_accepts, NULL, NULL},
-    {"Expand", "", ST_CUDA_DT, cuda_expand, same_accepts, NULL, NULL},
-    {"Tile", "", ST_CUDA_DT, cuda_tile, same_accepts, NULL, NULL},
-    {"DepthToSpace", "", ST_CUDA_DT, cuda_depth_to_space, d2s_accepts, NULL, NULL},
-    {"SpaceToDepth", "", ST_CUDA_DT, cuda_space_to_depth, d2s_accepts, NULL, NULL},
-    {"GatherElements", "", ST_CUDA_DT, cuda_gather_elements, same_accepts, NULL, NULL},
-    {"ScatterND", "", ST_CUDA_DT, cuda_scatter_nd, scatter_nd_accepts, NULL, NULL},
-    {"OneHot", "", ST_CUDA_DT, cuda_one_hot, one_hot_accepts, NULL, NULL},
+    {"Pad", "", ST_CUDA_DT, cuda_pad, bytes_accepts, NULL, NULL},
+    {"CenterCropPad", "", ST_CUDA_DT, cuda_pad, bytes_accepts, NULL, NULL},
+    {"Expand", "", ST_CUDA_DT, cuda_expand, bytes_accepts, NULL, NULL},
+    {"Tile", "", ST_CUDA_DT, cuda_tile, bytes_accepts, NULL, NULL},
+    {"DepthToSpace", "", ST_CUDA_DT, cuda_depth_to_space, bytes_accepts, NULL, NULL},
+    {"SpaceToDepth", "", ST_CUDA_DT, cuda_space_to_depth, bytes_accepts, NULL, NULL},
+    {"GatherElements", "", ST_CUDA_DT, cuda_gather_elements, bytes_accepts, NULL, NULL},
+    {"ScatterND", "", ST_CUDA_DT, cuda_scatter_nd, bytes_accepts, NULL, NULL},
+    {"OneHot", "", ST_CUDA_DT, cuda_one_hot, bytes_accepts, NULL, NULL},
     {"Range", "", ST_CUDA_DT, cuda_range, bytes_accepts, NULL, NULL},
-    {"CumSum", "", ST_CUDA_DT, cuda_cumsum, same_accepts, NULL, NULL},
+    {"CumSum", "", ST_CUDA_DT, cuda_cumsum, bytes_accepts, NULL, NULL},
     {"TopK", "", ST_CUDA_DT, cuda_topk, bytes_accepts, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL}
 };

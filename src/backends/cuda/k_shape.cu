@@ -1,7 +1,8 @@
 /*
  * k_shape.cu — CUDA kernels that move bytes: the copy a view op makes when
  * its layout cannot be a pure view, Concat's copies of the inputs that are
- * not in place, and Gather with an index tensor.  The view rule used is the
+ * not in place, and (listed here, run by k_index.cu's walk) Gather with an
+ * index tensor.  The view rule used is the
  * op's own (the same function the planner and the CPU use).
  */
 #include "backends/cuda/ew_rows.cuh"
@@ -93,71 +94,8 @@ extern "C" st_status st_cuda_concat(const st_kctx *k)
     return ST_OK;
 }
 
-struct gather_args {
-    st_walk w;                 /* over the output: [outer, nidx..., inner] as y's dims */
-    const char *x;
-    const void *idx;
-    char *y;
-    st_dtype it;
-    int es, axis, ix_rank, y_rank;
-    int64_t ysize[ST_MAX_RANK];
-    int64_t xstride[ST_MAX_RANK], ystride[ST_MAX_RANK], istride[ST_MAX_RANK];
-    int64_t dim;
-};
-
-__global__ void gather_kernel(gather_args p, int *err, int cmd)
-{
-    int64_t n = 1;
-    for (int d = 0; d < p.y_rank; d++) n *= p.ysize[d];
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t rem = i, coord[ST_MAX_RANK];
-        for (int d = p.y_rank - 1; d >= 0; d--) {
-            coord[d] = rem % p.ysize[d];
-            rem /= p.ysize[d];
-        }
-        int64_t ioff = 0, yoff = 0, xoff = 0;
-        for (int d = 0; d < p.y_rank; d++) yoff += coord[d] * p.ystride[d];
-        for (int d = 0; d < p.ix_rank; d++) ioff += coord[p.axis + d] * p.istride[d];
-        int64_t v = st_ldi(p.it, p.idx, ioff);
-        if (v < 0) v += p.dim;
-        if (v < 0 || v >= p.dim) {
-            /* a kernel cannot fail a graph: flag it for the executor's wait */
-            atomicCAS(err, 0, cmd + 1);
-            continue;
-        }
-        /* x dims: [0, axis) from y, axis = v, then y's dims after the index dims */
-        for (int d = 0; d < p.axis; d++) xoff += coord[d] * p.xstride[d];
-        xoff += v * p.xstride[p.axis];
-        for (int d = p.axis + p.ix_rank; d < p.y_rank; d++) xoff += coord[d] * p.xstride[d - p.ix_rank + 1];
-        for (int b = 0; b < p.es; b++) p.y[yoff * p.es + b] = p.x[xoff * p.es + b];
-    }
-}
-
-extern "C" st_status st_cuda_gather(const st_kctx *k)
-{
-    const st_operand *x = &k->in[0], *ix = &k->in[1], *y = &k->out[0];
-    gather_args p;
-    memset(&p, 0, sizeof p);
-    p.axis = ((const st_gather_state *)k->state)->axis;
-    p.x = (const char *)x->data;
-    p.idx = ix->data;
-    p.y = (char *)y->data;
-    p.it = ix->dtype;
-    p.es = (int)st_dtype_size(y->dtype);
-    p.ix_rank = ix->rank;
-    p.y_rank = y->rank;
-    p.dim = x->sizes[p.axis];
-    for (int d = 0; d < y->rank; d++) {
-        p.ysize[d] = y->sizes[d];
-        p.ystride[d] = y->strides[d];
-    }
-    for (int d = 0; d < x->rank; d++) p.xstride[d] = x->strides[d];
-    for (int d = 0; d < ix->rank; d++) p.istride[d] = ix->strides[d];
-    if (st_operand_numel(y) == 0) return ST_OK;
-    const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
-    gather_kernel<<<st_blocks(st_operand_numel(y), THREADS), THREADS, 0, st_stream(k)>>>(p, ctx->dev_error, ctx->cmd);
-    return ST_OK;
-}
+/* Gather (st_cuda_gather) runs the index walk of k_index.cu, which
+ * GatherElements shares (ops/lower_index.h). */
 
 /* ---- the kernel table entries of this file (cuda/table.c) ---- */
 

@@ -52,8 +52,7 @@
     X(batchnorm)             \
     X(reduce)                \
     X(attention)             \
-    X(gather)                \
-    X(gather_elements)       \
+    X(gather_walk)           \
     X(scatter_nd)            \
     X(one_hot)               \
     X(range)                 \

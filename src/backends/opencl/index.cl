@@ -39,51 +39,37 @@ inline void zero_bytes(gp y, long oy, int es)
     }
 }
 
-/* Gather: y = [x dims before axis, index dims, x dims after axis]. */
-kernel void st_gather(gp y, st_td yd, gcp x, st_td xd, gcp ix, st_td id, long axis)
-{
-    long i = get_global_id(0);
-    if (i >= idx_numel(&yd)) return;
-    long c[MAX_RANK];
-    idx_coords(&yd, i, c);
-    int yr = (int)yd.rank, ir = (int)id.rank, ax = (int)axis;
-    long oy = yd.off, oi = id.off, ox = xd.off;
-    for (int d = 0; d < yr; d++) oy += c[d] * yd.s[d];
-    for (int d = 0; d < ir; d++) oi += c[ax + d] * id.s[d];
-    long v = ld_l(ix, oi, (int)id.dt), dim = xd.n[ax];
-    if (v < 0) v += dim;
-    int es = dt_size((int)yd.dt);
-    if (v < 0 || v >= dim) {
-        zero_bytes(y, oy, es);
-        return;
-    }
-    for (int d = 0; d < ax; d++) ox += c[d] * xd.s[d];
-    ox += v * xd.s[ax];
-    for (int d = ax + ir; d < yr; d++) ox += c[d] * xd.s[d - ir + 1];
-    mv(y, oy, x, ox, es);
-}
+/* Gather and GatherElements: one walk over y lowered on the host
+ * (ops/lower_index.h, st_lower_gather; k_index.c copies it in the same
+ * order), the index standing for x's dim along axis. */
+typedef struct st_gather_p {
+    long rank, dim, data_axis, idx_dt, es;
+    long off[3];                    /* x, y, the indices: element offsets of element [0...] */
+    long n[MAX_RANK];
+    long s[3][MAX_RANK];            /* x (0 on the dims the index stands for), y, the indices */
+    long total;
+} st_gather_p;
 
-/* GatherElements: y[c] = x[c with c[axis] = index[c]]. */
-kernel void st_gather_elements(gp y, st_td yd, gcp x, st_td xd, gcp ix, st_td id, long axis)
+kernel void st_gather_walk(gp y, gcp x, gcp ix, st_gather_p p)
 {
     long i = get_global_id(0);
-    if (i >= idx_numel(&yd)) return;
-    long c[MAX_RANK];
-    idx_coords(&yd, i, c);
-    long oy = yd.off, oi = id.off, ox = xd.off;
-    for (int d = 0; d < (int)yd.rank; d++) {
-        oy += c[d] * yd.s[d];
-        oi += c[d] * id.s[d];
-        if (d != axis) ox += c[d] * xd.s[d];
+    if (i >= p.total) return;
+    long ox = p.off[0], oy = p.off[1], oi = p.off[2], r = i;
+    for (int d = (int)p.rank - 1; d >= 0; d--) {
+        long q, c;
+        DIVMOD(r, p.n[d], q, c);
+        r = q;
+        ox += c * p.s[0][d];
+        oy += c * p.s[1][d];
+        oi += c * p.s[2][d];
     }
-    long v = ld_l(ix, oi, (int)id.dt), dim = xd.n[axis];
-    if (v < 0) v += dim;
-    int es = dt_size((int)yd.dt);
-    if (v < 0 || v >= dim) {
-        zero_bytes(y, oy, es);
+    long v = ld_l(ix, oi, (int)p.idx_dt);
+    if (v < 0) v += p.dim;
+    if (v < 0 || v >= p.dim) {
+        zero_bytes(y, oy, (int)p.es);
         return;
     }
-    mv(y, oy, x, ox + v * xd.s[axis], es);
+    mv(y, oy, x, ox + v * p.data_axis, (int)p.es);
 }
 
 /* ScatterND after y = x (k_index.c copies first): work-item j owns

@@ -4,7 +4,9 @@
  * and the ops that are one strided copy described to copy.cl (Expand: a
  * broadcast read; Tile: each dim as [repeat, dim] with stride 0 on the
  * repeat; DepthToSpace/SpaceToDepth: a 6-d permutation), the same
- * re-descriptions the CPU uses (backends/cpu/k_index_copy.c).  Before
+ * re-descriptions the CPU and CUDA use, from ops/lower_index.h, as are the
+ * gather walks, the tuple splits, Einsum's strides and the accepts
+ * checks (backends/cpu/k_index_copy.c, cuda/k_index.cu).  Before
  * these, a model's Gather or Expand sent its tensor to the host and back
  * (the Silero VADs' decoder Gather did on every step).
  */
@@ -13,6 +15,7 @@
 #include "backends/opencl/cl_internal.h"
 #include "core/status.h"
 #include "ops/index.h"
+#include "ops/lower_index.h"
 #include "ops/ops.h"
 #include "ops/reduce.h"
 
@@ -29,114 +32,117 @@ static st_status run1(st_cl_ctx *c, st_clk id, int n_args, const st_cl_arg *args
 
 /* ---- the copies: Expand, Tile, DepthToSpace, SpaceToDepth ---- */
 
-static st_status cl_expand(const st_kctx *k)
+/* y re-described with the lowered copy's sizes and y strides (same
+ * storage and offset), x's descriptor with its x strides: one copy. */
+static st_status copy_lowered(const st_kctx *k, const st_lower_copy *p)
 {
-    st_cl_ctx *c = k->dev;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (st_view_numel(y) == 0) return ST_OK;
-    st_cl_td xt;
-    ST_TRY(st_cl_td_broadcast(x, y, &xt));
-    return st_cl_copy_view(c, y, x, &xt, true);
-}
-
-/* y re-described with sizes sz and strides ys (same storage and offset),
- * x's descriptor with the same sizes and strides xs: one copy. */
-static st_status copy_as(st_cl_ctx *c, const st_view *y, const st_view *x, int rank, const int64_t *sz, const int64_t *ys,
-                         const int64_t *xs)
-{
+    if (p->total == 0) return ST_OK;
+    if (p->rank > ST_MAX_RANK) /* accepts refused it (st_lidx_accepts) */
+        return st_error(ST_ERR_INTERNAL, "node '%s' (%s): a copy of %d dims", k->node->name, k->node->op->name, p->rank);
     st_view yv = *y;
-    yv.rank = rank;
-    for (int d = 0; d < rank; d++) {
-        yv.sizes[d] = sz[d];
-        yv.strides[d] = ys[d];
+    yv.rank = p->rank;
+    for (int d = 0; d < p->rank; d++) {
+        yv.sizes[d] = p->n[d];
+        yv.strides[d] = p->ys[d];
     }
     st_cl_td xt;
     ST_TRY(st_cl_td_of(x, &xt));
-    xt.rank = rank;
+    xt.rank = p->rank;
     for (int d = 0; d < ST_MAX_RANK; d++) {
-        xt.n[d] = d < rank ? sz[d] : 1;
-        xt.s[d] = d < rank ? xs[d] : 0;
+        xt.n[d] = d < p->rank ? p->n[d] : 1;
+        xt.s[d] = d < p->rank ? p->xs[d] : 0;
     }
-    return st_cl_copy_view(c, &yv, x, &xt, true);
+    return st_cl_copy_view(k->dev, &yv, x, &xt, true);
+}
+
+static st_status cl_expand(const st_kctx *k)
+{
+    st_lower_copy p;
+    st_lower_expand(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cl_tile(const st_kctx *k)
 {
-    st_cl_ctx *c = k->dev;
-    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (st_view_numel(y) == 0) return ST_OK;
-    int64_t sz[ST_MAX_RANK], a[ST_MAX_RANK], b[ST_MAX_RANK];
-    int n = 0;
-    for (int d = 0; d < x->rank; d++) {
-        sz[n] = y->sizes[d] / x->sizes[d];
-        a[n] = x->sizes[d] * y->strides[d];
-        b[n++] = 0;
-        sz[n] = x->sizes[d];
-        a[n] = y->strides[d];
-        b[n++] = x->strides[d];
-    }
-    if (n == 0) return st_cl_copy_view(c, y, x, NULL, true);
-    return copy_as(c, y, x, n, sz, a, b);
+    st_lower_copy p;
+    st_lower_tile(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cl_depth_to_space(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
-    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (st_view_numel(y) == 0) return ST_OK;
-    int64_t b = s->n, ch = y->sizes[1], xc = x->strides[1];
-    int64_t sz[6] = {y->sizes[0], ch, x->sizes[2], b, x->sizes[3], b};
-    int64_t ys[6] = {y->strides[0], y->strides[1], y->strides[2] * b, y->strides[2], y->strides[3] * b, y->strides[3]};
-    int64_t xs[6] = {x->strides[0], xc, x->strides[2], b * ch * xc, x->strides[3], ch * xc};
-    if (s->flag) { /* CRD */
-        xs[1] = b * b * xc;
-        xs[3] = b * xc;
-        xs[5] = xc;
-    }
-    return copy_as(k->dev, y, x, 6, sz, ys, xs);
+    st_lower_copy p;
+    st_lower_depth_to_space(k, &p);
+    return copy_lowered(k, &p);
 }
 
 static st_status cl_space_to_depth(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
-    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (st_view_numel(y) == 0) return ST_OK;
-    int64_t b = s->n, ch = x->sizes[1], yc = y->strides[1];
-    /* written from y's side: x as [N, C, H, b1, W, b2] */
-    int64_t sz[6] = {x->sizes[0], ch, y->sizes[2], b, y->sizes[3], b};
-    int64_t xs[6] = {x->strides[0], x->strides[1], x->strides[2] * b, x->strides[2], x->strides[3] * b, x->strides[3]};
-    int64_t ys[6] = {y->strides[0], yc, y->strides[2], b * ch * yc, y->strides[3], ch * yc};
-    return copy_as(k->dev, y, x, 6, sz, ys, xs);
+    st_lower_copy p;
+    st_lower_space_to_depth(k, &p);
+    return copy_lowered(k, &p);
 }
 
 /* ---- gathers, scatters ---- */
 
+/* Same layout as st_gather_p in index.cl. */
+typedef struct st_cl_gather_p {
+    cl_long rank, dim, data_axis, idx_dt, es;
+    cl_long off[3];
+    cl_long n[ST_MAX_RANK];
+    cl_long s[3][ST_MAX_RANK];
+    cl_long total;
+} st_cl_gather_p;
+
+/* The element offset of v's origin (kernels index by element). */
+static st_status elem_off(const st_view *v, cl_long *off)
+{
+    st_cl_td td;
+    ST_TRY(st_cl_td_of(v, &td));
+    *off = td.off;
+    return ST_OK;
+}
+
+/* Gather and GatherElements: the lowered walk (x: data, y: peer). */
+static st_status gather_walk(const st_kctx *k, const st_lower_gather *w)
+{
+    const st_view *x = &k->views[w->operand[ST_LG_DATA]], *y = &k->views[w->operand[ST_LG_PEER]];
+    const st_view *ix = &k->views[w->operand[ST_LG_INDEX]];
+    if (w->total == 0) return ST_OK;
+    st_cl_gather_p p;
+    memset(&p, 0, sizeof p);
+    p.rank = w->rank;
+    p.dim = w->dim;
+    p.data_axis = w->data_axis;
+    p.idx_dt = ix->dtype;
+    p.es = (cl_long)st_dtype_size(y->dtype);
+    ST_TRY(elem_off(x, &p.off[0]));
+    ST_TRY(elem_off(y, &p.off[1]));
+    ST_TRY(elem_off(ix, &p.off[2]));
+    static const int role[3] = {ST_LG_DATA, ST_LG_PEER, ST_LG_INDEX};
+    for (int d = 0; d < w->rank; d++) {
+        p.n[d] = w->n[d];
+        for (int r = 0; r < 3; r++) p.s[r][d] = w->s[role[r]][d];
+    }
+    p.total = w->total;
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
+    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(xm), ST_CLA(im), {sizeof p, &p}};
+    return run1(k->dev, ST_CLK_gather_walk, 4, args, w->total);
+}
+
 static st_status cl_gather(const st_kctx *k)
 {
-    const st_gather_state *s = k->state;
-    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
-    st_cl_td yd, xd, id;
-    ST_TRY(st_cl_td_of(y, &yd));
-    ST_TRY(st_cl_td_of(x, &xd));
-    ST_TRY(st_cl_td_of(ix, &id));
-    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
-    cl_long axis = s->axis;
-    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(axis)};
-    return run1(k->dev, ST_CLK_gather, 7, args, st_view_numel(y));
+    st_lower_gather w;
+    st_lower_gather_of(k, &w);
+    return gather_walk(k, &w);
 }
 
 static st_status cl_gather_elements(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
-    const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
-    st_cl_td yd, xd, id;
-    ST_TRY(st_cl_td_of(y, &yd));
-    ST_TRY(st_cl_td_of(x, &xd));
-    ST_TRY(st_cl_td_of(ix, &id));
-    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
-    cl_long axis = s->axis;
-    st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(axis)};
-    return run1(k->dev, ST_CLK_gather_elements, 7, args, st_view_numel(y));
+    st_lower_gather w;
+    st_lower_gather_elements(k, &w);
+    return gather_walk(k, &w);
 }
 
 static st_status cl_scatter_nd(const st_kctx *k)
@@ -145,9 +151,9 @@ static st_status cl_scatter_nd(const st_kctx *k)
     const st_view *x = &k->views[0], *ix = &k->views[1], *u = &k->views[2], *y = &k->views[k->n_in];
     if (st_view_numel(y) == 0) return ST_OK;
     ST_TRY(st_cl_copy_view(k->dev, y, x, NULL, true));
-    int64_t m = ix->sizes[ix->rank - 1], slice = 1;
-    for (int d = (int)m; d < y->rank; d++) slice *= y->sizes[d];
-    if (st_view_numel(u) == 0) return ST_OK;
+    st_lower_nd nd;
+    st_lower_scatter_nd(k, &nd);
+    if (nd.items == 0) return ST_OK;
     st_cl_td yd, id, ud;
     ST_TRY(st_cl_td_of(y, &yd));
     ST_TRY(st_cl_td_of(ix, &id));
@@ -155,7 +161,7 @@ static st_status cl_scatter_nd(const st_kctx *k)
     cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), um = st_cl_mem(u);
     cl_long red = s->reduction;
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(um), ST_CLA(ud), ST_CLA(red)};
-    return run1(k->dev, ST_CLK_scatter_nd, 7, args, slice);
+    return run1(k->dev, ST_CLK_scatter_nd, 7, args, nd.items);
 }
 
 static st_status cl_one_hot(const st_kctx *k)
@@ -274,8 +280,8 @@ static st_status cl_nonzero(const st_kctx *k)
     return run1(k->dev, ST_CLK_nonzero, 4, args, 1);
 }
 
-#define EIN_IN 4
-#define EIN_SUM 12
+#define EIN_IN ST_LEIN_IN
+#define EIN_SUM ST_LEIN_SUM
 /* Same layout as st_ein_p in index.cl. */
 typedef struct st_cl_ein_p {
     cl_long n_in, out_rank, n_sum;
@@ -285,52 +291,26 @@ typedef struct st_cl_ein_p {
     cl_long yoff, ydt;
 } st_cl_ein_p;
 
-/* Per input and label, the stride the label steps the input by (a
- * repeated label's strides add, a broadcast dim's is 0); the labels the
- * output lacks, in order.  Returns their count. */
-static int ein_strides(const st_einsum_state *s, const st_view *in, int64_t (*ls)[ST_EIN_LABELS], int *sum)
-{
-    bool used[ST_EIN_LABELS] = {false}, out[ST_EIN_LABELS] = {false};
-    for (int i = 0; i < s->n_in && i < EIN_IN; i++) {
-        for (int l = 0; l < ST_EIN_LABELS; l++) ls[i][l] = 0;
-        for (int d = 0; d < s->rank[i]; d++) {
-            int l = s->label[i][d];
-            used[l] = true;
-            if (in) ls[i][l] += in[i].sizes[d] == 1 ? 0 : in[i].strides[d];
-        }
-    }
-    for (int d = 0; d < s->out_rank; d++) out[s->out_label[d]] = true;
-    int n = 0;
-    for (int l = 0; l < ST_EIN_LABELS; l++)
-        if (used[l] && !out[l]) {
-            if (n < EIN_SUM) sum[n] = l;
-            n++;
-        }
-    return n;
-}
-
 static st_status cl_einsum(const st_kctx *k)
 {
-    const st_einsum_state *s = k->state;
     const st_view *y = &k->views[k->n_in];
-    int64_t total = st_view_numel(y);
+    st_lower_einsum e;
+    st_lower_einsum_of(k, &e);
+    int64_t total = e.total;
     if (total == 0) return ST_OK;
-    int64_t ls[EIN_IN][ST_EIN_LABELS];
-    int sum[EIN_SUM];
     st_cl_ein_p p;
     memset(&p, 0, sizeof p);
-    p.n_in = k->n_in;
-    p.n_sum = ein_strides(s, k->views, ls, sum);
-    p.out_rank = s->out_rank;
-    for (int d = 0; d < s->out_rank; d++) {
-        int l = s->out_label[d];
-        p.out_n[d] = y->sizes[d];
-        p.out_ys[d] = y->strides[d];
-        for (int i = 0; i < k->n_in; i++) p.out_s[d][i] = ls[i][l];
+    p.n_in = e.n_in;
+    p.n_sum = e.n_sum;
+    p.out_rank = e.out_rank;
+    for (int d = 0; d < e.out_rank; d++) {
+        p.out_n[d] = e.out_n[d];
+        p.out_ys[d] = e.out_ys[d];
+        for (int i = 0; i < EIN_IN; i++) p.out_s[d][i] = e.out_s[d][i];
     }
-    for (int j = 0; j < p.n_sum; j++) {
-        p.sum_n[j] = s->size[sum[j]];
-        for (int i = 0; i < k->n_in; i++) p.sum_s[j][i] = ls[i][sum[j]];
+    for (int j = 0; j < e.n_sum; j++) {
+        p.sum_n[j] = e.sum_n[j];
+        for (int i = 0; i < EIN_IN; i++) p.sum_s[j][i] = e.sum_s[j][i];
     }
     cl_mem m[EIN_IN];
     for (int i = 0; i < EIN_IN; i++) {
@@ -361,21 +341,24 @@ static st_status cl_scatter_elements(const st_kctx *k)
     cl_mem ym = st_cl_mem(y), im = st_cl_mem(ix), um = st_cl_mem(u);
     cl_long axis = s->axis, red = s->reduction;
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(im), ST_CLA(id), ST_CLA(um), ST_CLA(ud), ST_CLA(axis), ST_CLA(red)};
-    return run1(k->dev, ST_CLK_scatter_elements, 8, args, lines(ix, s->axis));
+    st_lower_gather w;
+    st_lower_scatter_elements(k, &w);
+    return run1(k->dev, ST_CLK_scatter_elements, 8, args, w.lines);
 }
 
 static st_status cl_gather_nd(const st_kctx *k)
 {
-    const st_index_state *s = k->state;
     const st_view *x = &k->views[0], *ix = &k->views[1], *y = &k->views[k->n_in];
     st_cl_td yd, xd, id;
     ST_TRY(st_cl_td_of(y, &yd));
     ST_TRY(st_cl_td_of(x, &xd));
     ST_TRY(st_cl_td_of(ix, &id));
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), im = st_cl_mem(ix);
-    cl_long b = s->n;
+    st_lower_nd nd;
+    st_lower_gather_nd(k, &nd);
+    cl_long b = nd.b;
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(yd), ST_CLA(xm), ST_CLA(xd), ST_CLA(im), ST_CLA(id), ST_CLA(b)};
-    return run1(k->dev, ST_CLK_gather_nd, 7, args, st_view_numel(y));
+    return run1(k->dev, ST_CLK_gather_nd, 7, args, nd.items);
 }
 
 static st_status cl_trilu(const st_kctx *k)
@@ -424,9 +407,11 @@ static st_status cl_constant_of_shape(const st_kctx *k)
 
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */
 
-/* Any dtype of 1 to 8 bytes (strings live on the host). */
+/* Any dtype of 1 to 8 bytes (strings live on the host), and the family's
+ * shape rules (ops/lower_index.h: a copy within st_cl_td's ST_MAX_RANK). */
 static bool bytes_accepts(const st_knode *n, char *why, size_t len)
 {
+    if (!st_lidx_accepts(n, "OpenCL", ST_MAX_RANK, why, len)) return false;
     for (int i = 0; i < n->n_in + n->n_out; i++) {
         const st_view *v = &n->views[i];
         if (v->rank < 0) continue;
@@ -436,68 +421,10 @@ static bool bytes_accepts(const st_knode *n, char *why, size_t len)
     return st_cl_accepts_fp64(n, why, len);
 }
 
-/* Same dtype in and out (the kernels move bytes). */
-static bool same_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].dtype != n->views[n->n_in].dtype)
-        return st_kernel_refuse(why, len, "%s from %s to %s", n->op->name, st_dtype_name(n->views[0].dtype),
-                                st_dtype_name(n->views[n->n_in].dtype));
-    return bytes_accepts(n, why, len);
-}
-
-static bool tile_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (2 * n->views[0].rank > ST_MAX_RANK) return st_kernel_refuse(why, len, "Tile of rank %d", n->views[0].rank);
-    return same_accepts(n, why, len);
-}
-
-static bool d2s_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].rank != 4) return st_kernel_refuse(why, len, "%s of rank %d", n->op->name, n->views[0].rank);
-    return same_accepts(n, why, len);
-}
-
-static bool gather_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->n_in < 2 || n->views[1].rank < 0) return st_kernel_refuse(why, len, "Gather without an index operand");
-    return same_accepts(n, why, len);
-}
-
-static bool scatter_nd_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[0].dtype)
-        return st_kernel_refuse(why, len, "ScatterND of %s updates into %s", st_dtype_name(n->views[2].dtype),
-                                st_dtype_name(n->views[0].dtype));
-    return same_accepts(n, why, len);
-}
-
-static bool one_hot_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[n->n_in].dtype) return st_kernel_refuse(why, len, "OneHot values of another dtype");
-    return bytes_accepts(n, why, len);
-}
-
 static bool einsum_accepts(const st_knode *n, char *why, size_t len)
 {
-    const st_einsum_state *s = n->state;
-    int64_t ls[EIN_IN][ST_EIN_LABELS];
-    int sum[EIN_SUM];
-    if (n->n_in > EIN_IN) return st_kernel_refuse(why, len, "Einsum of %d inputs (OpenCL takes up to %d)", n->n_in, EIN_IN);
-    int ns = ein_strides(s, NULL, ls, sum);
-    if (ns > EIN_SUM) return st_kernel_refuse(why, len, "Einsum summing %d labels (OpenCL takes up to %d)", ns, EIN_SUM);
+    if (!st_lidx_accepts(n, "OpenCL", ST_MAX_RANK, why, len)) return false;
     return st_cl_accepts_f32_family(n, why, len);
-}
-
-static bool nonzero_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[0].rank < 1) return st_kernel_refuse(why, len, "NonZero of a scalar");
-    return bytes_accepts(n, why, len);
-}
-
-static bool scatter_el_accepts(const st_knode *n, char *why, size_t len)
-{
-    if (n->views[2].dtype != n->views[0].dtype) return st_kernel_refuse(why, len, "%s updates of another dtype", n->op->name);
-    return same_accepts(n, why, len);
 }
 
 static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
@@ -509,24 +436,24 @@ static bool out_bytes_accepts(const st_knode *n, char *why, size_t len)
 }
 
 const st_kernel st_cl_k_index[] = {
-    {"ScatterElements", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
-    {"Scatter", "", ST_DT_ALL, cl_scatter_elements, scatter_el_accepts, NULL, NULL},
-    {"GatherND", "", ST_DT_ALL, cl_gather_nd, same_accepts, NULL, NULL},
-    {"Trilu", "", ST_DT_ALL, cl_trilu, same_accepts, NULL, NULL},
+    {"ScatterElements", "", ST_DT_ALL, cl_scatter_elements, bytes_accepts, NULL, NULL},
+    {"Scatter", "", ST_DT_ALL, cl_scatter_elements, bytes_accepts, NULL, NULL},
+    {"GatherND", "", ST_DT_ALL, cl_gather_nd, bytes_accepts, NULL, NULL},
+    {"Trilu", "", ST_DT_ALL, cl_trilu, bytes_accepts, NULL, NULL},
     {"EyeLike", "", ST_DT_ALL, cl_eye_like, out_bytes_accepts, NULL, NULL},
     {"ConstantOfShape", "", ST_DT_ALL, cl_constant_of_shape, out_bytes_accepts, NULL, NULL},
-    {"NonZero", "", ST_DT_ALL, cl_nonzero, nonzero_accepts, NULL, NULL},
+    {"NonZero", "", ST_DT_ALL, cl_nonzero, bytes_accepts, NULL, NULL},
     {"Einsum", "", ST_DT_FLOATS, cl_einsum, einsum_accepts, NULL, NULL},
-    {"Expand", "", ST_DT_ALL, cl_expand, same_accepts, NULL, NULL},
-    {"Tile", "", ST_DT_ALL, cl_tile, tile_accepts, NULL, NULL},
-    {"DepthToSpace", "", ST_DT_ALL, cl_depth_to_space, d2s_accepts, NULL, NULL},
-    {"SpaceToDepth", "", ST_DT_ALL, cl_space_to_depth, d2s_accepts, NULL, NULL},
-    {"Gather", "", ST_DT_ALL, cl_gather, gather_accepts, NULL, NULL},
-    {"GatherElements", "", ST_DT_ALL, cl_gather_elements, same_accepts, NULL, NULL},
-    {"ScatterND", "", ST_DT_ALL, cl_scatter_nd, scatter_nd_accepts, NULL, NULL},
-    {"OneHot", "", ST_DT_ALL, cl_one_hot, one_hot_accepts, NULL, NULL},
+    {"Expand", "", ST_DT_ALL, cl_expand, bytes_accepts, NULL, NULL},
+    {"Tile", "", ST_DT_ALL, cl_tile, bytes_accepts, NULL, NULL},
+    {"DepthToSpace", "", ST_DT_ALL, cl_depth_to_space, bytes_accepts, NULL, NULL},
+    {"SpaceToDepth", "", ST_DT_ALL, cl_space_to_depth, bytes_accepts, NULL, NULL},
+    {"Gather", "", ST_DT_ALL, cl_gather, bytes_accepts, NULL, NULL},
+    {"GatherElements", "", ST_DT_ALL, cl_gather_elements, bytes_accepts, NULL, NULL},
+    {"ScatterND", "", ST_DT_ALL, cl_scatter_nd, bytes_accepts, NULL, NULL},
+    {"OneHot", "", ST_DT_ALL, cl_one_hot, bytes_accepts, NULL, NULL},
     {"Range", "", ST_DT_ALL, cl_range, bytes_accepts, NULL, NULL},
-    {"CumSum", "", ST_DT_ALL, cl_cumsum, same_accepts, NULL, NULL},
+    {"CumSum", "", ST_DT_ALL, cl_cumsum, bytes_accepts, NULL, NULL},
     {"ArgMax", "", ST_DT_ALL, cl_argminmax, bytes_accepts, NULL, NULL},
     {"ArgMin", "", ST_DT_ALL, cl_argminmax, bytes_accepts, NULL, NULL},
     {"TopK", "", ST_DT_ALL, cl_topk, bytes_accepts, NULL, NULL},

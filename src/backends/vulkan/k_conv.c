@@ -124,11 +124,10 @@ static st_status vk_pool(const st_kctx *k)
     st_vk_ctx *c = k->dev;
     const st_conv_state *s = k->state;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    int64_t n = st_view_numel(y);
-    if (n == 0) return ST_OK;
+    int64_t n;
     st_vk_bind bind[2];
-    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
-    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
     int nsp = x->rank - 2, wi = nsp - 1;
     bool hd = nsp == 2;
     int32_t p[28];

@@ -114,11 +114,10 @@ static st_status run_unary(const st_kctx *k, int code, float a, float b, float g
 {
     st_vk_ctx *c = k->dev;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    int64_t n = st_view_numel(y);
-    if (n == 0) return ST_OK;
+    int64_t n;
     st_vk_bind bind[2];
-    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
-    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
     int32_t p[5 + 2 * ST_VK_TD] = {(int32_t)n, code, fbits(a), fbits(b), fbits(g)};
     ST_TRY(st_vk_td(y, bind[0].elem, p + 5));
     ST_TRY(st_vk_td_broadcast(x, y, bind[1].elem, p + 5 + ST_VK_TD));

@@ -129,11 +129,10 @@ static st_status vk_batchnorm(const st_kctx *k)
     st_vk_ctx *c = k->dev;
     const bn_priv *bp = k->priv;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    int64_t n = st_view_numel(y);
-    if (n == 0) return ST_OK;
+    int64_t n;
     st_vk_bind bind[2];
-    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
-    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
     int np = 39 + 2 * (int)bp->c;
     int32_t *p = malloc((size_t)np * sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory");
@@ -158,11 +157,10 @@ static st_status vk_batchnorm_rt(const st_kctx *k)
     st_vk_ctx *c = k->dev;
     const st_norm_state *s = k->state;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    int64_t n = st_view_numel(y);
-    if (n == 0) return ST_OK;
+    int64_t n;
     st_vk_bind bind[6];
-    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
-    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
     int32_t p[48];
     p[0] = (int32_t)n;
     p[1] = (int32_t)x->sizes[1];
@@ -244,10 +242,10 @@ static st_status vk_reduce(const st_kctx *k)
     st_vk_ctx *c = k->dev;
     const st_reduce_state *s = k->state;
     const st_view *x = &k->views[0], *y = &k->views[k->n_in];
-    if (st_view_numel(y) == 0) return ST_OK;
+    int64_t n;
     st_vk_bind bind[2];
-    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
-    ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
     /* y's strides over x's shape: 0 on the reduced axes */
     /* mask 0: nothing reduced (noop_with_empty_axes), each row one element */
     uint32_t mask = s->mask & (uint32_t)((1u << x->rank) - 1);

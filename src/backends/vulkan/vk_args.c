@@ -26,6 +26,16 @@ bool st_vk_fits(const st_view *v)
     return (hi - lo) / (int64_t)(st_dtype_size(v->dtype) ? st_dtype_size(v->dtype) : 1) < INT32_MAX;
 }
 
+st_status st_vk_bind_yx(const st_kctx *k, st_vk_bind bind[2], int64_t *n)
+{
+    const st_vk_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    *n = st_view_numel(y);
+    if (*n == 0) return ST_OK;
+    ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
+    return st_vk_bind_view(c, x, false, &bind[1]);
+}
+
 st_status st_vk_td(const st_view *v, int32_t elem, int32_t *td)
 {
     memset(td, 0, ST_VK_TD * sizeof *td);

@@ -222,6 +222,11 @@ typedef struct st_vk_bind {
  * a whole number of elements past the aligned start. */
 st_status st_vk_bind_view(const st_vk_ctx *c, const st_view *v, bool write, st_vk_bind *out);
 
+/* The start most one-input kernels share: *n = output 0's elements and,
+ * when there are any, output 0 bound as bind[0] (written) and input 0 as
+ * bind[1] (read).  Callers return ST_OK at once when *n is 0. */
+st_status st_vk_bind_yx(const st_kctx *k, st_vk_bind bind[2], int64_t *n);
+
 /* Records a dispatch of shader id over groups[3] work-groups: the barrier
  * its bindings need (above), the parameter block p[0..np) at binding 0,
  * binds[i] at binding i + 1. */

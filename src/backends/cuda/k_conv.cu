@@ -481,15 +481,14 @@ __global__ void dw_reg_kernel(dw_args a)
 }
 
 /* Channels-last (a value passes/channels_last.c stored NHWC: ConvNeXt's
- * blocks), stride 1, no dilation, K x K: a thread computes an 8 x 4 patch
+ * blocks), stride 1, no dilation, K x K: a thread computes a 4 x 4 patch
  * of outputs for one channel with its weights in registers, sliding down
  * the patch's input rows; the 32 threads of a warp take 32 neighbouring
  * channels, so every load and store is one run of 32 elements.  The taps
  * are summed row by row, in dw_kernel's order, so the sums are its sums.
  * The NCHW tile kernels above would read and write at a stride of C. */
-#define DWC_TH 8
 #define DWC_TW 4
-template <typename T, int K>
+template <typename T, int K, int DWC_TH>
 __global__ void __launch_bounds__(256) dw_nhwc_kernel(dw_args a, int64_t strips_w, int64_t strips_h, int64_t strips)
 {
     int c = blockIdx.x * 32 + threadIdx.x;
@@ -500,6 +499,9 @@ __global__ void __launch_bounds__(256) dw_nhwc_kernel(dw_args a, int64_t strips_
     int ox0 = (int)tx * DWC_TW, oy0 = (int)ty * DWC_TH;
     const T *x = (const T *)a.x + n * a.xs_n + c * a.xs_c;
     T *y = (T *)a.y + n * a.ys_n + c * a.ys_c;
+    /* offsets within one image in 32 bits (the launch checks they fit):
+     * 64-bit address math held 118 registers and left 2 blocks an SM */
+    const int xh = (int)a.xs_h, xw = (int)a.xs_w;
     float wr[K * K], acc[DWC_TH][DWC_TW];
 #pragma unroll
     for (int i = 0; i < K * K; i++) wr[i] = st_to_f<T>(((const T *)a.w)[c * a.ws_c + (i / K) * a.ws_h + (i % K) * a.ws_w]);
@@ -515,7 +517,7 @@ __global__ void __launch_bounds__(256) dw_nhwc_kernel(dw_args a, int64_t strips_
 #pragma unroll
         for (int i = 0; i < DWC_TW + K - 1; i++) {
             int ix = ox0 - a.pw + i;
-            v[i] = row_in && ix >= 0 && ix < a.iw ? st_to_f<T>(x[iy * a.xs_h + ix * a.xs_w]) : 0.0f;
+            v[i] = row_in && ix >= 0 && ix < a.iw ? st_to_f<T>(x[iy * xh + ix * xw]) : 0.0f;
         }
 #pragma unroll
         for (int oi = 0; oi < DWC_TH; oi++) {
@@ -534,16 +536,30 @@ __global__ void __launch_bounds__(256) dw_nhwc_kernel(dw_args a, int64_t strips_
         if (oy >= a.oh) break;
 #pragma unroll
         for (int j = 0; j < DWC_TW; j++)
-            if (ox0 + j < a.ow) y[oy * a.ys_h + (ox0 + j) * a.ys_w] = st_from_f<T>(st_epilogue_f(a.epi, acc[oi][j] + bias));
+            if (ox0 + j < a.ow) y[oy * (int)a.ys_h + (ox0 + j) * (int)a.ys_w] = st_from_f<T>(st_epilogue_f(a.epi, acc[oi][j] + bias));
     }
 }
 
-static void dw_nhwc(const dw_args &a, int64_t images, cudaStream_t st, st_dtype t)
+/* Rows of outputs a thread: 4, or STRATA_CUDA_DW_ROWS=8 (for measuring). */
+static int dw_rows(void)
 {
-    int64_t sw = (a.ow + DWC_TW - 1) / DWC_TW, sh = (a.oh + DWC_TH - 1) / DWC_TH, strips = images * sw * sh;
+    const char *e = getenv("STRATA_CUDA_DW_ROWS");
+    return e && strcmp(e, "8") == 0 ? 8 : 4;
+}
+
+static int64_t dw_strips(const dw_args &a, int64_t images, int rows)
+{
+    return images * ((a.ow + DWC_TW - 1) / DWC_TW) * ((a.oh + rows - 1) / rows);
+}
+
+static void dw_nhwc(const dw_args &a, int64_t images, cudaStream_t st, st_dtype t, int rows)
+{
+    int64_t sw = (a.ow + DWC_TW - 1) / DWC_TW, sh = (a.oh + rows - 1) / rows, strips = images * sw * sh;
     dim3 threads(32, 8);
     dim3 grid((unsigned)((a.channels + 31) / 32), (unsigned)((strips + 7) / 8));
-#define DWC_GO(T, K) dw_nhwc_kernel<T, K><<<grid, threads, 0, st>>>(a, sw, sh, strips)
+#define DWC_GO(T, K)                                                                                                   \
+    (rows == 8 ? dw_nhwc_kernel<T, K, 8><<<grid, threads, 0, st>>>(a, sw, sh, strips)                                    \
+               : dw_nhwc_kernel<T, K, 4><<<grid, threads, 0, st>>>(a, sw, sh, strips))
 #define DWC_K(T) (a.kh == 3 ? DWC_GO(T, 3) : a.kh == 5 ? DWC_GO(T, 5) : DWC_GO(T, 7))
     if (t == ST_F32) DWC_K(float);
     else if (t == ST_F16) DWC_K(__half);
@@ -561,6 +577,9 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
     if (x->dtype != y->dtype || w->dtype != x->dtype || (x->dtype != ST_F32 && x->dtype != ST_F16 && x->dtype != ST_BF16))
         return false;
     if (getenv("STRATA_CUDA_CONV")) return false;
+    /* STRATA_CUDA_DW=cudnn: cuDNN's grouped convolution instead (for measuring) */
+    const char *dwe = getenv("STRATA_CUDA_DW");
+    if (dwe && strcmp(dwe, "cudnn") == 0) return false;
     geo g = geo_make(s, x, y, w);
     if (g.isz[1] * g.isz[2] > INT32_MAX / 4 || g.osz[1] * g.osz[2] > INT32_MAX / 4) return false;
     dw_args a;
@@ -587,9 +606,11 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
     dim3 grid((unsigned)(tiles > 64 ? 64 : tiles), (unsigned)(a.planes > 65535 ? 65535 : a.planes));
     cudaStream_t st = st_stream(k);
     bool square = a.sh == 1 && a.sw == 1 && a.dh == 1 && a.dw == 1 && a.kh == a.kw && (a.kh == 3 || a.kh == 5 || a.kh == 7);
-    int64_t strips = y->sizes[0] * ((a.ow + DWC_TW - 1) / DWC_TW) * ((a.oh + DWC_TH - 1) / DWC_TH);
-    if (square && a.xs_c == 1 && a.ys_c == 1 && a.channels >= 16 && (strips + 7) / 8 <= 65535) {
-        dw_nhwc(a, y->sizes[0], st, x->dtype);
+    int rows = dw_rows();
+    int64_t strips = dw_strips(a, y->sizes[0], rows);
+    bool fits32 = (int64_t)a.ih * a.xs_h + (int64_t)a.iw * a.xs_w < INT32_MAX && (int64_t)a.oh * a.ys_h + (int64_t)a.ow * a.ys_w < INT32_MAX;
+    if (square && a.xs_c == 1 && a.ys_c == 1 && a.channels >= 16 && (strips + 7) / 8 <= 65535 && fits32) {
+        dw_nhwc(a, y->sizes[0], st, x->dtype, rows);
         return true;
     }
     if (square) {
@@ -638,6 +659,55 @@ static bool patchify_fits(const st_conv_state *s, const st_operand *x, const st_
     return *xbytes + *wbytes <= ctx->workspace_bytes / 2;
 }
 
+/* The patches of src (6 dims, the last the row: kw, or c channels-last)
+ * packed row-major at dst: a thread per element, the element's dims found
+ * with 32-bit divisions (st_pack's general walk divides in 64 bits over six
+ * dims: 129 us for ConvNeXt-T's 9.6 MB stem input at batch 32). */
+struct patch_args {
+    const void *src;
+    void *dst;
+    uint32_t size[6];
+    int64_t stride[6];
+    uint32_t n;
+};
+
+template <typename T>
+__global__ void patch_pack_kernel(patch_args a)
+{
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) {
+        uint32_t r = i;
+        int64_t off = 0;
+#pragma unroll
+        for (int d = 5; d >= 0; d--) {
+            uint32_t q = r / a.size[d];
+            off += (int64_t)(r - q * a.size[d]) * a.stride[d];
+            r = q;
+        }
+        ((T *)a.dst)[i] = ((const T *)a.src)[off];
+    }
+}
+
+static st_status patch_pack(cudaStream_t stream, const st_operand *src, void *dst)
+{
+    int64_t n = st_operand_numel(src);
+    if (n >= (int64_t)UINT32_MAX) {
+        st_operand d = st_packed_like(src, dst);
+        return st_pack(stream, &d, src);
+    }
+    patch_args a;
+    a.src = src->data;
+    a.dst = dst;
+    a.n = (uint32_t)n;
+    for (int d = 0; d < 6; d++) {
+        a.size[d] = (uint32_t)src->sizes[d];
+        a.stride[d] = src->strides[d];
+    }
+    unsigned blocks = st_blocks(n, THREADS);
+    if (st_dtype_size(src->dtype) == 4) patch_pack_kernel<uint32_t><<<blocks, THREADS, 0, stream>>>(a);
+    else patch_pack_kernel<uint16_t><<<blocks, THREADS, 0, stream>>>(a);
+    return ST_OK;
+}
+
 static st_status patchify_conv(const st_kctx *k, const st_conv_state *s, size_t xbytes)
 {
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
@@ -666,7 +736,7 @@ static st_status patchify_conv(const st_kctx *k, const st_conv_state *s, size_t 
         src.strides[d] = st[d];
     }
     xp = st_packed_like(&src, ctx->workspace);
-    ST_TRY(st_pack(stream, &xp, &src));
+    ST_TRY(patch_pack(stream, &src, xp.data));
     /* B[q, o] (q a column of the patches): the weights in the same order */
     const void *bmat = w->data;
     int64_t b_rs = w->strides[3], b_cs = w->strides[0];

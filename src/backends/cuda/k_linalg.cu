@@ -163,8 +163,11 @@ __global__ void mm_epi_kernel(mm_problem p, const T *bias, bool add_bias, bool d
     }
 }
 
-/* Y packed row-major: VEC elements a thread, 16 bytes at a time when VEC > 1. */
-template <typename T, int VEC>
+/* Y packed row-major: VEC elements a thread, 16 bytes at a time when VEC > 1.
+ * CODE: the activation's unary code known at compile time (exact GELU after
+ * ConvNeXt's and ViT's first Linear layers: the switch over every unary op
+ * in st_epilogue_f held the pass at 2.5x its bytes' time), or -1. */
+template <typename T, int VEC, int CODE>
 __global__ void mm_epi_dense_kernel(T *y, int64_t total, int64_t n, const T *bias, bool add_bias, st_epilogue act, bool do_act)
 {
     for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * VEC; i < total; i += (int64_t)gridDim.x * blockDim.x * VEC) {
@@ -173,7 +176,14 @@ __global__ void mm_epi_dense_kernel(T *y, int64_t total, int64_t n, const T *bia
         else v[0] = y[i];
         int64_t col = i % n;
 #pragma unroll
-        for (int j = 0; j < VEC; j++) v[j] = st_from_f<T>(epi_one<T>(st_to_f<T>(v[j]), bias, col + j, add_bias, act, do_act));
+        for (int j = 0; j < VEC; j++) {
+            if (CODE < 0) {
+                v[j] = st_from_f<T>(epi_one<T>(st_to_f<T>(v[j]), bias, col + j, add_bias, act, do_act));
+                continue;
+            }
+            float f = epi_one<T>(st_to_f<T>(v[j]), bias, col + j, add_bias, act, false);
+            v[j] = st_from_f<T>(st_unary_f(CODE, f, act.alpha, act.beta, 0.0f, act.alpha, act.beta));
+        }
         if (VEC > 1) *(uint4 *)(y + i) = *(const uint4 *)v;
         else y[i] = v[0];
     }
@@ -203,11 +213,19 @@ static void launch_epi(cudaStream_t s, const mm_problem *p, const void *bias, bo
     const T *b = (const T *)bias;
     if (y_dense(p)) {
         const int vec = 16 / (int)sizeof(T);
-        if (p->n % vec == 0 && ((uintptr_t)p->y.p % 16) == 0)
-            mm_epi_dense_kernel<T, 16 / sizeof(T)><<<st_blocks(total / vec, THREADS), THREADS, 0, s>>>(
-                (T *)p->y.p, total, p->n, b, add_bias, p->act, do_act);
-        else
-            mm_epi_dense_kernel<T, 1><<<st_blocks(total, THREADS), THREADS, 0, s>>>((T *)p->y.p, total, p->n, b, add_bias, p->act, do_act);
+        int code = do_act ? p->act.act - 1 : -1;
+        if (p->n % vec == 0 && ((uintptr_t)p->y.p % 16) == 0) {
+            unsigned blocks = st_blocks(total / vec, THREADS);
+#define EPI_GO(C) mm_epi_dense_kernel<T, 16 / sizeof(T), C><<<blocks, THREADS, 0, s>>>((T *)p->y.p, total, p->n, b, add_bias, p->act, do_act)
+            if (code == ST_U_GELU) EPI_GO(ST_U_GELU);
+            else if (code == ST_U_GELU_TANH) EPI_GO(ST_U_GELU_TANH);
+            else if (code == ST_U_RELU) EPI_GO(ST_U_RELU);
+            else EPI_GO(-1);
+#undef EPI_GO
+        } else {
+            mm_epi_dense_kernel<T, 1, -1><<<st_blocks(total, THREADS), THREADS, 0, s>>>((T *)p->y.p, total, p->n, b, add_bias, p->act,
+                                                                                         do_act);
+        }
         return;
     }
     mm_epi_kernel<T><<<st_blocks(total, THREADS), THREADS, 0, s>>>(*p, b, add_bias, do_act);

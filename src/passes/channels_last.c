@@ -30,7 +30,11 @@
  * A plain NCHW network (ResNet, YOLO) has no such transpose, and is laid
  * out as before.  STRATA_CHANNELS_LAST=0 turns the rule off (to measure
  * it), =1 applies it on every backend (every kernel takes strides, so the
- * CPU and PoCL test the rule and the kernels' strided paths in CI).
+ * CPU and PoCL test the rule and the kernels' strided paths in CI), and
+ * =all also stores every Conv and Concat output NHWC, with MaxPool and
+ * Resize following their input (an experiment for NCHW
+ * networks such as YOLO, whose convs cuDNN runs on tensor cores in NHWC
+ * behind layout transposes of its own).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +43,15 @@
 #include "passes/passes.h"
 #include "plan/plan.h"
 
-static bool enabled(const st_plan *p)
+enum { CL_OFF, CL_TRANSPOSES, CL_ALL };
+
+static int mode(const st_plan *p)
 {
     const char *e = getenv("STRATA_CHANNELS_LAST");
-    if (e && strcmp(e, "0") == 0) return false;
-    if (e && strcmp(e, "1") == 0) return true; /* any backend: its kernels take strides (for tests) */
-    return p->target.main && (p->target.main->caps & ST_CAP_CHANNELS_LAST);
+    if (e && strcmp(e, "0") == 0) return CL_OFF;
+    if (e && strcmp(e, "all") == 0) return CL_ALL;
+    if (e && strcmp(e, "1") == 0) return CL_TRANSPOSES; /* any backend: its kernels take strides (for tests) */
+    return p->target.main && (p->target.main->caps & ST_CAP_CHANNELS_LAST) ? CL_TRANSPOSES : CL_OFF;
 }
 
 static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
@@ -75,19 +82,25 @@ static bool transposes_to_last(const st_plan *p, int j, int v)
 
 bool st_pass_wants_channels_last(const st_plan *p, int node, int v)
 {
-    if (!enabled(p)) return false;
+    int m = mode(p);
+    if (m == CL_OFF) return false;
     const st_pvalue *pv = &p->values[v];
     const st_tinfo *t = &pv->t;
     if (pv->kind != ST_PV_ROOT || pv->concat >= 0 || p->g->values[v].is_output || p->g->values[v].is_input) return false;
     if (t->rank != 4 || !is_float(t->dtype) || t->dims[1] < 2 || t->dims[2] * t->dims[3] < 2) return false;
     const st_node *n = &p->g->nodes[node];
     const st_op_def *op = st_plan_op(p, n, node);
-    if (!op || op->domain[0] || !layout_free(op->name)) return false;
+    if (!op || op->domain[0]) return false;
+    /* every conv output and every concat of them (an experiment for NCHW
+     * networks: cuDNN then runs NHWC without its layout transposes) */
+    if (m == CL_ALL && (!strcmp(op->name, "Conv") || !strcmp(op->name, "Concat"))) return true;
+    bool follows = m == CL_ALL && (!strcmp(op->name, "MaxPool") || !strcmp(op->name, "Resize"));
+    if (!layout_free(op->name) && !follows) return false;
     for (int j = 0; j < p->g->n_nodes; j++)
         if (st_plan_node_runs(p, j) && transposes_to_last(p, j, v)) return true;
     int n_in;
     const int *in = st_plan_in(p, n, node, &n_in);
-    bool conv = !strcmp(op->name, "Conv");
+    bool conv = !strcmp(op->name, "Conv") || follows;
     for (int k = 0; k < (conv ? 1 : n_in) && k < n_in; k++) {
         int x = in[k];
         if (x < 0 || !p->values[x].resolved) continue;

@@ -78,6 +78,8 @@ static st_status resolve(st_plan *p, int v)
     if (pv->concat >= 0) return resolve_placed(p, v);
     /* outputs of view nodes are resolved by their node, in order */
     resolve_root(pv, v);
+    if (pv->kind == ST_PV_ROOT && pv->producer >= 0 && st_pass_wants_channels_last(p, pv->producer, v))
+        st_view_init_channels_last(&pv->view, pv->t.dtype, pv->t.dims); /* the same bytes, NHWC strides */
     return ST_OK;
 }
 
@@ -128,18 +130,8 @@ st_status st_pass_layout(st_plan *p)
         const int *in = st_plan_in(p, n, i, &n_in);
         if (st_plan_op(p, n, i)->view && n_in > 0 && in[0] >= 0) ST_TRY(lower_view(p, i));
         if (pn->kind == ST_PN_VIEW) continue;
-        for (int k = 0; k < n->n_out; k++) {
-            int v = st_plan_out(p, n, i, k);
-            if (v < 0) continue;
-            st_pvalue *pv = &p->values[v];
-            if (!pv->resolved && pv->concat < 0 && st_pass_wants_channels_last(p, i, v)) {
-                /* passes/channels_last.c: the same bytes, NHWC strides */
-                st_view_init_channels_last(&pv->view, pv->t.dtype, pv->t.dims);
-                pv->buffer = v;
-                pv->resolved = true;
-            }
-            ST_TRY(resolve(p, v));
-        }
+        for (int k = 0; k < n->n_out; k++)
+            if (st_plan_out(p, n, i, k) >= 0) ST_TRY(resolve(p, st_plan_out(p, n, i, k)));
         /* a Concat whose every input is in place has nothing left to do */
         if (pn->skip) {
             int present = 0;

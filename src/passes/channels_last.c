@@ -27,11 +27,14 @@
  *     reads a value of v's shape that is already channels-last (a Conv
  *     its input; an element-wise op any input), so a chain stays in one
  *     layout.
- * In f16 and bf16, CUDA also stores every Conv and Concat output NHWC
- * (MaxPool and Resize follow their input): cuDNN's tensor-core kernels
- * are NHWC, and given NCHW it transposes around each conv (11% of
- * YOLOv8n's kernel time at batch 32 on an H200).  In f32 a plain NCHW
- * network (ResNet, YOLO) is laid out as before.
+ * In f16 and bf16, at a batch of 2 or more, CUDA also stores every Conv
+ * and Concat output NHWC (MaxPool and Resize follow their input):
+ * cuDNN's tensor-core kernels are NHWC, and given NCHW it transposes
+ * around each conv (11% of YOLOv8n's kernel time at batch 32 on an H200).
+ * At batch 32 on an H200 this took YOLOv8n from 8.12 to 5.01 ms and
+ * ResNet-50 from 4.27 to 3.03; at batch 1 YOLOv8n lost (0.83 -> 1.28 ms;
+ * not yet profiled), so batch 1 keeps the transpose rule.  In f32 a plain
+ * NCHW network (ResNet, YOLO) is laid out as before.
  *
  * STRATA_CHANNELS_LAST=0 turns the rule off (to measure it); =1 applies
  * the transpose rule alone, on every backend (every kernel takes strides,
@@ -47,16 +50,20 @@
 
 enum { CL_OFF, CL_TRANSPOSES, CL_ALL };
 
-/* The rule for a value of dtype t. */
-static int mode(const st_plan *p, st_dtype t)
+/* The rule for value pv. */
+static int mode(const st_plan *p, const st_pvalue *pv)
 {
+    st_dtype t = pv->t.dtype;
     const char *e = getenv("STRATA_CHANNELS_LAST");
     if (e && strcmp(e, "0") == 0) return CL_OFF;
     if (e && strcmp(e, "all") == 0) return CL_ALL;
     if (e && strcmp(e, "1") == 0) return CL_TRANSPOSES; /* any backend: its kernels take strides (for tests) */
     if (!p->target.main || !(p->target.main->caps & ST_CAP_CHANNELS_LAST)) return CL_OFF;
-    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels */
-    return t == ST_F16 || t == ST_BF16 ? CL_ALL : CL_TRANSPOSES;
+    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels; at batch 1
+     * the whole-network rule lost (YOLOv8n 0.83 -> 1.28 ms on an H200,
+     * ResNet-50 0.85 -> 0.79), at 32 it won (8.12 -> 5.01, 4.27 -> 3.03) */
+    bool lp = t == ST_F16 || t == ST_BF16;
+    return lp && pv->t.rank == 4 && pv->t.dims[0] >= 2 ? CL_ALL : CL_TRANSPOSES;
 }
 
 static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
@@ -88,7 +95,7 @@ static bool transposes_to_last(const st_plan *p, int j, int v)
 bool st_pass_wants_channels_last(const st_plan *p, int node, int v)
 {
     const st_pvalue *pv = &p->values[v];
-    int m = mode(p, pv->t.dtype);
+    int m = mode(p, pv);
     if (m == CL_OFF) return false;
     const st_tinfo *t = &pv->t;
     if (pv->kind != ST_PV_ROOT || pv->concat >= 0 || p->g->values[v].is_output || p->g->values[v].is_input) return false;

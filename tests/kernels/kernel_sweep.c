@@ -185,7 +185,9 @@ static void plain_layout(const kc_in *in, kc_layout *l)
     }
 }
 
-static void draw_layout(kc_rng *r, const kc_in *in, kc_layout *l)
+/* steps: whether the Slice may step (Slice has steps from opset 10; an
+ * older model's Slice takes every element of its range) */
+static void draw_layout(kc_rng *r, const kc_in *in, kc_layout *l, bool steps)
 {
     plain_layout(in, l);
     int rank = in->rank;
@@ -207,6 +209,7 @@ static void draw_layout(kc_rng *r, const kc_in *in, kc_layout *l)
         l->sa = kc_int(r, 0, rank - 1);
         l->lo = kc_int(r, 0, 3);
         l->step = kc_int(r, 1, 2);
+        if (!steps) l->step = 1;
         l->xd[l->sa] = l->lo + l->step * (t[l->sa] - 1) + 1 + kc_int(r, 0, 2);
     }
     int64_t xs[KC_MAX_RANK], s = 1;
@@ -318,11 +321,16 @@ static void build(kc_rng *r, const kc_case *c, const kc_layout *l, kc_data *d, p
             const char *pn[4] = {"starts", "ends", "axes", "steps"};
             pb_buf sl = {0};
             pb_string(&sl, 1, cur);
-            for (int k = 0; k < 4; k++) {
-                char cn[32];
-                snprintf(cn, sizeof cn, "x%d_%s", i, pn[k]);
-                pb_initializer(&g, cn, ST_I64, 1, &one, &v[k], 8);
-                pb_string(&sl, 1, cn);
+            if (c->opset && c->opset < 10) {
+                /* Slice-1: starts, ends and axes are attributes (draw_layout gave step 1) */
+                for (int k = 0; k < 3; k++) pb_attr_ints(&sl, pn[k], &v[k], 1);
+            } else {
+                for (int k = 0; k < 4; k++) {
+                    char cn[32];
+                    snprintf(cn, sizeof cn, "x%d_%s", i, pn[k]);
+                    pb_initializer(&g, cn, ST_I64, 1, &one, &v[k], 8);
+                    pb_string(&sl, 1, cn);
+                }
             }
             snprintf(cur, sizeof cur, "x%d_sliced", i);
             pb_string(&sl, 2, cur);
@@ -530,7 +538,7 @@ static int run_case(kc_rng *r, const st_kernel_table *t, st_backend_kind kind, k
         memset(&d, 0, sizeof d);
         d.cat_axis = -1;
         for (int i = 0; i < c->n_in; i++) {
-            if (attempt == 0) draw_layout(r, &c->in[i], &l[i]);
+            if (attempt == 0) draw_layout(r, &c->in[i], &l[i], !c->opset || c->opset >= 10);
             else plain_layout(&c->in[i], &l[i]);
         }
         if (attempt == 0 && c->out_rank > 0 && c->n_out == 1 && kc_int(r, 0, 3) == 0) {

@@ -1524,6 +1524,83 @@ static bool gen_resize(kc_rng *r, st_dtype dt, kc_case *c)
 }
 
 
+/* Upsample (opset 7: scales an attribute; 9: a constant input; the op is
+ * gone from opset 10), which predates coordinate_transformation_mode: the
+ * source coordinate is asymmetric, o / scale, and nearest takes its floor
+ * (every scale is at least 1).  Linear is multilinear over every axis,
+ * the upper neighbour clamped to the last element; ip[0] the mode. */
+static void ref_upsample(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int rank = x->rank;
+    int64_t n = kc_numel(c->out_rank, c->out_dims);
+    for (int64_t f = 0; f < n; f++) {
+        int64_t i0[KC_MAX_RANK], i1[KC_MAX_RANK], rem = f;
+        double fr[KC_MAX_RANK];
+        for (int d = rank - 1; d >= 0; d--) {
+            int64_t o = rem % c->out_dims[d], len = x->dims[d];
+            rem /= c->out_dims[d];
+            double src = (double)o / c->dp[d];
+            i0[d] = (int64_t)floor(src);
+            if (i0[d] > len - 1) i0[d] = len - 1;
+            i1[d] = i0[d] + 1 < len ? i0[d] + 1 : len - 1;
+            fr[d] = c->ip[0] ? src - (double)i0[d] : 0;
+        }
+        double acc = 0;
+        for (int corner = 0; corner < (1 << rank); corner++) {
+            double w = 1;
+            int64_t idx = 0;
+            for (int d = 0; d < rank; d++) {
+                bool up = (corner >> d) & 1;
+                w *= up ? fr[d] : 1 - fr[d];
+                idx = idx * x->dims[d] + (up ? i1[d] : i0[d]);
+            }
+            if (w != 0) acc += w * in[0][idx];
+        }
+        out[f] = acc;
+    }
+}
+
+static bool gen_upsample(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static const double SC[] = {1, 1.5, 2, 3};
+    static double scales[KC_MAX_RANK];
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = kc_int(r, 2, 4);
+    for (int d = 0; d < rank; d++) {
+        dims[d] = d < rank - 2 ? kc_int(r, 1, 3) : kc_int(r, 1, 9);
+        /* the last two axes scaled as a feature map's; now and then a
+         * leading one too, which some backends leave to the CPU */
+        scales[d] = d >= rank - 2 || kc_int(r, 0, 5) == 0 ? SC[kc_int(r, 0, 3)] : 1;
+        out[d] = (int64_t)floor((double)dims[d] * scales[d]);
+        c->dp[d] = scales[d];
+    }
+    set_in(c, 0, dt, rank, dims, -3, 3);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    c->ip[0] = is_float(dt) ? kc_int(r, 0, 1) : 0;   /* linear on floats only */
+    c->opset = kc_int(r, 0, 1) ? 9 : 7;
+    if (c->opset == 9) {
+        int64_t nr = rank;
+        set_in(c, 1, ST_F32, 1, &nr, 0, 0);
+        c->in[1].constant = true;
+        c->in[1].values = scales;
+    } else {
+        float fs[KC_MAX_RANK];
+        for (int d = 0; d < rank; d++) fs[d] = (float)scales[d];
+        pb_attr_floats(&c->attrs, "scales", fs, rank);
+    }
+    pb_attr_string(&c->attrs, "mode", c->ip[0] ? "linear" : "nearest");
+    set_out(c, dt, rank, out);
+    int at = snprintf(c->note, sizeof c->note, "opset %d, %s, scales", c->opset, c->ip[0] ? "linear" : "nearest");
+    for (int d = 0; d < rank && at < (int)sizeof c->note; d++)
+        at += snprintf(c->note + at, sizeof c->note - (size_t)at, "%s%g", d ? " x " : " ", scales[d]);
+    c->ref = ref_upsample;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+
 static void ref_conv_transpose(const kc_case *c, const double *const *in, double *out)
 {
     /* NCHW, weights [C, M, kh, kw] (group 1); ip: kh, kw, sh, sw, pt, pl */
@@ -1618,6 +1695,7 @@ static const kc_gen_row GENS[] = {
     {"", "MeanVarianceNormalization", gen_mvn},
     {"", "LRN", gen_lrn},
     {"", "Resize", gen_resize},
+    {"", "Upsample", gen_upsample},
     {"", "ConvTranspose", gen_conv_transpose},
 };
 

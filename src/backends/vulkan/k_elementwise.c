@@ -1,6 +1,7 @@
 /*
  * k_elementwise.c — the elementwise family on Vulkan (unary.comp,
- * binary.comp): the unary activations, Clip with constant bounds, the
+ * binary.comp): the unary activations, Clip (constant bounds in the
+ * parameter block, bounds computed at run time read by the shader), the
  * binary arithmetic ops and Mod with numpy broadcasting and any strides,
  * the variadic Sum/Max/Min/Mean as a chain of binary dispatches (Mean's
  * last one divides), and, where the device has 8-bit storage, the
@@ -138,10 +139,13 @@ static st_status vk_unary(const st_kctx *k)
     return run_unary(k, st_vk_unary_code(s->code), s->alpha, s->beta, s->gamma);
 }
 
-/* Clip: bounds from the attributes (opset < 11) or constant inputs
- * (accepts asked for constants), read at plan time into priv. */
+/* Clip: bounds from the attributes (opset < 11) or inputs (11 on).  A
+ * constant one is read at plan time into priv; one computed at run time
+ * (rt[k]) is bound and read by unary.comp's _clip_rt variant, so the
+ * bounds never travel through the host.  An absent bound is infinite. */
 typedef struct clip_priv {
     float lo, hi;
+    bool rt[2];                 /* min, max computed at run time */
 } clip_priv;
 
 static float const_float(const st_knode *n, int i, float dflt)
@@ -151,32 +155,67 @@ static float const_float(const st_knode *n, int i, float dflt)
     return st_f16_to_f32(*(const uint16_t *)n->data[i]);
 }
 
+static bool runtime_bound(const st_knode *n, int i)
+{
+    return i < n->n_in && n->views[i].rank >= 0 && !n->data[i];
+}
+
 static st_status clip_prepare(const st_knode *n, void **priv)
 {
     const st_ew_state *s = n->state;
     clip_priv *cp = malloc(sizeof *cp);
-    if (!cp) return st_error(ST_ERR_NOMEM, "out of memory");
+    if (!cp) return st_error(ST_ERR_NOMEM, "node '%s' (Clip): out of memory for its bounds", n->node ? n->node->name : "?");
     bool legacy = n->n_in == 1;
     cp->lo = legacy ? s->alpha : const_float(n, 1, -INFINITY);
     cp->hi = legacy ? s->beta : const_float(n, 2, INFINITY);
     if (cp->lo < -3.402823466e38f) cp->lo = -INFINITY;
     if (cp->hi > 3.402823466e38f) cp->hi = INFINITY;
+    cp->rt[0] = runtime_bound(n, 1);
+    cp->rt[1] = runtime_bound(n, 2);
     *priv = cp;
     return ST_OK;
 }
 
 static void clip_release(void *priv) { free(priv); }
 
+/* The shape rule has made every bound a one-element tensor of x's dtype;
+ * st_vk_accepts_float checks that dtype is one the shaders have. */
 static bool clip_accepts(const st_knode *n, char *why, size_t len)
 {
-    for (int i = 1; i < n->n_in; i++)
-        if (n->views[i].rank >= 0 && !n->data[i]) return st_kernel_refuse(why, len, "Clip bounds computed at run time");
     return st_vk_accepts_float(n, why, len);
+}
+
+static st_status vk_clip_rt(const st_kctx *k, const clip_priv *cp)
+{
+    st_vk_ctx *c = k->dev;
+    const st_view *x = &k->views[0], *y = &k->views[k->n_in];
+    int64_t n;
+    st_vk_bind bind[4];
+    ST_TRY(st_vk_bind_yx(k, bind, &n));
+    if (n == 0) return ST_OK;
+    int32_t p[5 + 2 * ST_VK_TD] = {(int32_t)n, fbits(cp->lo), -1, -1, fbits(cp->hi)};
+    for (int b = 0; b < 2; b++)
+        if (cp->rt[b]) {
+            ST_TRY(st_vk_bind_view(c, &k->views[1 + b], false, &bind[2 + b]));
+            p[2 + b] = bind[2 + b].elem;
+        }
+    /* the shader reads both bindings' blocks: one not bound at run time
+     * gets the other bound, and p says not to read it */
+    if (!cp->rt[0]) bind[2] = bind[3];
+    if (!cp->rt[1]) bind[3] = bind[2];
+    ST_TRY(st_vk_td(y, bind[0].elem, p + 5));
+    ST_TRY(st_vk_td_broadcast(x, y, bind[1].elem, p + 5 + ST_VK_TD));
+    st_vk_td_coalesce((int32_t *const[]){p + 5, p + 5 + ST_VK_TD}, 2);
+    uint32_t groups[3];
+    st_vk_grid1(c, n, 256, groups);
+    return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_unary_clip_rt_f16 : ST_VKS_unary_clip_rt_f32, p,
+                          (int)(sizeof p / sizeof *p), 4, bind, groups);
 }
 
 static st_status vk_clip(const st_kctx *k)
 {
     const clip_priv *cp = k->priv;
+    if (cp->rt[0] || cp->rt[1]) return vk_clip_rt(k, cp);
     return run_unary(k, VK_U_CLIP, cp->lo, cp->hi, 0);
 }
 

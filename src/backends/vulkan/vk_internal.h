@@ -73,7 +73,9 @@
     X(binary_b8_f32, 2)       \
     X(binary_b8_f16, 3)       \
     X(affine_rt_f32, 0)       \
-    X(affine_rt_f16, 1)
+    X(affine_rt_f16, 1)       \
+    X(unary_clip_rt_f32, 0)   \
+    X(unary_clip_rt_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,

@@ -399,9 +399,18 @@ static bool gen_clip(kc_rng *r, st_dtype dt, kc_case *c)
     set_in(c, 0, dt, rank, dims, -4, 4);
     if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
     int which = kc_int(r, 0, 3);   /* bit 0: min given, bit 1: max given */
+    /* bounds drawn per case (quarter steps, exact in every float type),
+     * so a kernel that reads a bound from the wrong place, or keeps one
+     * from another case, fails; min < max always: ONNX 1.12 leaves
+     * min > max unspecified, and the backends differ there */
     static double bounds[2];
-    bounds[0] = is_float(dt) ? -1.5 : (is_unsigned(dt) ? 10 : -20);
-    bounds[1] = is_float(dt) ? 2.25 : 30;
+    if (is_float(dt)) {
+        bounds[0] = -0.25 * kc_int(r, 1, 12);
+        bounds[1] = 0.25 * kc_int(r, 1, 12);
+    } else {
+        bounds[0] = is_unsigned(dt) ? kc_int(r, 0, 5) : kc_int(r, -20, 0);
+        bounds[1] = kc_int(r, 6, 30);
+    }
     for (int k = 0; k < 2; k++) {
         set_in(c, 1 + k, dt, 0, dims, 0, 0);
         if (which & (1 << k)) {
@@ -416,7 +425,10 @@ static bool gen_clip(kc_rng *r, st_dtype dt, kc_case *c)
     set_out(c, dt, rank, dims);
     c->ref = ref_clip;
     c->ref_atol = c->ref_rtol = 0;
-    snprintf(c->note, sizeof c->note, "min %s, max %s", (which & 1) ? "given" : "absent", (which & 2) ? "given" : "absent");
+    char lo[32] = "absent", hi[32] = "absent";
+    if (which & 1) snprintf(lo, sizeof lo, "%g%s", bounds[0], c->in[1].constant ? " const" : "");
+    if (which & 2) snprintf(hi, sizeof hi, "%g%s", bounds[1], c->in[2].constant ? " const" : "");
+    snprintf(c->note, sizeof c->note, "min %s, max %s", lo, hi);
     return true;
 }
 

@@ -119,7 +119,9 @@ enum st_sm_binary { ST_BINARY_CODES(ST_SM_B_) };
                    ? K(1.0)                                                                                     \
                    : K(0.0);                                                                                    \
     }                                                                                                           \
-    ST_SM_FN T st_sm_clip_##S(T x, T lo, T hi) { return x < lo ? lo : x > hi ? hi : x; }                        \
+    /* min then max, so max wins where min > max (newer ONNX says so), and a                                  \
+     * NaN passes */                                                                                          \
+    ST_SM_FN T st_sm_clip_##S(T x, T lo, T hi) { T t = x < lo ? lo : x; return t > hi ? hi : t; }               \
     ST_SM_FN T st_sm_not_##S(T x) { return x == K(0.0) ? K(1.0) : K(0.0); }                                     \
                                                                                                                 \
     /* One unary op by code; a, b, g: alpha, beta, gamma; lo, hi: Clip's                                        \
@@ -234,7 +236,7 @@ ST_SM_FN st_sm_i64 st_sm_unary_i64(int code, st_sm_i64 x, st_sm_i64 lo, st_sm_i6
     case ST_U_NEG: return (st_sm_i64)((st_sm_u64)0 - (st_sm_u64)x);
     case ST_U_ABS: return x < 0 ? (st_sm_i64)((st_sm_u64)0 - (st_sm_u64)x) : x;
     case ST_U_SIGN: return (x > 0) - (x < 0);
-    case ST_U_CLIP: return x < lo ? lo : x > hi ? hi : x;
+    case ST_U_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x; /* max wins where min > max */
     case ST_U_NOT: return x == 0;
     case ST_U_BITWISE_NOT: return ~x;
     default: return x;

@@ -124,7 +124,7 @@ ST_VMATH static inline __m512 v_act(const vact *v, __m512 x)
     }
     /* min/max return their second operand on a NaN: x goes second, so
      * a NaN stays NaN, as in the scalar Clip (ops/scalar_math.h) */
-    case ST_U_CLIP: return _mm512_max_ps(v->a, _mm512_min_ps(v->b, x));
+    case ST_U_CLIP: return _mm512_min_ps(v->b, _mm512_max_ps(v->a, x)); /* max wins where min > max; NaN passes */
     case ST_U_GELU: return v_gelu(x);
     default: return x;
     }

@@ -110,10 +110,12 @@ __global__ void clip_kernel(clip_args p)
         st_walk_offsets(p.w, i, off);
         if (flt) {
             float v = st_ldf(p.t, p.x, off[1]);
-            st_stf(p.t, p.y, off[0], v < lo ? lo : v > hi ? hi : v);
+            v = v < lo ? lo : v; /* then max: max wins where min > max, as ops/scalar_math.h */
+            st_stf(p.t, p.y, off[0], v > hi ? hi : v);
         } else {
             int64_t v = st_ldi(p.t, p.x, off[1]);
-            st_sti(p.t, p.y, off[0], v < ilo ? ilo : v > ihi ? ihi : v);
+            v = v < ilo ? ilo : v;
+            st_sti(p.t, p.y, off[0], v > ihi ? ihi : v);
         }
     }
 }

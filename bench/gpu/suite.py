@@ -3,13 +3,14 @@
 on YOLOv8n, ResNet-50, ConvNeXt-T, ViT-S/16 and a 4-layer BERT, f16, batch
 1 and 32, on the GPU machine in one call (bench/gpu/suite.sh runs it).
 
-  suite.py [--cases a,b] [--compile none|b1|b32|both] [--out DIR]
+  suite.py [--cases a,b] [--compile none|b1|b32|both|par] [--compile-budget S] [--out DIR]
            [--backends cuda[,opencl]] [--profile CASE:BATCH,...]
 
 For each case: the ONNX export and inputs (suite_models.py), strata's f32
 output at batch 1 against PyTorch's f32 output (max|d| / max|ref|, the
 issue's bar 1e-3), `strata bench` f16 at batch 1 and 32, the peer's
-times (suite_peer.py), and the floors: the model's FLOPs (PyTorch's flop
+times (suite_peer.py; with --compile par, torch.compile at b32 for all cases
+at once after the loop, compile_peer.py), and the floors: the model's FLOPs (PyTorch's flop
 counter) over the measured f16 matrix rate, and its fewest bytes (weights
 in f16, inputs and output once) over the measured copy bandwidth.
 Memory: strata's peak_bytes from `strata bench --json` (st_memory_usage:
@@ -147,8 +148,9 @@ def main():
         if rc != 0:
             print("export %s failed: %s" % (case, e[-500:]), flush=True)
             continue
-        rc, o, e = sh([sys.executable, os.path.join(HERE, "suite_peer.py"), d, case, "--compile", comp, "--ref"],
-                      timeout=1800)
+        # par: eager here; torch.compile at b32 for every case together after the loop (compile_peer.py)
+        rc, o, e = sh([sys.executable, os.path.join(HERE, "suite_peer.py"), d, case, "--compile",
+                       "none" if comp == "par" else comp, "--ref"], timeout=1800)
         peer = [json.loads(line) for line in o.splitlines() if line.startswith("{")]
         if rc != 0:
             print("peer %s: %s" % (case, e[-500:]), flush=True)
@@ -177,6 +179,21 @@ def main():
                         rows.append(r)
                 if not any(p.get("batch") == b and "ms" in p for p in peer):
                     rows.append(dict(base, peer=None, peer_ms=None))
+    if comp == "par":
+        done = [c for c in cases if any(r["case"] == c for r in rows)]
+        rc, o, e = sh([sys.executable, os.path.join(HERE, "compile_peer.py"), d, ",".join(done), "--batch",
+                       str(max(suite_models.BATCHES)), "--budget", arg("--compile-budget", "360")], timeout=3600)
+        for line in o.splitlines():
+            if not line.startswith("{"):
+                continue
+            p = json.loads(line)
+            print("compile %s" % line, flush=True)
+            base = next((r for r in rows if r["case"] == p["case"] and r["batch"] == p["batch"]), None)
+            if base and "ms" in p:
+                rows.append(dict(base, peer=p["peer"], peer_ms=p["ms"], peer_peak_bytes=None, peer_held_bytes=None,
+                                 compile_s=p.get("compile_s")))
+        if rc != 0:
+            print("compile_peer: %s" % e[-500:], flush=True)
     with open(os.path.join(out_dir, "latest.json"), "w") as f:
         json.dump({"floors": {"copy_gbps": bw, "f16_tflops": tf}, "rows": rows}, f, indent=1)
     print("\n%-14s %-6s %3s %-7s %9s %-38s %9s %6s %8s %9s %9s" % ("case", "prec", "b", "backend", "strata", "peer",

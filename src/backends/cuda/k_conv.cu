@@ -645,7 +645,7 @@ struct sc_args {
     st_epilogue epi;
 };
 
-template <typename T, int CODE>
+template <typename T, int CODE, int VEC>
 __global__ void __launch_bounds__(128) small_c_kernel(sc_args a)
 {
     __shared__ float wsh[SC_MAXM * SC_C * SC_K * SC_K], bsh[SC_MAXM];
@@ -675,12 +675,23 @@ __global__ void __launch_bounds__(128) small_c_kernel(sc_args a)
             }
         }
         T *y = (T *)a.y + n * a.ys_n + oy * a.ys_h + ox * a.ys_w;
-        for (int m = 0; m < a.m; m++) {
-            float acc = bsh[m];
+        /* VEC output channels per store: on a channels-last Y one 16-byte
+         * store instead of VEC scattered 2-byte ones (the scattered
+         * stores left this kernel at 0.49 ms for YOLOv8n's stem at batch
+         * 32, slower than cuDNN) */
+        for (int m0 = 0; m0 < a.m; m0 += VEC) {
+            st_vec<T, VEC> v;
 #pragma unroll
-            for (int j = 0; j < SC_C * SC_K * SC_K; j++) acc = fmaf(wsh[m * SC_C * SC_K * SC_K + j], in[j], acc);
-            acc = CODE < 0 ? st_epilogue_f(a.epi, acc) : st_unary_f(CODE, acc, a.epi.alpha, a.epi.beta, 0.0f, a.epi.alpha, a.epi.beta);
-            y[m * a.ys_c] = st_from_f<T>(acc);
+            for (int e = 0; e < VEC; e++) {
+                int m = m0 + e;
+                float acc = bsh[m];
+#pragma unroll
+                for (int j = 0; j < SC_C * SC_K * SC_K; j++) acc = fmaf(wsh[m * SC_C * SC_K * SC_K + j], in[j], acc);
+                acc = CODE < 0 ? st_epilogue_f(a.epi, acc) : st_unary_f(CODE, acc, a.epi.alpha, a.epi.beta, 0.0f, a.epi.alpha, a.epi.beta);
+                v.v[e] = st_from_f<T>(acc);
+            }
+            if (VEC > 1) *(st_vec<T, VEC> *)(y + m0) = v;
+            else y[m0 * a.ys_c] = v.v[0];
         }
     }
 }
@@ -719,7 +730,10 @@ static bool small_c_conv(const st_kctx *k, const st_conv_state *s)
     unsigned blocks = st_blocks(a.pixels, 128);
     cudaStream_t st = st_stream(k);
     int code = a.epi.act ? a.epi.act - 1 : -2;
-#define SC_GO(T, C) small_c_kernel<T, C><<<blocks, 128, 0, st>>>(a)
+    /* 16-byte stores where Y is channels-last and every pixel's run aligned */
+    int full = (int)(16 / st_dtype_size(x->dtype));
+    bool vec = a.ys_c == 1 && a.m % full == 0 && (uintptr_t)a.y % 16 == 0 && (a.ys_n | a.ys_h | a.ys_w) % full == 0;
+#define SC_GO(T, C) (vec ? small_c_kernel<T, C, 16 / sizeof(T)><<<blocks, 128, 0, st>>>(a) : small_c_kernel<T, C, 1><<<blocks, 128, 0, st>>>(a))
 #define SC_T(T) (code == ST_U_SILU ? SC_GO(T, ST_U_SILU) : code == ST_U_RELU ? SC_GO(T, ST_U_RELU) : SC_GO(T, -1))
     if (x->dtype == ST_F32) SC_T(float);
     else if (x->dtype == ST_F16) SC_T(__half);
@@ -956,6 +970,7 @@ struct conv_cache {
     cudnnConvolutionFwdAlgo_t algo;
     size_t ws;
     void *wk;                        /* W as [K, kh, kw, C] (KRSC) for channels-last X, or NULL */
+    bool cl_pack;                    /* MODE_PACKED: X's copy is packed channels-last (cl_slice) */
     char key[640];                   /* the problem, for conv_tune.c (describe) */
 };
 
@@ -1183,14 +1198,19 @@ static st_status choose_forward(conv_cache *c, const st_cuda_ctx *ctx, st_dtype 
  * a whole arena tensor too large for the workspace).  False if they do
  * not fit. */
 static bool packed_buffers(const st_cuda_ctx *ctx, const st_operand *x, const st_operand *y, st_operand *px, st_operand *py,
-                           size_t *used)
+                           size_t *used, bool cl_pack)
 {
     size_t es = st_dtype_size(x->dtype);
-    bool cx = st_operand_is_contiguous(x), cy = st_operand_is_contiguous(y);
+    bool cx = !cl_pack && st_operand_is_contiguous(x), cy = cl_pack || st_operand_is_contiguous(y);
     size_t xb = cx ? 0 : st_align256((size_t)st_operand_numel(x) * es);
     size_t yb = cy ? 0 : st_align256((size_t)st_operand_numel(y) * es);
     if (xb + yb > ctx->workspace_bytes / 2) return false;
     *px = cx ? *x : st_packed_like(x, ctx->workspace);
+    if (cl_pack) {
+        /* [N, C, H, W] stored NHWC without the gaps of the slice */
+        int64_t c = x->sizes[1], h = x->sizes[2], w = x->sizes[3];
+        px->strides[0] = h * w * c, px->strides[1] = 1, px->strides[2] = w * c, px->strides[3] = c;
+    }
     *py = cy ? *y : st_packed_like(y, (char *)ctx->workspace + xb);
     *used = xb + yb;
     return true;
@@ -1271,7 +1291,9 @@ static st_status try_strided(conv_cache *c, const st_kctx *k, const st_cuda_ctx 
         }
         /* the KCRS filter below, as before */
         reset_descs(c);
+        st_cuda_exclusive_lock();
         cudaFree(c->wk);
+        st_cuda_exclusive_unlock();
         c->wk = NULL;
     }
     st_status r = describe(c, s, x, w, y, ctx->allow_tf32, false);
@@ -1290,15 +1312,41 @@ static st_status try_packed(conv_cache *c, const st_kctx *k, const st_cuda_ctx *
     cudaStream_t stream = st_stream(k);
     st_operand px, py;
     size_t used = 0;
-    if (!packed_buffers(ctx, x, y, &px, &py, &used)) return st_error(ST_ERR_BACKEND, "packed copies of X and Y exceed the workspace");
-    st_status r = describe(c, s, &px, w, &py, ctx->allow_tf32, false);
+    if (!packed_buffers(ctx, x, y, &px, &py, &used, c->cl_pack))
+        return st_error(ST_ERR_BACKEND, "packed copies of X and Y exceed the workspace");
+    bool krsc = c->cl_pack && want_krsc(k, s) && (c->wk || make_krsc(c, w, stream) == ST_OK);
+    st_status r = describe(c, s, &px, w, &py, ctx->allow_tf32, krsc);
     if (r == ST_OK) r = pack_x(stream, &px, x);
     if (r == ST_OK)
-        r = choose_forward(c, ctx, x->dtype, px.data, w->data, py.data, (char *)ctx->workspace + used, ctx->workspace_bytes - used);
+        r = choose_forward(c, ctx, x->dtype, px.data, krsc ? c->wk : w->data, py.data, (char *)ctx->workspace + used,
+                           ctx->workspace_bytes - used);
     if (r == ST_OK) r = bias_epilogue(stream, y, &py, b, s->epi);
-    if (r == ST_OK) c->mode = MODE_PACKED;
-    else reset_descs(c);
+    if (r == ST_OK) {
+        c->mode = MODE_PACKED;
+        return ST_OK;
+    }
+    reset_descs(c);
+    if (c->wk) {
+        st_cuda_exclusive_lock();
+        cudaFree(c->wk);
+        st_cuda_exclusive_unlock();
+        c->wk = NULL;
+    }
     return r;
+}
+
+/* Whether X is a channel slice of a channels-last value (a Split's chunk
+ * of an NHWC conv output: YOLO's C2f blocks), which cuDNN takes only
+ * through a transpose of its own (31 generic-transpose launches, 0.51 ms,
+ * for YOLOv8n at batch 1 in f16 on an H200; nhwcSliceC at batch 32).
+ * Such an X is packed channels-last first, a copy of C-element runs.
+ * STRATA_CUDA_CL_PACK=0 turns it off. */
+static bool cl_slice(const st_operand *x)
+{
+    const char *e = getenv("STRATA_CUDA_CL_PACK");
+    if ((e && strcmp(e, "0") == 0) || x->rank != 4 || x->dtype == ST_F32) return false;
+    int64_t ps = cl_pixel_stride(x);
+    return ps > x->sizes[1];
 }
 
 /* First run: cuDNN on the operands as they are, else on packed copies,
@@ -1315,6 +1363,11 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
     if (st_operand_numel(x) == 0 || force_direct()) {
         c->mode = MODE_DIRECT;
         return false;
+    }
+    if (cl_slice(x)) {
+        c->cl_pack = true;
+        if (try_packed(c, k, ctx, s) == ST_OK) return true;
+        c->cl_pack = false;
     }
     if (try_strided(c, k, ctx, s) == ST_OK) return true;
     char why[256];
@@ -1364,9 +1417,11 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
     case MODE_PACKED: {
         st_operand px, py;
         size_t used = 0;
-        if (!packed_buffers(ctx, x, y, &px, &py, &used)) return st_error(ST_ERR_INTERNAL, "cuda: Conv: packed buffers no longer fit");
+        if (!packed_buffers(ctx, x, y, &px, &py, &used, c->cl_pack))
+            return st_error(ST_ERR_INTERNAL, "cuda: Conv: packed buffers no longer fit");
         ST_TRY(pack_x(stream, &px, x));
-        ST_TRY(dnn(cudnnConvolutionForward(h, &one, c->xd, px.data, c->wd, w->data, c->cd, c->algo, (char *)ctx->workspace + used,
+        ST_TRY(dnn(cudnnConvolutionForward(h, &one, c->xd, px.data, c->wd, c->wk ? c->wk : w->data, c->cd, c->algo,
+                                           (char *)ctx->workspace + used,
                                            c->ws, &zero, c->yd, py.data),
                    "cudnnConvolutionForward"));
         return bias_epilogue(stream, y, &py, b, s->epi);
@@ -1681,14 +1736,9 @@ __global__ void pool2_kernel(pool2_args a)
  * order touched elements C apart there: YOLOv8n's three 5x5 MaxPools at
  * batch 32 in f16 took 0.49 ms on an H200. */
 template <typename T, int V>
-struct alignas(sizeof(T) * V) pool_vec {
-    T v[V];
-};
-
-template <typename T, int V>
 __global__ void pool2_cl_kernel(pool2_args a, int64_t total)
 {
-    typedef pool_vec<T, V> vec;
+    typedef st_vec<T, V> vec;
     const float inf = __int_as_float(0x7f800000);
     const int cv = (int)(a.channels / V);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {

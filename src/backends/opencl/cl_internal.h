@@ -41,6 +41,12 @@
     X(gemm)                  \
     X(conv_gemm)             \
     X(conv_rows)             \
+    X(conv_t64x64)           \
+    X(conv_t64x32)           \
+    X(conv_t32x64)           \
+    X(conv_t32x32)           \
+    X(conv_t16x64)           \
+    X(conv_splitk)           \
     X(conv_direct)           \
     X(pool)                  \
     X(pool_global)           \
@@ -89,6 +95,13 @@ typedef struct st_cl_device {
     bool out_of_order;                /* the device takes CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE */
     bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
     bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
+    bool conv_gemm64;                 /* ...by the fixed 64x64, 64-bit st_conv_gemm (STRATA_OPENCL_CONV=gemm64) */
+    /* the tile and split-K choice of k_conv_gemm.c and its env overrides */
+    int conv_cus;                     /* compute units planned for */
+    int conv_fill;                    /* resident work-groups per compute unit */
+    int conv_tile;                    /* forced tile (k_conv_gemm.c's index), or -1 */
+    int conv_splitk;                  /* forced K split, or 0 */
+    bool conv_log;                    /* print each Conv's choice to stderr */
     bool fp16, fp64, is_gpu;
     bool unified;                     /* host-unified memory (opencl.c): storages are mapped, not copied */
     bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
@@ -205,6 +218,16 @@ bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len);
 /* The resolver of rule 2 for OpenCL (see opencl.c): a cl_mem (a storage's,
  * or a sub-buffer made by someone else over one) and a byte offset. */
 st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *storage_off);
+
+/* ---- Conv as a tiled GEMM on a GPU (k_conv_gemm.c) ---- */
+
+/* Runs k's Conv (1 or 2 spatial dims) through conv_gemm.cl and sets *ran;
+ * leaves *ran false, enqueuing nothing, where an offset exceeds the
+ * kernel's 32-bit math. */
+st_status st_cl_conv_tiled(const st_kctx *k, bool *ran);
+/* The index of a tile name ("64x32": channels x pixels), or -1; the names. */
+int st_cl_conv_tile_index(const char *name);
+const char *st_cl_conv_tile_names(void);
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
 

@@ -344,6 +344,53 @@ static void info_str(cl_device_id dev, cl_device_info what, char *out, size_t ca
     out[cap - 1] = 0;
 }
 
+/* A whole number in [lo, hi] from env var name, or *out untouched when
+ * unset; anything else is an error, so a mistyped A/B knob is never
+ * silently the default. */
+static st_status env_int(const char *name, int lo, int hi, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return ST_OK;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi)
+        return st_error(ST_ERR_INVALID_ARG, "opencl: %s=%s: expected a whole number from %d to %d", name, v, lo, hi);
+    *out = (int)x;
+    return ST_OK;
+}
+
+/* The Conv kernel's choice and its overrides (k_conv.c, k_conv_gemm.c). */
+static st_status conv_knobs(st_cl_device *d, const cand *c)
+{
+    const char *conv = getenv("STRATA_OPENCL_CONV");
+    d->conv_tiled = c->gpu;
+    if (conv && *conv) {
+        if (strcmp(conv, "tiled") != 0 && strcmp(conv, "rows") != 0 && strcmp(conv, "gemm64") != 0)
+            return st_error(ST_ERR_INVALID_ARG, "opencl: STRATA_OPENCL_CONV=%s: expected tiled, gemm64 or rows", conv);
+        d->conv_tiled = strcmp(conv, "rows") != 0;
+        d->conv_gemm64 = strcmp(conv, "gemm64") == 0;
+    }
+    cl_uint cus = 1;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    d->conv_cus = cus > 0 ? (int)cus : 1;
+    d->conv_fill = 2;
+    d->conv_tile = -1;
+    d->conv_splitk = 0;
+    ST_TRY(env_int("STRATA_OPENCL_CONV_CUS", 1, 100000, &d->conv_cus));
+    ST_TRY(env_int("STRATA_OPENCL_CONV_FILL", 1, 64, &d->conv_fill));
+    ST_TRY(env_int("STRATA_OPENCL_SPLITK", 1, 64, &d->conv_splitk));
+    const char *tile = getenv("STRATA_OPENCL_CONV_TILE");
+    if (tile && *tile) {
+        d->conv_tile = st_cl_conv_tile_index(tile);
+        if (d->conv_tile < 0)
+            return st_error(ST_ERR_INVALID_ARG, "opencl: STRATA_OPENCL_CONV_TILE=%s: expected %s (channels x pixels)", tile,
+                            st_cl_conv_tile_names());
+    }
+    const char *log = getenv("STRATA_OPENCL_CONV_LOG");
+    d->conv_log = log && strcmp(log, "1") == 0;
+    return ST_OK;
+}
+
 static st_status device_init(st_cl_device *d, const cand *c)
 {
     d->platform = c->platform;
@@ -393,8 +440,7 @@ static st_status device_init(st_cl_device *d, const cand *c)
     d->unified = unified == CL_TRUE || (type & CL_DEVICE_TYPE_CPU) != 0;
     const char *nozc = getenv("STRATA_OPENCL_NO_ZERO_COPY");
     d->base.host_mapped = d->unified && !(nozc && strcmp(nozc, "1") == 0);
-    const char *conv = getenv("STRATA_OPENCL_CONV");
-    d->conv_tiled = conv && *conv ? strcmp(conv, "tiled") == 0 : c->gpu;
+    ST_TRY(conv_knobs(d, c));
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->addr_align, &d->addr_align, NULL);
     cl_int err;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """conv_tiles_test.py STRATA — the GPU Conv kernels of OpenCL (conv_gemm.cl)
 with every tile and with K split, forced through the env knobs of
-k_conv_gemm.c, on PoCL (which is a CPU device, so strata would otherwise
+cl_tiles.c, on PoCL (which is a CPU device, so strata would otherwise
 run st_conv_rows there).
 
 One model holds convs chosen to reach the kernels' edges: a deep conv over
@@ -14,9 +14,9 @@ weights are fresh random draws; each run has --sanitize (fresh memory is
 poisoned, so an unwritten output element cannot pass) and --no-fallback.
 
 Each run forces STRATA_OPENCL_CONV=tiled with one tile
-(STRATA_OPENCL_CONV_TILE) and one split (STRATA_OPENCL_SPLITK), plus the
-model's own choice for a 132-compute-unit GPU (STRATA_OPENCL_CONV_CUS),
-and STRATA_OPENCL_CONV_LOG=1 proves from stderr that every conv ran the
+(STRATA_OPENCL_CONV_TILE) and one split (STRATA_OPENCL_CONV_SPLITK), plus the
+model's own choice for a 132-compute-unit GPU (STRATA_OPENCL_CUS),
+and STRATA_OPENCL_TILE_LOG=1 proves from stderr that every conv ran the
 tile and split asked for.  Every output element is compared with a float64
 reference computed here: f32 within 1e-5 of the output's max |ref|, f16
 storage within 1e-2 of it.  Exits 77 without an OpenCL device.
@@ -132,14 +132,14 @@ def build(tmp, rng):
 
 
 def expected_split(k, forced):
-    """k_conv_gemm.c's split for a forced N: whole 16-wide steps, none empty."""
+    """cl_tiles.c's split for a forced N: whole 16-wide steps, none empty."""
     ks = -(-k // 16)
     n = min(forced, ks)
     steps = -(-ks // n)
     return -(-ks // steps)
 
 
-LOG = re.compile(r"opencl Conv '(\S+)': M (\d+), P (\d+), K (\d+), Z (\d+): tile (\S+), split (\d+)")
+LOG = re.compile(r"opencl Conv '(\S+)': M (\d+), N (\d+), K (\d+), Z (\d+): tile (\S+), split (\d+)")
 
 
 def main():
@@ -155,15 +155,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path, feeds, refs, convs = build(tmp, rng)
         for tile, split, cus, prec in runs:
-            env = dict(os.environ, STRATA_OPENCL_CONV="tiled", STRATA_OPENCL_CONV_LOG="1")
-            for k in ("STRATA_OPENCL_CONV_TILE", "STRATA_OPENCL_SPLITK", "STRATA_OPENCL_CONV_CUS"):
+            env = dict(os.environ, STRATA_OPENCL_CONV="tiled", STRATA_OPENCL_TILE_LOG="1")
+            for k in ("STRATA_OPENCL_CONV_TILE", "STRATA_OPENCL_CONV_SPLITK", "STRATA_OPENCL_CUS"):
                 env.pop(k, None)
             if tile:
                 env["STRATA_OPENCL_CONV_TILE"] = tile
             if split:
-                env["STRATA_OPENCL_SPLITK"] = str(split)
+                env["STRATA_OPENCL_CONV_SPLITK"] = str(split)
             if cus:
-                env["STRATA_OPENCL_CONV_CUS"] = str(cus)
+                env["STRATA_OPENCL_CUS"] = str(cus)
             what = "tile %s split %s cus %s %s" % (tile or "auto", split or "auto", cus or "device", prec)
             out = os.path.join(tmp, "out")
             os.makedirs(out, exist_ok=True)

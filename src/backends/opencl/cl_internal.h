@@ -84,6 +84,11 @@ typedef enum st_clk {
 
 extern const char *const st_clk_names[ST_CLK_COUNT];
 
+/* A forced tile (an index of st_cl_tiles) and K split; -1 and 0: the model's. */
+typedef struct st_cl_tiling {
+    int tile, splitk;
+} st_cl_tiling;
+
 typedef struct st_cl_device {
     st_backend base;
     int ordinal;
@@ -96,12 +101,11 @@ typedef struct st_cl_device {
     bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
     bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
     bool conv_gemm64;                 /* ...by the fixed 64x64, 64-bit st_conv_gemm (STRATA_OPENCL_CONV=gemm64) */
-    /* the tile and split-K choice of k_conv_gemm.c and its env overrides */
-    int conv_cus;                     /* compute units planned for */
-    int conv_fill;                    /* resident work-groups per compute unit */
-    int conv_tile;                    /* forced tile (k_conv_gemm.c's index), or -1 */
-    int conv_splitk;                  /* forced K split, or 0 */
-    bool conv_log;                    /* print each Conv's choice to stderr */
+    /* the tiled GEMMs' tile and split-K choice (cl_tiles.c) and its env overrides */
+    int cus;                          /* compute units planned for */
+    int fill;                         /* resident work-groups per compute unit */
+    st_cl_tiling conv_force, gemm_force;
+    bool tile_log;                    /* print each Conv's and GEMM's choice to stderr */
     bool fp16, fp64, is_gpu;
     bool unified;                     /* host-unified memory (opencl.c): storages are mapped, not copied */
     bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
@@ -219,15 +223,36 @@ bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len);
  * or a sub-buffer made by someone else over one) and a byte offset. */
 st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *storage_off);
 
-/* ---- Conv as a tiled GEMM on a GPU (k_conv_gemm.c) ---- */
+/* ---- the tiled GEMMs' tiles (cl_tiles.c) ---- */
+
+/* A tile: 16x16 work-items of rm x rn outputs each; name "64x32" is rows
+ * (output channels) x columns (pixels). */
+typedef struct st_cl_tile {
+    int rm, rn;
+    const char *name;
+} st_cl_tile;
+#define ST_CL_N_TILES 5
+#define ST_CL_TILE_K 16 /* K per step of every tile kernel */
+#define ST_CL_TILE_NAMES "64x64, 64x32, 32x64, 32x32 or 16x64"
+extern const st_cl_tile st_cl_tiles[ST_CL_N_TILES];
+/* The index of a tile name, or -1. */
+int st_cl_tile_index(const char *name);
+/* The tile and K split for an M x N x K product over Z batches. */
+void st_cl_tile_choose(const st_cl_device *d, const st_cl_tiling *force, int64_t M, int64_t N, int64_t K, int64_t Z,
+                       int *tile, int *splits);
+
+/* The tile and split of the command c runs (made on its first run and
+ * kept in its slot: the plan fixes the shapes, a different shape remakes
+ * them), and the partial-sum buffer a split needs (splits x Z x M x N
+ * floats; NULL for one split).  STRATA_OPENCL_TILE_LOG=1 prints the
+ * choice once. */
+st_status st_cl_tile_slot(st_cl_ctx *c, const st_cl_tiling *force, const st_node *node, int64_t M, int64_t N, int64_t K,
+                          int64_t Z, int *tile, int *splits, cl_mem *part);
 
 /* Runs k's Conv (1 or 2 spatial dims) through conv_gemm.cl and sets *ran;
  * leaves *ran false, enqueuing nothing, where an offset exceeds the
- * kernel's 32-bit math. */
+ * kernel's 32-bit math (k_conv_gemm.c). */
 st_status st_cl_conv_tiled(const st_kctx *k, bool *ran);
-/* The index of a tile name ("64x32": channels x pixels), or -1; the names. */
-int st_cl_conv_tile_index(const char *name);
-const char *st_cl_conv_tile_names(void);
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
 

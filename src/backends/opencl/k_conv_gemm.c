@@ -4,23 +4,12 @@
  * small image with deep K still gives every compute unit work, then
  * launches the tile kernel and, when K is split, st_conv_splitk.
  *
- * The choice is a rough model, deliberately simple: a problem of M
- * channels x P pixels x Z (image, group) pairs makes ceil(M/TM) ceil(P/TN)
- * Z S work-groups; `slots` = compute units x fill of them run at once.
- * Its time is the number of waves times one work-group's K walk
- * ((steps + 2) x (16 RM RN + 48): the products of a step plus a fixed
- * cost for loads and barriers), plus, for S > 1, a second launch and the
- * partial sums' traffic.  The env knobs (opencl.c reads them) force any
- * part of it, so a GPU run can A/B the choices:
- *   STRATA_OPENCL_CONV_TILE=64x64|64x32|32x64|32x32|16x64  (channels x pixels)
- *   STRATA_OPENCL_SPLITK=N     K split in N (1: never), else the model's
- *   STRATA_OPENCL_CONV_CUS=N   compute units to plan for (default the device's)
- *   STRATA_OPENCL_CONV_FILL=N  resident work-groups per compute unit (default 2)
- *   STRATA_OPENCL_CONV_LOG=1   print each Conv's choice to stderr, once per command
+ * The tile and split come from cl_tiles.c's model (rows = output
+ * channels, columns = pixels); STRATA_OPENCL_CONV_TILE and
+ * STRATA_OPENCL_CONV_SPLITK force them, STRATA_OPENCL_TILE_LOG=1 prints
+ * each Conv's choice to stderr, once per command.
  *
- * The choice and the partial-sum buffer live in the command's slot, made
- * on its first run (the plan fixes the shapes; a different shape remakes
- * them).  Every offset must fit 32 bits for the kernel's int math; where
+ * Every offset must fit 32 bits for the kernel's int math; where
  * one does not, st_cl_conv_tiled says so and k_conv.c runs the 64-bit
  * st_conv_gemm instead.
  */
@@ -32,7 +21,7 @@
 #include "core/status.h"
 #include "ops/conv.h"
 
-#define CG_K 16
+#define CG_K ST_CL_TILE_K
 #define CG_W 16
 
 /* Same layout as st_cg_p in conv_gemm.cl. */
@@ -50,71 +39,11 @@ typedef struct st_cl_cg_p {
 } st_cl_cg_p;
 _Static_assert(sizeof(st_cl_cg_p) == 48 * 4, "st_cl_cg_p has no padding");
 
-/* The tile kernels, in the order the model prefers them on a tie. */
-static const struct cg_tile {
-    st_clk id;
-    int rm, rn;
-    const char *name;
-} TILES[] = {
-    {ST_CLK_conv_t64x64, 4, 4, "64x64"}, {ST_CLK_conv_t64x32, 4, 2, "64x32"}, {ST_CLK_conv_t32x64, 2, 4, "32x64"},
-    {ST_CLK_conv_t32x32, 2, 2, "32x32"}, {ST_CLK_conv_t16x64, 1, 4, "16x64"},
-};
-#define N_TILES ((int)(sizeof TILES / sizeof *TILES))
-
-int st_cl_conv_tile_index(const char *name)
-{
-    for (int i = 0; i < N_TILES; i++)
-        if (strcmp(name, TILES[i].name) == 0) return i;
-    return -1;
-}
-
-const char *st_cl_conv_tile_names(void) { return "64x64, 64x32, 32x64, 32x32 or 16x64"; }
-
-/* What a command keeps between runs (its slot). */
-typedef struct cg_slot {
-    int64_t key[4];  /* M, P, K, Z the choice was made for */
-    int tile, splits;
-    cl_mem part;     /* splits x Z x M x P floats, NULL when splits == 1 */
-} cg_slot;
-
-static void cg_slot_release(void *data)
-{
-    cg_slot *s = data;
-    if (s->part) clReleaseMemObject(s->part);
-    free(s);
-}
+/* The tile kernels, by st_cl_tiles' index. */
+static const st_clk TILE_KERNELS[ST_CL_N_TILES] = {ST_CLK_conv_t64x64, ST_CLK_conv_t64x32, ST_CLK_conv_t32x64,
+                                                   ST_CLK_conv_t32x32, ST_CLK_conv_t16x64};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* The model of the header: the tile and split for M x P x K x Z. */
-static void cg_choose(const st_cl_device *d, int64_t M, int64_t P, int64_t K, int64_t Z, int *tile, int *splits)
-{
-    int64_t ksteps = cdiv(K, CG_K);
-    int64_t slots = (int64_t)(d->conv_cus > 0 ? d->conv_cus : 1) * (d->conv_fill > 0 ? d->conv_fill : 2);
-    double best = 0;
-    bool first = true;
-    *tile = 0;
-    *splits = 1;
-    for (int t = 0; t < N_TILES; t++) {
-        if (d->conv_tile >= 0 && t != d->conv_tile) continue;
-        int64_t base = cdiv(M, CG_W * TILES[t].rm) * cdiv(P, CG_W * TILES[t].rn) * Z;
-        /* a split walks at least 4 steps (64 of K), 16 splits at most */
-        int64_t s0 = 1, s1 = ksteps / 4 < 16 ? ksteps / 4 : 16;
-        if (s1 < 1) s1 = 1;
-        if (d->conv_splitk > 0) s0 = s1 = d->conv_splitk < ksteps ? d->conv_splitk : ksteps;
-        for (int64_t s = s0; s <= s1; s++) {
-            int64_t steps = cdiv(ksteps, s), se = cdiv(ksteps, steps); /* no empty split */
-            double cost = (double)cdiv(base * se, slots) * (double)(steps + 2) * (16.0 * TILES[t].rm * TILES[t].rn + 48);
-            if (se > 1) cost += 2000 + (double)se * (double)(M * P * Z) / 500;
-            if (first || cost < best) {
-                first = false;
-                best = cost;
-                *tile = t;
-                *splits = (int)se;
-            }
-        }
-    }
-}
 
 /* |offset| + the span of a view's dims, in elements: every index the
  * kernel forms from it lies within this of 0. */
@@ -156,34 +85,9 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
         16 * M * P * Z >= LIM)
         return ST_OK;
 
-    cg_slot *sl = c->slot->data;
-    int64_t key[4] = {M, P, K, Z};
-    if (sl && memcmp(sl->key, key, sizeof key) != 0) {
-        cg_slot_release(sl);
-        c->slot->data = sl = NULL;
-        c->slot->release = NULL;
-    }
-    if (!sl) {
-        sl = calloc(1, sizeof *sl);
-        if (!sl) return st_error(ST_ERR_NOMEM, "node '%s': out of memory for the Conv's tile choice", k->node->name);
-        memcpy(sl->key, key, sizeof key);
-        cg_choose(c->dev, M, P, K, Z, &sl->tile, &sl->splits);
-        if (sl->splits > 1) {
-            cl_int err;
-            size_t bytes = (size_t)(sl->splits * Z * M * P) * sizeof(float);
-            sl->part = clCreateBuffer(c->dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-            if (err != CL_SUCCESS) {
-                free(sl);
-                return st_cl_check(err, "clCreateBuffer (Conv split-K partial sums)");
-            }
-        }
-        c->slot->data = sl;
-        c->slot->release = cg_slot_release;
-        if (c->dev->conv_log)
-            fprintf(stderr, "strata: opencl Conv '%s': M %lld, P %lld, K %lld, Z %lld: tile %s, split %d (%d compute units x %d)\n",
-                    k->node->name, (long long)M, (long long)P, (long long)K, (long long)Z, TILES[sl->tile].name, sl->splits,
-                    c->dev->conv_cus, c->dev->conv_fill);
-    }
+    int tile, splits;
+    cl_mem pm;
+    ST_TRY(st_cl_tile_slot(c, &c->dev->conv_force, k->node, M, P, K, Z, &tile, &splits, &pm));
 
     st_cl_cg_p p;
     memset(&p, 0, sizeof p);
@@ -235,23 +139,24 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
     p.act_a = s->epi.alpha;
     p.act_b = s->epi.beta;
     /* K per split: whole steps, so the counters advance by CG_K */
-    p.splits = sl->splits;
-    p.kchunk = (cl_int)(cdiv(cdiv(K, CG_K), sl->splits) * CG_K);
+    p.splits = splits;
+    p.kchunk = (cl_int)(cdiv(cdiv(K, CG_K), splits) * CG_K);
     p.cstep = (cl_int)(CG_K / (kh * kw));
     p.astep = (cl_int)(CG_K % (kh * kw) / kw);
     p.bstep = (cl_int)(CG_K % (kh * kw) % kw);
 
-    const struct cg_tile *t = &TILES[sl->tile];
-    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), wm = st_cl_mem(w), bm = b ? st_cl_mem(b) : NULL, pm = sl->part;
+    const st_cl_tile *t = &st_cl_tiles[tile];
+    st_clk id = TILE_KERNELS[tile];
+    cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), wm = st_cl_mem(w), bm = b ? st_cl_mem(b) : NULL;
     cl_kernel kern;
-    ST_TRY(st_cl_kernel(c, t->id, &kern));
+    ST_TRY(st_cl_kernel(c, id, &kern));
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(xm), ST_CLA(wm), ST_CLA(bm), ST_CLA(pm), {sizeof p, &p}};
-    ST_TRY(st_cl_set_args(kern, t->id, 6, args));
+    ST_TRY(st_cl_set_args(kern, id, 6, args));
     size_t global[3] = {(size_t)(cdiv(P, CG_W * t->rn) * CG_W), (size_t)(cdiv(M, CG_W * t->rm) * CG_W),
-                        (size_t)(Z * sl->splits)};
+                        (size_t)(Z * splits)};
     size_t local[3] = {CG_W, CG_W, 1};
-    ST_TRY(st_cl_run(c, kern, t->id, 3, global, local, true));
-    if (sl->splits > 1) {
+    ST_TRY(st_cl_run(c, kern, id, 3, global, local, true));
+    if (splits > 1) {
         ST_TRY(st_cl_kernel(c, ST_CLK_conv_splitk, &kern));
         st_cl_arg sargs[] = {ST_CLA(ym), ST_CLA(bm), ST_CLA(pm), {sizeof p, &p}};
         ST_TRY(st_cl_set_args(kern, ST_CLK_conv_splitk, 4, sargs));

@@ -359,7 +359,25 @@ static st_status env_int(const char *name, int lo, int hi, int *out)
     return ST_OK;
 }
 
-/* The Conv kernel's choice and its overrides (k_conv.c, k_conv_gemm.c). */
+/* STRATA_OPENCL_<what>_TILE and _SPLITK into f (cl_tiles.c). */
+static st_status tiling_knobs(const char *what, st_cl_tiling *f)
+{
+    char name[64];
+    f->tile = -1;
+    f->splitk = 0;
+    snprintf(name, sizeof name, "STRATA_OPENCL_%s_SPLITK", what);
+    ST_TRY(env_int(name, 1, 64, &f->splitk));
+    snprintf(name, sizeof name, "STRATA_OPENCL_%s_TILE", what);
+    const char *tile = getenv(name);
+    if (tile && *tile) {
+        f->tile = st_cl_tile_index(tile);
+        if (f->tile < 0) return st_error(ST_ERR_INVALID_ARG, "opencl: %s=%s: expected %s", name, tile, ST_CL_TILE_NAMES);
+    }
+    return ST_OK;
+}
+
+/* The Conv kernel's choice and the tiled GEMMs' overrides (k_conv.c,
+ * cl_tiles.c). */
 static st_status conv_knobs(st_cl_device *d, const cand *c)
 {
     const char *conv = getenv("STRATA_OPENCL_CONV");
@@ -372,22 +390,14 @@ static st_status conv_knobs(st_cl_device *d, const cand *c)
     }
     cl_uint cus = 1;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
-    d->conv_cus = cus > 0 ? (int)cus : 1;
-    d->conv_fill = 2;
-    d->conv_tile = -1;
-    d->conv_splitk = 0;
-    ST_TRY(env_int("STRATA_OPENCL_CONV_CUS", 1, 100000, &d->conv_cus));
-    ST_TRY(env_int("STRATA_OPENCL_CONV_FILL", 1, 64, &d->conv_fill));
-    ST_TRY(env_int("STRATA_OPENCL_SPLITK", 1, 64, &d->conv_splitk));
-    const char *tile = getenv("STRATA_OPENCL_CONV_TILE");
-    if (tile && *tile) {
-        d->conv_tile = st_cl_conv_tile_index(tile);
-        if (d->conv_tile < 0)
-            return st_error(ST_ERR_INVALID_ARG, "opencl: STRATA_OPENCL_CONV_TILE=%s: expected %s (channels x pixels)", tile,
-                            st_cl_conv_tile_names());
-    }
-    const char *log = getenv("STRATA_OPENCL_CONV_LOG");
-    d->conv_log = log && strcmp(log, "1") == 0;
+    d->cus = cus > 0 ? (int)cus : 1;
+    d->fill = 2;
+    ST_TRY(env_int("STRATA_OPENCL_CUS", 1, 100000, &d->cus));
+    ST_TRY(env_int("STRATA_OPENCL_FILL", 1, 64, &d->fill));
+    ST_TRY(tiling_knobs("CONV", &d->conv_force));
+    ST_TRY(tiling_knobs("GEMM", &d->gemm_force));
+    const char *log = getenv("STRATA_OPENCL_TILE_LOG");
+    d->tile_log = log && strcmp(log, "1") == 0;
     return ST_OK;
 }
 

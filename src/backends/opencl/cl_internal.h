@@ -38,7 +38,12 @@
     X(qlut)                  \
     X(qbinary)               \
     X(copy)                  \
-    X(gemm)                  \
+    X(gemm_t64x64)           \
+    X(gemm_t64x32)           \
+    X(gemm_t32x64)           \
+    X(gemm_t32x32)           \
+    X(gemm_t16x64)           \
+    X(gemm_splitk)           \
     X(conv_gemm)             \
     X(conv_rows)             \
     X(conv_t64x64)           \

@@ -81,8 +81,9 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
     /* int32 math: every operand's reach, and a window's overhang past
      * the input (pads, dilated taps) in input strides */
     int64_t over = (ph + dh * kh) * (xs3 < 0 ? -xs3 : xs3) + (pw + dw * kw) * (xs4 < 0 ? -xs4 : xs4);
+    int64_t most_splits = c->dev->conv_force.splitk > 16 ? c->dev->conv_force.splitk : 16; /* cl_tiles.c's cap */
     if (reach(x) >= LIM || reach(w) >= LIM || reach(y) >= LIM || (b && reach(b) >= LIM) || over >= LIM || K >= LIM ||
-        16 * M * P * Z >= LIM)
+        most_splits * M * P * Z >= 2 * LIM /* the partial sums' index */)
         return ST_OK;
 
     int tile, splits;

@@ -1,23 +1,25 @@
 #!/usr/bin/python3
-"""conv_tiles_test.py STRATA — the GPU Conv kernels of OpenCL (conv_gemm.cl)
-with every tile and with K split, forced through the env knobs of
-cl_tiles.c, on PoCL (which is a CPU device, so strata would otherwise
-run st_conv_rows there).
+"""tiles_test.py STRATA — OpenCL's tiled GEMMs, the GPU Conv (conv_gemm.cl)
+and MatMul/Gemm (gemm.cl), with every tile and with K split, forced
+through the env knobs of cl_tiles.c, on PoCL (which is a CPU device, so
+strata would otherwise run st_conv_rows there for Conv).
 
 One model holds convs chosen to reach the kernels' edges: a deep conv over
 a small image (YOLOv8n's head: 256 -> 80 channels, 3x3, 20x20, fused SiLU),
 a batch of 2 with stride, dilation and asymmetric pads whose output is a
 strided view (a Concat along W), a grouped 1-D conv, a 1x1 conv over a
 strided input view (a Slice with steps), and a stem conv (3 -> 16
-channels, K = 27, not a multiple of the 16-wide K step).  Inputs and
+channels, K = 27, not a multiple of the 16-wide K step); a MatMul over a
+transposed view with batches, a deep one (K = 1000) with broadcast batch
+dims, and a Gemm with transB, alpha, beta and a broadcast C.  Inputs and
 weights are fresh random draws; each run has --sanitize (fresh memory is
 poisoned, so an unwritten output element cannot pass) and --no-fallback.
 
 Each run forces STRATA_OPENCL_CONV=tiled with one tile
-(STRATA_OPENCL_CONV_TILE) and one split (STRATA_OPENCL_CONV_SPLITK), plus the
-model's own choice for a 132-compute-unit GPU (STRATA_OPENCL_CUS),
-and STRATA_OPENCL_TILE_LOG=1 proves from stderr that every conv ran the
-tile and split asked for.  Every output element is compared with a float64
+(STRATA_OPENCL_{CONV,GEMM}_TILE) and one split (..._SPLITK), or the
+model's own choice for a 132-compute-unit GPU (STRATA_OPENCL_CUS), and
+STRATA_OPENCL_TILE_LOG=1 proves from stderr that every node ran the tile
+and split asked for.  Every output element is compared with a float64
 reference computed here: f32 within 1e-5 of the output's max |ref|, f16
 storage within 1e-2 of it.  Exits 77 without an OpenCL device.
 """
@@ -78,7 +80,7 @@ def build(tmp, rng):
             args.append("b_" + name)
         nodes.append(helper.make_node("Conv", args, ["c_" + name], strides=stride, pads=pads, dilations=dil, group=group,
                                       kernel_shape=list(wv.shape[2:]), name="conv_" + name))
-        convs.append((name, wv.shape[0] // group, int(np.prod(wv.shape[1:]))))
+        convs.append(("conv_" + name, int(np.prod(wv.shape[1:]))))
         return conv_ref(xval, wv, bv, stride, pads, dil, group)
 
     # YOLOv8n's /layers.22/cv3.2/cv3.2.0: deep K, small image, fused SiLU
@@ -117,11 +119,37 @@ def build(tmp, rng):
     refs["c_stem"] = conv("stem", "x5", x5, w(16, 3, 3, 3), w(16, 1)[:, 0], [2, 2], [1, 1, 1, 1], [1, 1], 1)
     outs.append("c_stem")
 
-    g = helper.make_graph(nodes, "conv_tiles",
+    # MatMul over a transposed view, 3 batches
+    x6 = rng.standard_normal((3, 70, 45)).astype(np.float32)
+    ins["x6"] = x6
+    inits["wm"] = w(70, 90)
+    nodes += [helper.make_node("Transpose", ["x6"], ["x6t"], perm=[0, 2, 1]),
+              helper.make_node("MatMul", ["x6t", "wm"], ["mm_view"], name="mm_view")]
+    refs["mm_view"] = np.matmul(x6.transpose(0, 2, 1).astype(np.float64), inits["wm"].astype(np.float64))
+    convs.append(("mm_view", 70))
+    outs.append("mm_view")
+    # deep K, batch dims broadcast from both sides
+    x7 = rng.standard_normal((2, 1, 20, 1000)).astype(np.float32)
+    ins["x7"] = x7
+    inits["wd"] = w(3, 1000, 24)
+    nodes.append(helper.make_node("MatMul", ["x7", "wd"], ["mm_deep"], name="mm_deep"))
+    refs["mm_deep"] = np.matmul(x7.astype(np.float64), inits["wd"].astype(np.float64))
+    convs.append(("mm_deep", 1000))
+    outs.append("mm_deep")
+    # Gemm: transB, alpha, beta, C broadcast along rows
+    x8 = rng.standard_normal((33, 130)).astype(np.float32)
+    ins["x8"] = x8
+    inits.update({"wg": w(77, 130), "bg": w(77, 1)[:, 0]})
+    nodes.append(helper.make_node("Gemm", ["x8", "wg", "bg"], ["gemm"], transB=1, alpha=0.5, beta=2.0, name="gemm"))
+    refs["gemm"] = 0.5 * x8.astype(np.float64) @ inits["wg"].astype(np.float64).T + 2.0 * inits["bg"].astype(np.float64)
+    convs.append(("gemm", 130))
+    outs.append("gemm")
+
+    g = helper.make_graph(nodes, "tiles",
                           [helper.make_tensor_value_info(n, T.FLOAT, list(v.shape)) for n, v in ins.items()],
                           [helper.make_tensor_value_info(n, T.FLOAT, None) for n in outs],
                           [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    path = os.path.join(tmp, "conv_tiles.onnx")
+    path = os.path.join(tmp, "tiles.onnx")
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     feeds = []
     for n, v in ins.items():
@@ -139,7 +167,7 @@ def expected_split(k, forced):
     return -(-ks // steps)
 
 
-LOG = re.compile(r"opencl Conv '(\S+)': M (\d+), N (\d+), K (\d+), Z (\d+): tile (\S+), split (\d+)")
+LOG = re.compile(r"opencl \w+ '(\S+)': M (\d+), N (\d+), K (\d+), Z (\d+): tile (\S+), split (\d+)")
 
 
 def main():
@@ -156,12 +184,13 @@ def main():
         path, feeds, refs, convs = build(tmp, rng)
         for tile, split, cus, prec in runs:
             env = dict(os.environ, STRATA_OPENCL_CONV="tiled", STRATA_OPENCL_TILE_LOG="1")
-            for k in ("STRATA_OPENCL_CONV_TILE", "STRATA_OPENCL_CONV_SPLITK", "STRATA_OPENCL_CUS"):
-                env.pop(k, None)
-            if tile:
-                env["STRATA_OPENCL_CONV_TILE"] = tile
-            if split:
-                env["STRATA_OPENCL_CONV_SPLITK"] = str(split)
+            for k in ("CONV_TILE", "CONV_SPLITK", "GEMM_TILE", "GEMM_SPLITK", "CUS", "FILL"):
+                env.pop("STRATA_OPENCL_" + k, None)
+            for op in ("CONV", "GEMM"):
+                if tile:
+                    env["STRATA_OPENCL_%s_TILE" % op] = tile
+                if split:
+                    env["STRATA_OPENCL_%s_SPLITK" % op] = str(split)
             if cus:
                 env["STRATA_OPENCL_CUS"] = str(cus)
             what = "tile %s split %s cus %s %s" % (tile or "auto", split or "auto", cus or "device", prec)
@@ -178,17 +207,17 @@ def main():
                 fail("strata run (%s) returned %d" % (what, r.returncode))
             seen = {m.group(1): m for m in LOG.finditer(r.stderr)}
             choices = []
-            for name, mg, k in convs:
-                node = next((n for n in seen if "conv_" + name in n), None)
+            for name, k in convs:
+                node = next((n for n in seen if name in n), None)
                 m = seen.get(node)
                 if not m:
                     print(r.stderr)
-                    fail("%s: no tile choice logged for conv %s (did it run st_conv_gemm or st_conv_rows?)" % (what, name))
+                    fail("%s: no tile choice logged for node %s (did it run st_conv_gemm or st_conv_rows?)" % (what, name))
                 if tile and m.group(6) != tile:
-                    fail("%s: conv %s ran tile %s" % (what, name, m.group(6)))
+                    fail("%s: node %s ran tile %s" % (what, name, m.group(6)))
                 if split and int(m.group(7)) != expected_split(k, split):
-                    fail("%s: conv %s ran split %s, expected %d" % (what, name, m.group(7), expected_split(k, split)))
-                choices.append("%s %s/%s" % (name, m.group(6), m.group(7)))
+                    fail("%s: node %s ran split %s, expected %d" % (what, name, m.group(7), expected_split(k, split)))
+                choices.append("%s %s/%s" % (name.replace("conv_", ""), m.group(6), m.group(7)))
             tol = 1e-5 if prec == "f32" else 1e-2
             errs = []
             for name, ref in refs.items():

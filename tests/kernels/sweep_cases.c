@@ -1169,6 +1169,7 @@ static bool gen_conv(kc_rng *r, st_dtype dt, kc_case *c)
     int g = kc_int(r, 0, 2) ? 1 : kc_int(r, 1, 3);
     int64_t C = g * kc_int(r, 1, 4), M = g * kc_int(r, 1, 4);
     if (kc_int(r, 0, 4) == 0) C = M = g = kc_int(r, 2, 6);   /* depthwise */
+    else if (kc_int(r, 0, 3) == 0) M = g * kc_int(r, 16, 21); /* >= 16 per group: a GPU's implicit GEMM */
     int64_t dims[4] = {kc_int(r, 1, 2), C, kc_int(r, 3, 14), kc_int(r, 3, 14)};
     int kh = kc_int(r, 1, 3), kw = kc_int(r, 1, 3), sh = kc_int(r, 1, 2), sw = kc_int(r, 1, 2), dl = kc_int(r, 0, 3) ? 1 : 2;
     int pt = kc_int(r, 0, kh - 1), pl = kc_int(r, 0, kw - 1), pb = kc_int(r, 0, kh - 1), pr = kc_int(r, 0, kw - 1);

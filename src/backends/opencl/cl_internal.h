@@ -38,9 +38,20 @@
     X(qlut)                  \
     X(qbinary)               \
     X(copy)                  \
-    X(gemm)                  \
+    X(gemm_t64x64)           \
+    X(gemm_t64x32)           \
+    X(gemm_t32x64)           \
+    X(gemm_t32x32)           \
+    X(gemm_t16x64)           \
+    X(gemm_splitk)           \
     X(conv_gemm)             \
     X(conv_rows)             \
+    X(conv_t64x64)           \
+    X(conv_t64x32)           \
+    X(conv_t32x64)           \
+    X(conv_t32x32)           \
+    X(conv_t16x64)           \
+    X(conv_splitk)           \
     X(conv_direct)           \
     X(pool)                  \
     X(pool_global)           \
@@ -78,6 +89,11 @@ typedef enum st_clk {
 
 extern const char *const st_clk_names[ST_CLK_COUNT];
 
+/* A forced tile (an index of st_cl_tiles) and K split; -1 and 0: the model's. */
+typedef struct st_cl_tiling {
+    int tile, splitk;
+} st_cl_tiling;
+
 typedef struct st_cl_device {
     st_backend base;
     int ordinal;
@@ -89,6 +105,12 @@ typedef struct st_cl_device {
     bool out_of_order;                /* the device takes CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE */
     bool ooo_unsafe;                  /* ...but its driver is known to crash with one (see cl_exec.c) */
     bool conv_tiled;                  /* Conv as a local-memory tiled GEMM (GPUs), else st_conv_rows */
+    bool conv_gemm64;                 /* ...by the fixed 64x64, 64-bit st_conv_gemm (STRATA_OPENCL_CONV=gemm64) */
+    /* the tiled GEMMs' tile and split-K choice (cl_tiles.c) and its env overrides */
+    int cus;                          /* compute units planned for */
+    int fill;                         /* resident work-groups per compute unit */
+    st_cl_tiling conv_force, gemm_force;
+    bool tile_log;                    /* print each Conv's and GEMM's choice to stderr */
     bool fp16, fp64, is_gpu;
     bool unified;                     /* host-unified memory (opencl.c): storages are mapped, not copied */
     bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
@@ -205,6 +227,37 @@ bool st_cl_accepts_f32_family(const st_knode *n, char *why, size_t len);
 /* The resolver of rule 2 for OpenCL (see opencl.c): a cl_mem (a storage's,
  * or a sub-buffer made by someone else over one) and a byte offset. */
 st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *storage_off);
+
+/* ---- the tiled GEMMs' tiles (cl_tiles.c) ---- */
+
+/* A tile: 16x16 work-items of rm x rn outputs each; name "64x32" is rows
+ * (output channels) x columns (pixels). */
+typedef struct st_cl_tile {
+    int rm, rn;
+    const char *name;
+} st_cl_tile;
+#define ST_CL_N_TILES 5
+#define ST_CL_TILE_K 16 /* K per step of every tile kernel */
+#define ST_CL_TILE_NAMES "64x64, 64x32, 32x64, 32x32 or 16x64"
+extern const st_cl_tile st_cl_tiles[ST_CL_N_TILES];
+/* The index of a tile name, or -1. */
+int st_cl_tile_index(const char *name);
+/* The tile and K split for an M x N x K product over Z batches. */
+void st_cl_tile_choose(const st_cl_device *d, const st_cl_tiling *force, int64_t M, int64_t N, int64_t K, int64_t Z,
+                       int *tile, int *splits);
+
+/* The tile and split of the command c runs (made on its first run and
+ * kept in its slot: the plan fixes the shapes, a different shape remakes
+ * them), and the partial-sum buffer a split needs (splits x Z x M x N
+ * floats; NULL for one split).  STRATA_OPENCL_TILE_LOG=1 prints the
+ * choice once. */
+st_status st_cl_tile_slot(st_cl_ctx *c, const st_cl_tiling *force, const st_node *node, int64_t M, int64_t N, int64_t K,
+                          int64_t Z, int *tile, int *splits, cl_mem *part);
+
+/* Runs k's Conv (1 or 2 spatial dims) through conv_gemm.cl and sets *ran;
+ * leaves *ran false, enqueuing nothing, where an offset exceeds the
+ * kernel's 32-bit math (k_conv_gemm.c). */
+st_status st_cl_conv_tiled(const st_kctx *k, bool *ran);
 
 st_status st_cl_exec_create(st_backend *b, const st_session_options *o, st_exec **out);
 

@@ -4,12 +4,15 @@
  *
  * A Conv with 1 or 2 spatial dims and at least 16 output channels per
  * group is a GEMM of output channels x pixels.  On a GPU it runs as an
- * implicit GEMM tiled through local memory (st_conv_gemm, 64x64 tiles);
- * on a CPU device (PoCL), where local memory is ordinary memory and
- * barriers split the work-group loop, st_conv_rows is about twice as
- * fast: each work-item computes 8 channels of one pixel straight from
- * global memory, and the compiler vectorises across neighbouring pixels.
- * STRATA_OPENCL_CONV=tiled or =rows overrides the choice.  Other convs
+ * implicit GEMM tiled through local memory, its tile and split of K
+ * chosen per problem (k_conv_gemm.c, conv_gemm.cl; conv.cl's 64x64
+ * st_conv_gemm with 64-bit offsets where 32 bits do not reach); on a CPU
+ * device (PoCL), where local memory is ordinary memory and barriers split
+ * the work-group loop, st_conv_rows is about twice as fast: each
+ * work-item computes 8 channels of one pixel straight from global memory,
+ * and the compiler vectorises across neighbouring pixels.
+ * STRATA_OPENCL_CONV=tiled or =rows overrides the choice, =gemm64 forces
+ * the old fixed 64x64 kernel (for A/B runs).  Other convs
  * (depthwise, few channels, 3-D) run st_conv_direct, one output element
  * per work-item.  Bias and the fused activation (st_conv_state's
  * epilogue) are applied before the single store.
@@ -140,7 +143,13 @@ st_status st_cl_conv(const st_kctx *k)
         size_t local[3] = {64, 1, 1};
         return launch(k->dev, ST_CLK_conv_rows, &p, ym, xm, wm, bm, 3, global, local);
     }
+    if (s->nsp <= 2 && p.mg >= 16 && !((st_cl_ctx *)k->dev)->dev->conv_gemm64) {
+        bool ran;
+        ST_TRY(st_cl_conv_tiled(k, &ran));
+        if (ran) return ST_OK;
+    }
     if (s->nsp <= 2 && p.mg >= 16) {
+        /* offsets past 32 bits, or STRATA_OPENCL_CONV=gemm64 */
         int64_t pixels = p.os[1] * p.os[2];
         size_t global[3] = {(size_t)((pixels + CT - 1) / CT * CW), (size_t)((p.mg + CT - 1) / CT * CW),
                             (size_t)(p.nimg * p.groups)};

@@ -1,9 +1,11 @@
 /*
- * k_linalg.c — host side of MatMul and Gemm on OpenCL: both become one
- * launch of the tiled st_gemm kernel (gemm.cl) with the operands' own
+ * k_linalg.c — host side of MatMul and Gemm on OpenCL: both become a
+ * launch of a tiled st_gemm_t* kernel (gemm.cl) with the operands' own
  * strides (a transposed view or transA/transB only swaps strides) and,
- * for MatMul, the broadcast batch dims.  f32, f16 and bf16 data; the
- * products accumulate in f32.
+ * for MatMul, the broadcast batch dims; the tile and split of K are
+ * cl_tiles.c's choice (STRATA_OPENCL_GEMM_TILE and _SPLITK force them),
+ * a split adding st_gemm_splitk.  f32, f16 and bf16 data; the products
+ * accumulate in f32.
  */
 #include <string.h>
 
@@ -11,7 +13,6 @@
 #include "core/status.h"
 #include "ops/linalg.h"
 
-#define GT 64
 #define GW 16
 
 /* Same layout as st_gemm_p in gemm.cl. */
@@ -26,23 +27,48 @@ typedef struct st_cl_gemm_p {
     cl_long a_dt, b_dt, y_dt, c_dt;
     cl_long has_c, act;
     cl_long a_kfast, b_kfast;
+    cl_long batches, splits, kchunk;
     cl_float alpha, beta, act_a, act_b;
 } st_cl_gemm_p;
-_Static_assert(sizeof(st_cl_gemm_p) == 48 * 8 + 16, "st_cl_gemm_p has no padding");
+_Static_assert(sizeof(st_cl_gemm_p) == 51 * 8 + 16, "st_cl_gemm_p has no padding");
+
+/* The tile kernels, by st_cl_tiles' index. */
+static const st_clk TILE_KERNELS[ST_CL_N_TILES] = {ST_CLK_gemm_t64x64, ST_CLK_gemm_t64x32, ST_CLK_gemm_t32x64,
+                                                   ST_CLK_gemm_t32x32, ST_CLK_gemm_t16x64};
 
 
 static int64_t elem_off(const st_view *v) { return v->offset / (int64_t)st_dtype_size(v->dtype); }
 
-static st_status launch(st_cl_ctx *c, const st_cl_gemm_p *p, cl_mem y, cl_mem a, cl_mem b, cl_mem cm, int64_t batches)
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static st_status launch(const st_kctx *k, st_cl_gemm_p *p, cl_mem y, cl_mem a, cl_mem b, cl_mem cm, int64_t batches)
 {
     if (p->m == 0 || p->n == 0 || batches == 0) return ST_OK;
+    st_cl_ctx *c = k->dev;
+    int tile, splits;
+    cl_mem part;
+    ST_TRY(st_cl_tile_slot(c, &c->dev->gemm_force, k->node, p->m, p->n, p->k, batches, &tile, &splits, &part));
+    p->batches = batches;
+    p->splits = splits;
+    p->kchunk = cdiv(cdiv(p->k, ST_CL_TILE_K), splits) * ST_CL_TILE_K;
+    const st_cl_tile *t = &st_cl_tiles[tile];
+    st_clk id = TILE_KERNELS[tile];
     cl_kernel kern;
-    ST_TRY(st_cl_kernel(c, ST_CLK_gemm, &kern));
-    st_cl_arg args[] = {ST_CLA(y), ST_CLA(a), ST_CLA(b), ST_CLA(cm), {sizeof *p, p}};
-    ST_TRY(st_cl_set_args(kern, ST_CLK_gemm, 5, args));
-    size_t global[3] = {(size_t)((p->n + GT - 1) / GT * GW), (size_t)((p->m + GT - 1) / GT * GW), (size_t)batches};
+    ST_TRY(st_cl_kernel(c, id, &kern));
+    st_cl_arg args[] = {ST_CLA(y), ST_CLA(a), ST_CLA(b), ST_CLA(cm), ST_CLA(part), {sizeof *p, p}};
+    ST_TRY(st_cl_set_args(kern, id, 6, args));
+    size_t global[3] = {(size_t)(cdiv(p->n, GW * t->rn) * GW), (size_t)(cdiv(p->m, GW * t->rm) * GW),
+                        (size_t)(batches * splits)};
     size_t local[3] = {GW, GW, 1};
-    return st_cl_run(c, kern, ST_CLK_gemm, 3, global, local, true);
+    ST_TRY(st_cl_run(c, kern, id, 3, global, local, true));
+    if (splits > 1) {
+        ST_TRY(st_cl_kernel(c, ST_CLK_gemm_splitk, &kern));
+        st_cl_arg sargs[] = {ST_CLA(y), ST_CLA(cm), ST_CLA(part), {sizeof *p, p}};
+        ST_TRY(st_cl_set_args(kern, ST_CLK_gemm_splitk, 4, sargs));
+        size_t g2[3] = {(size_t)p->n, (size_t)p->m, (size_t)batches};
+        ST_TRY(st_cl_run(c, kern, ST_CLK_gemm_splitk, 3, g2, NULL, true));
+    }
+    return ST_OK;
 }
 
 st_status st_cl_matmul(const st_kctx *k)
@@ -84,7 +110,7 @@ st_status st_cl_matmul(const st_kctx *k)
     p.b_kfast = p.b_rs == 1 && p.b_cs != 1;
     p.alpha = 1.0f;
     if (p.k == 0) p.alpha = 0.0f; /* an empty sum: the kernel writes zeros */
-    return launch(k->dev, &p, st_cl_mem(y), st_cl_mem(a), st_cl_mem(b), NULL, batches);
+    return launch(k, &p, st_cl_mem(y), st_cl_mem(a), st_cl_mem(b), NULL, batches);
 }
 
 st_status st_cl_gemm(const st_kctx *k)
@@ -124,7 +150,7 @@ st_status st_cl_gemm(const st_kctx *k)
     p.b_kfast = p.b_rs == 1 && p.b_cs != 1;
     p.alpha = s->alpha;
     p.beta = s->beta;
-    return launch(k->dev, &p, st_cl_mem(y), st_cl_mem(a), st_cl_mem(b), p.has_c ? st_cl_mem(cv) : NULL, 1);
+    return launch(k, &p, st_cl_mem(y), st_cl_mem(a), st_cl_mem(b), p.has_c ? st_cl_mem(cv) : NULL, 1);
 }
 
 /* ---- the kernel table entries of this file (opencl/table.c) ---- */

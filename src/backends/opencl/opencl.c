@@ -344,6 +344,63 @@ static void info_str(cl_device_id dev, cl_device_info what, char *out, size_t ca
     out[cap - 1] = 0;
 }
 
+/* A whole number in [lo, hi] from env var name, or *out untouched when
+ * unset; anything else is an error, so a mistyped A/B knob is never
+ * silently the default. */
+static st_status env_int(const char *name, int lo, int hi, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return ST_OK;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi)
+        return st_error(ST_ERR_INVALID_ARG, "opencl: %s=%s: expected a whole number from %d to %d", name, v, lo, hi);
+    *out = (int)x;
+    return ST_OK;
+}
+
+/* STRATA_OPENCL_<what>_TILE and _SPLITK into f (cl_tiles.c). */
+static st_status tiling_knobs(const char *what, st_cl_tiling *f)
+{
+    char name[64];
+    f->tile = -1;
+    f->splitk = 0;
+    snprintf(name, sizeof name, "STRATA_OPENCL_%s_SPLITK", what);
+    ST_TRY(env_int(name, 1, 64, &f->splitk));
+    snprintf(name, sizeof name, "STRATA_OPENCL_%s_TILE", what);
+    const char *tile = getenv(name);
+    if (tile && *tile) {
+        f->tile = st_cl_tile_index(tile);
+        if (f->tile < 0) return st_error(ST_ERR_INVALID_ARG, "opencl: %s=%s: expected %s", name, tile, ST_CL_TILE_NAMES);
+    }
+    return ST_OK;
+}
+
+/* The Conv kernel's choice and the tiled GEMMs' overrides (k_conv.c,
+ * cl_tiles.c). */
+static st_status conv_knobs(st_cl_device *d, const cand *c)
+{
+    const char *conv = getenv("STRATA_OPENCL_CONV");
+    d->conv_tiled = c->gpu;
+    if (conv && *conv) {
+        if (strcmp(conv, "tiled") != 0 && strcmp(conv, "rows") != 0 && strcmp(conv, "gemm64") != 0)
+            return st_error(ST_ERR_INVALID_ARG, "opencl: STRATA_OPENCL_CONV=%s: expected tiled, gemm64 or rows", conv);
+        d->conv_tiled = strcmp(conv, "rows") != 0;
+        d->conv_gemm64 = strcmp(conv, "gemm64") == 0;
+    }
+    cl_uint cus = 1;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    d->cus = cus > 0 ? (int)cus : 1;
+    d->fill = 2;
+    ST_TRY(env_int("STRATA_OPENCL_CUS", 1, 100000, &d->cus));
+    ST_TRY(env_int("STRATA_OPENCL_FILL", 1, 64, &d->fill));
+    ST_TRY(tiling_knobs("CONV", &d->conv_force));
+    ST_TRY(tiling_knobs("GEMM", &d->gemm_force));
+    const char *log = getenv("STRATA_OPENCL_TILE_LOG");
+    d->tile_log = log && strcmp(log, "1") == 0;
+    return ST_OK;
+}
+
 static st_status device_init(st_cl_device *d, const cand *c)
 {
     d->platform = c->platform;
@@ -393,8 +450,7 @@ static st_status device_init(st_cl_device *d, const cand *c)
     d->unified = unified == CL_TRUE || (type & CL_DEVICE_TYPE_CPU) != 0;
     const char *nozc = getenv("STRATA_OPENCL_NO_ZERO_COPY");
     d->base.host_mapped = d->unified && !(nozc && strcmp(nozc, "1") == 0);
-    const char *conv = getenv("STRATA_OPENCL_CONV");
-    d->conv_tiled = conv && *conv ? strcmp(conv, "tiled") == 0 : c->gpu;
+    ST_TRY(conv_knobs(d, c));
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->addr_align, &d->addr_align, NULL);
     cl_int err;

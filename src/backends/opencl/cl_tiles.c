@@ -41,7 +41,7 @@ void st_cl_tile_choose(const st_cl_device *d, const st_cl_tiling *force, int64_t
                        int *tile, int *splits)
 {
     int64_t ksteps = cdiv(K > 0 ? K : 1, ST_CL_TILE_K);
-    int64_t slots = (int64_t)(d->cus > 0 ? d->cus : 1) * (d->fill > 0 ? d->fill : 2);
+    int64_t slots = (int64_t)(d->cus > 0 ? d->cus : 1) * (d->fill > 0 ? d->fill : 4);
     double best = 0;
     bool first = true;
     *tile = 0;

@@ -391,7 +391,10 @@ static st_status conv_knobs(st_cl_device *d, const cand *c)
     cl_uint cus = 1;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
     d->cus = cus > 0 ? (int)cus : 1;
-    d->fill = 2;
+    /* work-groups resident per compute unit, in the tile model: 4 measured
+     * best on an H200 (YOLOv8n b1 f16 2.70 ms against 3.28 with 2 and 3.78
+     * with 1; f32 2.10 against 2.09 and 2.24; bench/RESULTS.md) */
+    d->fill = 4;
     ST_TRY(env_int("STRATA_OPENCL_CUS", 1, 100000, &d->cus));
     ST_TRY(env_int("STRATA_OPENCL_FILL", 1, 64, &d->fill));
     ST_TRY(tiling_knobs("CONV", &d->conv_force));

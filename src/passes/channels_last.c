@@ -32,9 +32,11 @@
  * cuDNN's tensor-core kernels are NHWC, and given NCHW it transposes
  * around each conv (11% of YOLOv8n's kernel time at batch 32 on an H200).
  * At batch 32 on an H200 this took YOLOv8n from 8.12 to 5.01 ms and
- * ResNet-50 from 4.27 to 3.03; at batch 1 YOLOv8n lost (0.83 -> 1.28 ms;
- * not yet profiled), so batch 1 keeps the transpose rule.  In f32 a plain
- * NCHW network (ResNet, YOLO) is laid out as before.
+ * ResNet-50 from 4.27 to 3.03.  At batch 1 it applies only to graphs
+ * without Concat, Split or Slice (ResNet-50 0.86 -> 0.68 ms; YOLOv8n,
+ * whose convs read Split chunks and write concat slots, lost: 0.81 ->
+ * 1.01), and the others keep the transpose rule.  In f32 a plain NCHW
+ * network (ResNet, YOLO) is laid out as before.
  *
  * STRATA_CHANNELS_LAST=0 turns the rule off (to measure it); =1 applies
  * the transpose rule alone, on every backend (every kernel takes strides,
@@ -50,6 +52,19 @@
 
 enum { CL_OFF, CL_TRANSPOSES, CL_ALL };
 
+/* Whether the graph has ops that cut or join values along channels
+ * (Concat, Split, Slice): then a conv at batch 1 may read a channel
+ * slice or write a concat slot. */
+static bool slices_channels(const st_plan *p)
+{
+    for (int j = 0; j < p->g->n_nodes; j++) {
+        const st_op_def *op = st_plan_op(p, &p->g->nodes[j], j);
+        if (op && !op->domain[0] && (!strcmp(op->name, "Concat") || !strcmp(op->name, "Split") || !strcmp(op->name, "Slice")))
+            return true;
+    }
+    return false;
+}
+
 /* The rule for value pv. */
 static int mode(const st_plan *p, const st_pvalue *pv)
 {
@@ -59,11 +74,15 @@ static int mode(const st_plan *p, const st_pvalue *pv)
     if (e && strcmp(e, "all") == 0) return CL_ALL;
     if (e && strcmp(e, "1") == 0) return CL_TRANSPOSES; /* any backend: its kernels take strides (for tests) */
     if (!p->target.main || !(p->target.main->caps & ST_CAP_CHANNELS_LAST)) return CL_OFF;
-    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels; at batch 1
-     * the whole-network rule lost (YOLOv8n 0.83 -> 1.28 ms on an H200,
-     * ResNet-50 0.85 -> 0.79), at 32 it won (8.12 -> 5.01, 4.27 -> 3.03) */
+    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels: at batch 32
+     * the whole-network rule won on every network tried (YOLOv8n 8.12 ->
+     * 5.01 ms on an H200, ResNet-50 4.27 -> 3.03); at batch 1 it won on
+     * ResNet-50 (0.86 -> 0.68) but lost on YOLOv8n (0.81 -> 1.01), whose
+     * C2f blocks feed convs channel slices (Split chunks) and write
+     * concat slots, which cuDNN takes at batch 1 only through copies */
     bool lp = t == ST_F16 || t == ST_BF16;
-    return lp && pv->t.rank == 4 && pv->t.dims[0] >= 2 ? CL_ALL : CL_TRANSPOSES;
+    if (!lp || pv->t.rank != 4) return CL_TRANSPOSES;
+    return pv->t.dims[0] >= 2 || !slices_channels(p) ? CL_ALL : CL_TRANSPOSES;
 }
 
 static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }

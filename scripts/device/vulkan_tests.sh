@@ -4,7 +4,11 @@
 #   here, once:  scripts/device/pack.sh            (strata built with Vulkan)
 #                echo /.gl/ >> .git/info/exclude; mkdir -p .gl /tmp/amd64/partial
 #                o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-#                apt-get $o update; (cd .gl && apt-get $o download libvulkan1 vulkan-validationlayers)
+#                apt-get $o update; (cd .gl && apt-get $o download libvulkan1 vulkan-validationlayers \
+#                  libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+#                (NVIDIA's Vulkan ICD lives in its GLX library, which needs
+#                glvnd's dispatch; with only libvulkan1 carried the ICD
+#                refused to negotiate, 2026-12-04)
 #   there:       device run, carry [".device", ".gl"], command
 #                "for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig; scripts/device/vulkan_tests.sh"
 # The image lacks the Vulkan loader (libvulkan1) and the validation layer;
@@ -30,6 +34,8 @@ S=$D/bin/strata
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
+[ -f /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json ] &&
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 ldconfig -p | grep -q libvulkan || echo "WARNING: no libvulkan: unpack .gl/*.deb first (see the header)"
 echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
 # what the ICD asks the loader to open, and whether it is there: on

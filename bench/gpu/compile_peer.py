@@ -3,7 +3,7 @@
 one at a time, on the GPU machine after suite.py has exported its inputs.
 
   compile_peer.py DIR CASE[,CASE...] [--batch 32] [--mode max-autotune-no-cudagraphs]
-                  [--budget SECONDS]
+                  [--budget SECONDS] [--cpus N] [--save DIR] [--load DIR]
 
 max-autotune compiles one model for minutes, mostly on the CPU (Triton
 builds, the autotuner's candidates), so one model after another does not
@@ -16,7 +16,14 @@ fit a 10-minute GPU call.  Here:
      cache (graph, kernels and autotune choices are hits) and timed alone,
      as suite_peer.py times eager (median of 100 runs after 10).
 A case whose first phase does not end within --budget seconds is reported
-with an error, not timed.  Prints one JSON row per case:
+with an error, not timed.
+
+A CNN's max-autotune compile can outlast what one call leaves, so caches
+can travel between calls: --save DIR writes each case's finished cache
+as DIR/inductor_CASE_bB.tar.xz (under $OUT, it comes back), and --load DIR
+unpacks those found there before compiling (a carried folder), so the
+second call's first phase is mostly cache hits.  --cpus N gives each
+process N compile threads (default: the CPUs shared among the cases).  Prints one JSON row per case:
   {"case", "precision", "batch", "peer", "ms", "min_ms", "compile_s", "recompile_s"} or {..., "error"}.
 """
 import json
@@ -67,10 +74,15 @@ def main():
     b, mode = int(arg("--batch", "32")), arg("--mode", "max-autotune-no-cudagraphs")
     budget = float(arg("--budget", "360"))
     cpus = os.cpu_count() or 8
+    threads = int(arg("--cpus", str(max(2, cpus // len(cases)))))
+    load, save = arg("--load", None), arg("--save", None)
     procs = {}
     for case in cases:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR="/tmp/inductor_%s_b%d" % (case, b),
-                   TORCHINDUCTOR_COMPILE_THREADS=str(max(2, cpus // len(cases))), PYTHONUNBUFFERED="1")
+        name = "inductor_%s_b%d" % (case, b)
+        if load and os.path.exists(os.path.join(load, name + ".tar.xz")):
+            subprocess.run(["tar", "-C", "/tmp", "-xJf", os.path.join(load, name + ".tar.xz")], check=False)
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR="/tmp/" + name, TORCHINDUCTOR_COMPILE_THREADS=str(threads),
+                   PYTHONUNBUFFERED="1")
         procs[case] = (subprocess.Popen([sys.executable, __file__, "--one", d, case, str(b), mode], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), env)
     t0 = time.time()
@@ -85,6 +97,10 @@ def main():
             continue
         rows = [json.loads(line) for line in o.splitlines() if line.startswith("{")]
         first[case] = rows[0] if rows and p.returncode == 0 else dict(error=(e or o).strip()[-300:])
+        if save and "error" not in first[case]:
+            os.makedirs(save, exist_ok=True)
+            name = "inductor_%s_b%d" % (case, b)
+            subprocess.run(["tar", "-C", "/tmp", "-cJf", os.path.join(save, name + ".tar.xz"), name], check=False)
     for case, (p, env) in procs.items():
         base = dict(case=case, precision="f16", batch=b, peer="torch-compile " + mode)
         if "error" in first[case]:

@@ -3,7 +3,8 @@
 on YOLOv8n, ResNet-50, ConvNeXt-T, ViT-S/16 and a 4-layer BERT, f16, batch
 1 and 32, on the GPU machine in one call (bench/gpu/suite.sh runs it).
 
-  suite.py [--cases a,b] [--compile none|b1|b32|both|par] [--compile-budget S] [--out DIR]
+  suite.py [--cases a,b] [--compile none|b1|b32|both|par] [--compile-budget S]
+           [--compile-save DIR] [--compile-load DIR] [--out DIR]
            [--backends cuda[,opencl]] [--profile CASE:BATCH,...]
 
 For each case: the ONNX export and inputs (suite_models.py), strata's f32
@@ -182,7 +183,9 @@ def main():
     if comp == "par":
         done = [c for c in cases if any(r["case"] == c for r in rows)]
         rc, o, e = sh([sys.executable, os.path.join(HERE, "compile_peer.py"), d, ",".join(done), "--batch",
-                       str(max(suite_models.BATCHES)), "--budget", arg("--compile-budget", "360")], timeout=3600)
+                       str(max(suite_models.BATCHES)), "--budget", arg("--compile-budget", "360"),
+                       *(["--save", arg("--compile-save", "")] if "--compile-save" in sys.argv else []),
+                       *(["--load", arg("--compile-load", "")] if "--compile-load" in sys.argv else [])], timeout=3600)
         for line in o.splitlines():
             if not line.startswith("{"):
                 continue

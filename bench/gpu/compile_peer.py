@@ -19,7 +19,7 @@ A case whose first phase does not end within --budget seconds is reported
 with an error, not timed.
 
 A CNN's max-autotune compile can outlast what one call leaves, so caches
-can travel between calls: --save DIR writes each case's finished cache
+can travel between calls: --save DIR writes each case's cache (finished or cut off)
 as DIR/inductor_CASE_bB.tar.xz (under $OUT, it comes back), and --load DIR
 unpacks those found there before compiling (a carried folder), so the
 second call's first phase is mostly cache hits.  --cpus N gives each
@@ -28,6 +28,7 @@ process N compile threads (default: the CPUs shared among the cases).  Prints on
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -84,20 +85,24 @@ def main():
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR="/tmp/" + name, TORCHINDUCTOR_COMPILE_THREADS=str(threads),
                    PYTHONUNBUFFERED="1")
         procs[case] = (subprocess.Popen([sys.executable, __file__, "--one", d, case, str(b), mode], env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), env)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True), env)
     t0 = time.time()
     first = {}
     for case, (p, env) in procs.items():
+        first[case] = {}
         try:
             o, e = p.communicate(timeout=max(1.0, budget - (time.time() - t0)))
         except subprocess.TimeoutExpired:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)  # the compile workers too
             p.communicate()
+            o, e = "", ""
             first[case] = dict(error="not compiled within %.0f s" % budget)
-            continue
-        rows = [json.loads(line) for line in o.splitlines() if line.startswith("{")]
-        first[case] = rows[0] if rows and p.returncode == 0 else dict(error=(e or o).strip()[-300:])
-        if save and "error" not in first[case]:
+        if "error" not in first[case]:
+            rows = [json.loads(line) for line in o.splitlines() if line.startswith("{")]
+            first[case] = rows[0] if rows and p.returncode == 0 else dict(error=(e or o).strip()[-300:])
+        # a cut-off compile's cache is saved too: its Triton kernels and
+        # autotune choices are kept as they finish, so the next call goes on
+        if save and os.path.isdir("/tmp/inductor_%s_b%d" % (case, b)):
             os.makedirs(save, exist_ok=True)
             name = "inductor_%s_b%d" % (case, b)
             subprocess.run(["tar", "-C", "/tmp", "-cJf", os.path.join(save, name + ".tar.xz"), name], check=False)

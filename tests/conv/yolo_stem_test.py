@@ -16,7 +16,9 @@ Two widths: channel counts that are multiples of 8 (16-byte vector paths)
 and counts that are not (the element-wise paths).  Runs f32 and
 --precision f16, each with the layout rule as the backend has it and with
 STRATA_CHANNELS_LAST=all (every conv output channels-last, on any
-backend).  Checks every output element against numpy float64 on the same
+backend); on CUDA also f16 with STRATA_CUDA_CONV_FUSED=1 (conv, bias and
+activation as one cuDNN graph), where at least one conv of the first
+width must run fused.  Checks every output element against numpy float64 on the same
 random inputs: max |d| / max |ref| <= 1e-5 in f32 and 1e-2 in f16.  On
 CUDA in f16 the plan must mark a, b and p channels-last.  Outputs are
 written to fresh directories, so nothing stale can pass.  Exit 77 when the
@@ -108,13 +110,20 @@ with tempfile.TemporaryDirectory() as tmp:
         onnx.save(model, path)
         xin = os.path.join(tmp, "x_%s.npy" % tag_w)
         np.save(xin, x)
-        for prec, tol in (("f32", 1e-5), ("f16", 1e-2)):
-            for force in (None, "all"):
+        runs = [(p, t, f, False) for p, t in (("f32", 1e-5), ("f16", 1e-2)) for f in (None, "all")]
+        if BACKEND == "cuda":  # conv, bias and SiLU as one cuDNN graph (conv_fused.cu)
+            runs.append(("f16", 1e-2, None, True))
+        for prec, tol, force, fused in runs:
                 env = dict(os.environ)
                 env.pop("STRATA_CHANNELS_LAST", None)
+                env.pop("STRATA_CUDA_CONV_FUSED", None)
                 if force:
                     env["STRATA_CHANNELS_LAST"] = force
-                tag = "%s %s%s" % (tag_w, prec, " STRATA_CHANNELS_LAST=all" if force else "")
+                if fused:
+                    env["STRATA_CUDA_CONV_FUSED"] = "1"
+                    env["STRATA_CUDA_VERBOSE"] = "1"
+                tag = "%s %s%s%s" % (tag_w, prec, " STRATA_CHANNELS_LAST=all" if force else "",
+                                     " STRATA_CUDA_CONV_FUSED=1" if fused else "")
                 plan = subprocess.run([STRATA, "inspect", path, "--plan", "--json", "-q", "--backend", BACKEND, "--precision",
                                        prec, "-i", "x=" + xin], capture_output=True, text=True, env=env)
                 text = plan.stdout + plan.stderr
@@ -139,6 +148,12 @@ with tempfile.TemporaryDirectory() as tmp:
                     print("FAIL %s %s: strata run: %s" % (BACKEND, tag, (r.stderr or r.stdout).strip()[-300:]))
                     fails += 1
                     continue
+                if fused:
+                    n_fused = r.stderr.count("fused with its bias and activation")
+                    if tag_w == "x8" and n_fused == 0:  # 8-channel multiples: cuDNN's fusion takes these
+                        print("FAIL %s %s: no conv ran fused: %s" % (BACKEND, tag, r.stderr.strip()[-300:]))
+                        fails += 1
+                    print("%s %s: %d convs fused" % (BACKEND, tag, n_fused))
                 got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
                 if got.shape != ref.shape:
                     print("FAIL %s %s: shape %s, expected %s" % (BACKEND, tag, got.shape, ref.shape))

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cuda/conv_fused.h"
 #include "backends/cuda/conv_tune.h"
 #include "backends/cuda/rows.cuh"
 extern "C" {
@@ -959,7 +960,7 @@ static st_status patchify_conv(const st_kctx *k, const st_conv_state *s, size_t 
 /* ---- cuDNN ---- */
 
 /* How a command's Conv runs, chosen on its first run. */
-enum { MODE_STRIDED, MODE_PACKED, MODE_DIRECT };
+enum { MODE_STRIDED, MODE_PACKED, MODE_DIRECT, MODE_FUSED };
 
 struct conv_cache {
     int mode;                        /* MODE_STRIDED: cuDNN on the operands; MODE_PACKED: cuDNN on
@@ -971,6 +972,7 @@ struct conv_cache {
     size_t ws;
     void *wk;                        /* W as [K, kh, kw, C] (KRSC) for channels-last X, or NULL */
     bool cl_pack;                    /* MODE_PACKED: X's copy is packed channels-last (cl_slice) */
+    st_cf_plan *cf;                  /* MODE_FUSED: conv, bias and activation as one cuDNN graph */
     char key[640];                   /* the problem, for conv_tune.c (describe) */
 };
 
@@ -983,6 +985,7 @@ static void conv_cache_free(void *p)
     if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
     if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
     if (c->wk) cudaFree(c->wk);
+    st_cf_free(c->cf);
     free(c);
 }
 
@@ -1281,7 +1284,7 @@ static st_status try_strided(conv_cache *c, const st_kctx *k, const st_cuda_ctx 
 {
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
-    if (want_krsc(k, s) && make_krsc(c, w, st_stream(k)) == ST_OK) {
+    if (want_krsc(k, s) && (c->wk || make_krsc(c, w, st_stream(k)) == ST_OK)) {
         st_status r = describe(c, s, x, w, y, ctx->allow_tf32, true);
         if (r == ST_OK) r = choose_forward(c, ctx, x->dtype, x->data, c->wk, y->data, ctx->workspace, ctx->workspace_bytes);
         if (r == ST_OK) r = bias_epilogue(st_stream(k), y, y, b, s->epi);
@@ -1349,6 +1352,43 @@ static bool cl_slice(const st_operand *x)
     return ps > x->sizes[1];
 }
 
+/* MODE_FUSED's first run (STRATA_CUDA_CONV_FUSED=1, conv_fused.cu): an
+ * f16/bf16 conv over channels-last X and Y with a constant W, its bias
+ * and ReLU or SiLU as one cuDNN graph.  An error when it does not apply
+ * or cuDNN builds no engine for it; the caller then goes on unfused. */
+static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, const st_conv_state *s)
+{
+    const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    int act = s->epi.act == 0 ? ST_CF_NONE : s->epi.act == ST_U_RELU + 1 ? ST_CF_RELU : s->epi.act == ST_U_SILU + 1 ? ST_CF_SILU : -1;
+    if (act < 0 || (x->dtype != ST_F16 && x->dtype != ST_BF16) || y->dtype != x->dtype || !want_krsc(k, s))
+        return st_error(ST_ERR_UNSUPPORTED, "not a fusable conv");
+    if (!cl_pixel_stride(x) || !cl_pixel_stride(y) || (b && (b->dtype != x->dtype || b->strides[0] != 1)))
+        return st_error(ST_ERR_UNSUPPORTED, "operands not channels-last");
+    st_cf_problem q;
+    memset(&q, 0, sizeof q);
+    for (int d = 0; d < 4; d++) {
+        q.xdims[d] = x->sizes[d], q.xstrides[d] = x->strides[d];
+        q.ydims[d] = y->sizes[d], q.ystrides[d] = y->strides[d];
+    }
+    q.kh = w->sizes[2], q.kw = w->sizes[3];
+    for (int i = 0; i < 2; i++) q.strides[i] = s->s[i], q.dilations[i] = s->d[i], q.pre[i] = s->pb[i], q.post[i] = s->pe[i];
+    q.dtype = x->dtype;
+    q.has_b = b != NULL;
+    q.act = act;
+    if (!c->wk) ST_TRY(make_krsc(c, w, st_stream(k)));
+    cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
+    ST_TRY(st_cf_build(h, &q, ctx->workspace_bytes, &c->cf));
+    st_status r = st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
+    if (r != ST_OK) {
+        st_cf_free(c->cf);
+        c->cf = NULL;
+        return r;
+    }
+    c->mode = MODE_FUSED;
+    return ST_OK;
+}
+
 /* First run: cuDNN on the operands as they are, else on packed copies,
  * else the direct kernel.  Sets c->mode; true when Y is computed.
  *
@@ -1363,6 +1403,13 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
     if (st_operand_numel(x) == 0 || force_direct()) {
         c->mode = MODE_DIRECT;
         return false;
+    }
+    if (st_cf_enabled()) {
+        if (try_fused(c, k, ctx, s) == ST_OK) {
+            if (verbose()) fprintf(stderr, "strata: cuda: Conv '%s' fused with its bias and activation\n", k->node->name);
+            return true;
+        }
+        if (verbose()) fprintf(stderr, "strata: cuda: Conv '%s' unfused: %s\n", k->node->name, st_last_error());
     }
     if (cl_slice(x)) {
         c->cl_pack = true;
@@ -1426,6 +1473,8 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
                    "cudnnConvolutionForward"));
         return bias_epilogue(stream, y, &py, b, s->epi);
     }
+    case MODE_FUSED:
+        return st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
     default:
         direct_conv(k, s);
         return ST_OK;

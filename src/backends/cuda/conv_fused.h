@@ -1,0 +1,45 @@
+/*
+ * conv_fused.h — a channels-last f16/bf16 Conv with its bias and ReLU or
+ * SiLU as one cuDNN operation graph (conv_fused.cu).  k_conv.cu describes
+ * the problem, builds the plan on a command's first run and runs it after.
+ */
+#ifndef ST_CUDA_CONV_FUSED_H
+#define ST_CUDA_CONV_FUSED_H
+
+#include <cudnn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+#include "core/status.h"
+#include "core/dtype.h"
+}
+
+enum { ST_CF_NONE, ST_CF_RELU, ST_CF_SILU };
+
+/* The problem in cuDNN's terms: dims [N, C, H, W] and element strides of
+ * X and Y (channels-last), the window, the dtype, whether a bias is
+ * added and the activation.  W is KRSC, packed; the bias is [K]. */
+typedef struct st_cf_problem {
+    int64_t xdims[4], xstrides[4], ydims[4], ystrides[4];
+    int64_t kh, kw, strides[2], dilations[2], pre[2], post[2];
+    st_dtype dtype;
+    bool has_b;
+    int act;                         /* ST_CF_* */
+} st_cf_problem;
+
+typedef struct st_cf_plan st_cf_plan;
+
+/* STRATA_CUDA_CONV_FUSED=1 */
+bool st_cf_enabled(void);
+/* The graph and the first engine of cuDNN's heuristic that builds it,
+ * keeps f32 accumulation and needs at most ws_limit bytes of workspace;
+ * an error (and *out NULL) when none does. */
+st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out);
+size_t st_cf_workspace(const st_cf_plan *p);
+/* Enqueues the fused conv on h's stream. */
+st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, void *ws);
+void st_cf_free(st_cf_plan *p);
+
+#endif

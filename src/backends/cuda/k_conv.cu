@@ -744,6 +744,68 @@ static bool small_c_conv(const st_kctx *k, const st_conv_state *s)
     return true;
 }
 
+/* A depthwise conv over channels-last X and Y with any window (MobileNet's
+ * and EfficientNet's stride-2 depthwise convs; dw_nhwc_kernel takes only
+ * stride 1 and square 3/5/7 windows): a thread takes V neighbouring
+ * channels of one output pixel, so a warp reads whole 16-byte runs where
+ * the plane kernels would step C elements apart.  Off unless
+ * STRATA_CUDA_CL_DW_POOL=1: it has not run on a GPU yet. */
+template <typename T, int V>
+__global__ void dw_cl_kernel(dw_args a, int64_t total)
+{
+    typedef st_vec<T, V> vec;
+    const int cv = (int)(a.channels / V);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+        int c = (int)(i % cv) * V;
+        int64_t t = i / cv;
+        int ox = (int)(t % a.ow);
+        t /= a.ow;
+        int oy = (int)(t % a.oh);
+        int64_t n = t / a.oh;
+        float acc[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) acc[j] = a.b ? st_ldf(a.bt, a.b, (c + j) * a.bs) : 0.0f;
+        const T *x = (const T *)a.x + n * a.xs_n + c;
+        const T *w = (const T *)a.w + c * a.ws_c;
+        for (int ky = 0; ky < a.kh; ky++) {
+            int iy = oy * a.sh - a.ph + ky * a.dh;
+            if (iy < 0 || iy >= a.ih) continue;
+            for (int kx = 0; kx < a.kw; kx++) {
+                int ix = ox * a.sw - a.pw + kx * a.dw;
+                if (ix < 0 || ix >= a.iw) continue;
+                vec u = *(const vec *)(x + iy * a.xs_h + ix * a.xs_w);
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[j] = fmaf(st_to_f<T>(u.v[j]), st_to_f<T>(w[j * a.ws_c + ky * a.ws_h + kx * a.ws_w]), acc[j]);
+            }
+        }
+        vec o;
+#pragma unroll
+        for (int j = 0; j < V; j++) o.v[j] = st_from_f<T>(st_epilogue_f(a.epi, acc[j]));
+        *(vec *)((T *)a.y + n * a.ys_n + oy * a.ys_h + ox * a.ys_w + c) = o;
+    }
+}
+
+/* STRATA_CUDA_CL_DW_POOL=1: the channels-last depthwise and global-pool
+ * kernels (not yet run on a GPU). */
+static bool cl_dw_pool(void)
+{
+    const char *e = getenv("STRATA_CUDA_CL_DW_POOL");
+    return e && strcmp(e, "1") == 0;
+}
+
+template <typename T>
+static void dw_cl(const dw_args &a, int64_t images, cudaStream_t st)
+{
+    const int full = 16 / (int)sizeof(T);
+    uint64_t m = (uint64_t)a.channels | (uint64_t)a.xs_n | (uint64_t)a.xs_h | (uint64_t)a.xs_w | (uint64_t)a.ys_n |
+                 (uint64_t)a.ys_h | (uint64_t)a.ys_w;
+    bool vec = m % full == 0 && (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.y % 16 == 0;
+    int64_t total = images * a.oh * a.ow * (vec ? a.channels / full : a.channels);
+    unsigned blocks = st_blocks(total, THREADS);
+    if (vec) dw_cl_kernel<T, 16 / sizeof(T)><<<blocks, THREADS, 0, st>>>(a, total);
+    else dw_cl_kernel<T, 1><<<blocks, THREADS, 0, st>>>(a, total);
+}
+
 static bool dw_conv(const st_kctx *k, const st_conv_state *s)
 {
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
@@ -786,6 +848,12 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
     bool fits32 = (int64_t)a.ih * a.xs_h + (int64_t)a.iw * a.xs_w < INT32_MAX && (int64_t)a.oh * a.ys_h + (int64_t)a.ow * a.ys_w < INT32_MAX;
     if (square && a.xs_c == 1 && a.ys_c == 1 && a.channels >= 16 && (strips + 7) / 8 <= 65535 && fits32) {
         dw_nhwc(a, y->sizes[0], st, x->dtype, rows);
+        return true;
+    }
+    if (a.xs_c == 1 && a.ys_c == 1 && cl_dw_pool()) {
+        if (x->dtype == ST_F32) dw_cl<float>(a, y->sizes[0], st);
+        else if (x->dtype == ST_F16) dw_cl<__half>(a, y->sizes[0], st);
+        else dw_cl<__nv_bfloat16>(a, y->sizes[0], st);
         return true;
     }
     if (square) {
@@ -1924,6 +1992,71 @@ __global__ void gpool_kernel(gpool_args a)
     }
 }
 
+/* GlobalAveragePool/GlobalMaxPool of a channels-last 4-D X (the squeeze of
+ * a squeeze-excite block, a classifier's last pool): a block takes 32
+ * channels of one image, its 16 rows of threads split the pixels, so each
+ * warp reads 32 neighbouring channels of one pixel; gpool_kernel's row per
+ * channel stepped C elements a load.  Same NaN rule as gpool_kernel.  Off
+ * unless STRATA_CUDA_CL_DW_POOL=1. */
+struct gpool_cl_args {
+    const void *x;
+    void *y;
+    int h, w;
+    int64_t c, xs_n, xs_h, xs_w, ys_n, ys_c;
+    bool is_max;
+};
+
+template <typename T>
+__global__ void gpool_cl_kernel(gpool_cl_args a)
+{
+    __shared__ float sh[16][33];
+    const float inf = __int_as_float(0x7f800000);
+    int64_t c = blockIdx.x * 32 + threadIdx.x, n = blockIdx.y;
+    int hw = a.h * a.w;
+    float acc = a.is_max ? -inf : 0.0f;
+    if (c < a.c) {
+        const T *x = (const T *)a.x + n * a.xs_n + c;
+        for (int p = threadIdx.y; p < hw; p += 16) {
+            int py = p / a.w, px = p - py * a.w;
+            float v = st_to_f<T>(x[py * a.xs_h + px * a.xs_w]);
+            acc = a.is_max ? (v > acc ? v : acc) : acc + v;
+        }
+    }
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < a.c) {
+        float r = sh[0][threadIdx.x];
+        for (int j = 1; j < 16; j++) r = a.is_max ? (sh[j][threadIdx.x] > r ? sh[j][threadIdx.x] : r) : r + sh[j][threadIdx.x];
+        ((T *)a.y)[n * a.ys_n + c * a.ys_c] = st_from_f<T>(a.is_max ? r : r / (float)hw);
+    }
+}
+
+/* Launches gpool_cl_kernel when X is 4-D channels-last and X and Y share a
+ * float dtype; false otherwise. */
+static bool gpool_cl(const st_kctx *k, bool is_max)
+{
+    const st_operand *x = &k->in[0], *y = &k->out[0];
+    if (!cl_dw_pool() || x->rank != 4 || x->strides[1] != 1 || x->sizes[1] < 2 || x->dtype != y->dtype ||
+        (x->dtype != ST_F32 && x->dtype != ST_F16 && x->dtype != ST_BF16) || x->sizes[0] > 65535)
+        return false;
+    if (x->sizes[2] * x->sizes[3] == 0 || x->sizes[2] * x->sizes[3] > INT32_MAX / 2 || x->sizes[2] * x->strides[2] > INT32_MAX / 2)
+        return false;
+    gpool_cl_args a;
+    a.x = x->data;
+    a.y = y->data;
+    a.h = (int)x->sizes[2], a.w = (int)x->sizes[3];
+    a.c = x->sizes[1];
+    a.xs_n = x->strides[0], a.xs_h = x->strides[2], a.xs_w = x->strides[3];
+    a.ys_n = y->strides[0], a.ys_c = y->strides[1];
+    a.is_max = is_max;
+    dim3 grid((unsigned)((a.c + 31) / 32), (unsigned)x->sizes[0]), threads(32, 16);
+    cudaStream_t st = st_stream(k);
+    if (x->dtype == ST_F32) gpool_cl_kernel<float><<<grid, threads, 0, st>>>(a);
+    else if (x->dtype == ST_F16) gpool_cl_kernel<__half><<<grid, threads, 0, st>>>(a);
+    else gpool_cl_kernel<__nv_bfloat16><<<grid, threads, 0, st>>>(a);
+    return true;
+}
+
 extern "C" st_status st_cuda_pool(const st_kctx *k)
 {
     const st_conv_state *s = (const st_conv_state *)k->state;
@@ -1931,6 +2064,7 @@ extern "C" st_status st_cuda_pool(const st_kctx *k)
     const st_operand *ix = k->n_out > 1 && k->out[1].data ? &k->out[1] : NULL;
     if (st_operand_numel(y) == 0) return ST_OK;
     bool global = strncmp(k->node->op_type, "Global", 6) == 0;
+    if (global && gpool_cl(k, s->is_max)) return ST_OK;
     if (global) {
         gpool_args a;
         memset(&a, 0, sizeof a);

@@ -20,6 +20,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "models"))
 
 CASES = ("yolov8n", "resnet50", "convnext_tiny", "vit_small", "bert4")
+# other architectures, by --cases only: depthwise stride-2 convs,
+# squeeze-excite, hard-swish (timm, 224x224)
+EXTRA_TIMM = ("mobilenetv3_large_100", "efficientnet_b0")
 BATCHES = (1, 32)
 
 
@@ -30,7 +33,7 @@ def build(case):
         import yolo
         m = yolo.build("v8n", 0)
         return m.eval(), ["images"], lambda b, g: [torch.from_numpy(g.random((b, 3, 640, 640), dtype=np.float32))]
-    if case in ("resnet50", "convnext_tiny", "vit_small"):
+    if case in ("resnet50", "convnext_tiny", "vit_small") or case in EXTRA_TIMM:
         import timm
         name = {"vit_small": "vit_small_patch16_224"}.get(case, case)
         m = timm.create_model(name, pretrained=False)

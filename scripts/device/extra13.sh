@@ -31,6 +31,6 @@ for C in yolov8n resnet50 mobilenetv3_large_100 efficientnet_b0; do
 done
 for C in yolov8n resnet50; do
   [ -f /tmp/suite/$C.onnx ] || continue
-  STRATA_CUDA_CONV_FUSED=1 STRATA_CUDA_VERBOSE=1 $S run /tmp/suite/$C.onnx $(ins $C 32) --backend cuda --precision f16 -q -o /tmp/o_$C 2>&1 |
+  mkdir -p /tmp/o_$C; STRATA_CUDA_CONV_FUSED=1 STRATA_CUDA_VERBOSE=1 $S run /tmp/suite/$C.onnx $(ins $C 32) --backend cuda --precision f16 -q -o /tmp/o_$C 2>&1 |
     grep -E "fused|unfused" | sort | uniq -c | sort -rn | head -5
 done

@@ -27,6 +27,7 @@ struct st_cf_plan {
     cudnnBackendDescriptor_t plan;        /* the execution plan, one of d[] */
     int64_t ws;                           /* its workspace bytes */
     bool has_b;
+    int64_t align[4];                     /* what the plan was built for (st_cf_problem.align) */
 };
 
 /* uids of the graph's tensors */
@@ -54,10 +55,9 @@ static cudnnStatus_t set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t
 
 /* A 4-D tensor: dims [N, C, H, W] with the given element strides. */
 static st_status tensor(st_cf_plan *p, cudnnBackendDescriptor_t *out, int64_t uid, cudnnDataType_t dt, const int64_t *dims,
-                        const int64_t *strides, bool virt)
+                        const int64_t *strides, bool virt, int64_t align)
 {
     ST_TRY(make(p, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out, "tensor descriptor"));
-    int64_t align = 16;
     cudnnStatus_t e = set(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
     if (e == CUDNN_STATUS_SUCCESS) e = set(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
     if (e == CUDNN_STATUS_SUCCESS) e = set(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
@@ -131,24 +131,25 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
     st_cf_plan *p = (st_cf_plan *)calloc(1, sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory");
     p->has_b = q->has_b;
+    memcpy(p->align, q->align, sizeof p->align);
     cudnnDataType_t dt = q->dtype == ST_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     int64_t k = q->ydims[1], c = q->xdims[1];
     int64_t wdims[4] = {k, c, q->kh, q->kw}, wstr[4] = {q->kh * q->kw * c, 1, q->kw * c, c};
-    int64_t bdims[4] = {1, k, 1, 1}, bstr[4] = {k, 1, 1, 1};
+    int64_t bdims[4] = {1, k, 1, 1}, bstr[4] = {k, 1, k, k}; /* [1, K, 1, 1] laid out NHWC */
     /* the virtual sums: packed channels-last, f32 */
     int64_t vstr[4] = {q->ydims[1] * q->ydims[2] * q->ydims[3], 1, q->ydims[3] * q->ydims[1], q->ydims[1]};
     cudnnBackendDescriptor_t tx, tw, tb = NULL, tconv, tsum = NULL, ty, conv, op_conv, op_add = NULL, op_act = NULL;
     bool act = q->act != ST_CF_NONE;
-    st_status r = tensor(p, &tx, UID_X, dt, q->xdims, q->xstrides, false);
-    if (r == ST_OK) r = tensor(p, &tw, UID_W, dt, wdims, wstr, false);
-    if (r == ST_OK && q->has_b) r = tensor(p, &tb, UID_B, dt, bdims, bstr, false);
+    st_status r = tensor(p, &tx, UID_X, dt, q->xdims, q->xstrides, false, q->align[0]);
+    if (r == ST_OK) r = tensor(p, &tw, UID_W, dt, wdims, wstr, false, q->align[1]);
+    if (r == ST_OK && q->has_b) r = tensor(p, &tb, UID_B, dt, bdims, bstr, false, q->align[2]);
     bool conv_is_y = !q->has_b && !act;
-    if (r == ST_OK) r = conv_is_y ? tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false)
-                                  : tensor(p, &tconv, UID_CONV, f32, q->ydims, vstr, true);
+    if (r == ST_OK) r = conv_is_y ? tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false, q->align[3])
+                                  : tensor(p, &tconv, UID_CONV, f32, q->ydims, vstr, true, 16);
     if (conv_is_y) tconv = ty;
     if (r == ST_OK && !conv_is_y) {
-        if (q->has_b && act) r = tensor(p, &tsum, UID_SUM, f32, q->ydims, vstr, true);
-        if (r == ST_OK) r = tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false);
+        if (q->has_b && act) r = tensor(p, &tsum, UID_SUM, f32, q->ydims, vstr, true, 16);
+        if (r == ST_OK) r = tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false, q->align[3]);
     }
     if (r != ST_OK) goto fail;
     /* the convolution */
@@ -241,6 +242,12 @@ fail:
     return r;
 }
 
+bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y)
+{
+    return st_cf_align(x) >= p->align[0] && st_cf_align(w) >= p->align[1] && (!p->has_b || st_cf_align(b) >= p->align[2]) &&
+           st_cf_align(y) >= p->align[3];
+}
+
 st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, void *ws)
 {
     cudnnBackendDescriptor_t vp;
@@ -258,3 +265,11 @@ st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const v
 }
 
 size_t st_cf_workspace(const st_cf_plan *p) { return (size_t)p->ws; }
+
+int64_t st_cf_align(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    int64_t al = 16;
+    while (al > 1 && a % (uintptr_t)al) al /= 2;
+    return al;
+}

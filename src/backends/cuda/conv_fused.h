@@ -27,6 +27,7 @@ typedef struct st_cf_problem {
     st_dtype dtype;
     bool has_b;
     int act;                         /* ST_CF_* */
+    int64_t align[4];                /* X, W, B, Y: the byte alignment promised to cuDNN */
 } st_cf_problem;
 
 typedef struct st_cf_plan st_cf_plan;
@@ -38,6 +39,12 @@ bool st_cf_enabled(void);
  * an error (and *out NULL) when none does. */
 st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out);
 size_t st_cf_workspace(const st_cf_plan *p);
+/* The largest power of two up to 16 that divides p: the alignment a
+ * plan built for p promises; a later run whose operands have less needs
+ * a new plan. */
+int64_t st_cf_align(const void *p);
+/* Whether these operands have the alignment the plan was built for. */
+bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y);
 /* Enqueues the fused conv on h's stream. */
 st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, void *ws);
 void st_cf_free(st_cf_plan *p);

@@ -1445,6 +1445,8 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     q.has_b = b != NULL;
     q.act = act;
     if (!c->wk) ST_TRY(make_krsc(c, w, st_stream(k)));
+    q.align[0] = st_cf_align(x->data), q.align[1] = st_cf_align(c->wk);
+    q.align[2] = b ? st_cf_align(b->data) : 16, q.align[3] = st_cf_align(y->data);
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
     ST_TRY(st_cf_build(h, &q, ctx->workspace_bytes, &c->cf));
     st_status r = st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
@@ -1542,6 +1544,17 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
         return bias_epilogue(stream, y, &py, b, s->epi);
     }
     case MODE_FUSED:
+        if (!st_cf_fits(c->cf, x->data, c->wk, b ? b->data : NULL, y->data)) {
+            /* an operand (a caller's buffer) now sits at a lower alignment
+             * than the plan promised cuDNN: build another for it */
+            if (ctx->capturing)
+                return st_error(ST_ERR_BACKEND, "cuda: Conv: operands less aligned than the fused plan (the run is captured)");
+            st_cf_free(c->cf);
+            c->cf = NULL;
+            if (setup_conv(c, k, ctx, s)) return ST_OK;
+            direct_conv(k, s);
+            return ST_OK;
+        }
         return st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
     default:
         direct_conv(k, s);

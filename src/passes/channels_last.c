@@ -27,15 +27,20 @@
  *     reads a value of v's shape that is already channels-last (a Conv
  *     its input; an element-wise op any input), so a chain stays in one
  *     layout.
- * In f16 and bf16, at a batch of 2 or more, CUDA also stores every Conv
- * and Concat output NHWC (MaxPool and Resize follow their input):
- * cuDNN's tensor-core kernels are NHWC, and given NCHW it transposes
- * around each conv (11% of YOLOv8n's kernel time at batch 32 on an H200).
- * At batch 32 on an H200 this took YOLOv8n from 8.12 to 5.01 ms and
- * ResNet-50 from 4.27 to 3.03.  At batch 1 it applies only to graphs
- * without Concat, Split or Slice (ResNet-50 0.86 -> 0.68 ms; YOLOv8n,
- * whose convs read Split chunks and write concat slots, lost: 0.81 ->
- * 1.01), and the others keep the transpose rule.  In f32 a plain NCHW
+ * In f16 and bf16, CUDA also stores every Conv and Concat output NHWC
+ * (MaxPool and Resize follow their input): cuDNN's tensor-core kernels
+ * are NHWC, and given NCHW it transposes around each conv (11% of
+ * YOLOv8n's kernel time at batch 32 on an H200).  At batch 32 on an H200
+ * this took YOLOv8n from 8.12 to 5.01 ms and ResNet-50 from 4.27 to 3.03.
+ * At batch 1 it used to lose on YOLOv8n (0.81 -> 1.01 ms: its convs read
+ * Split chunks and write concat slots), and was gated to graphs without
+ * Concat, Split or Slice; with CUDA's fused conv (conv, bias and
+ * activation as one cuDNN graph, which needs channels-last operands) it
+ * wins everywhere tried at batch 1: YOLOv8n 0.81 -> 0.45, ResNet-50
+ * 0.68 -> 0.51, EfficientNet-B0 0.88 -> 0.77, MobileNetV3-L 0.62 -> 0.53
+ * (bench/RESULTS.md, 2026-12-04, fourth session).  So the rule no longer
+ * looks at the batch; with STRATA_CUDA_CONV_FUSED=0 YOLOv8n at batch 1
+ * is slower under it than under the transpose rule.  In f32 a plain NCHW
  * network (ResNet, YOLO) is laid out as before.
  *
  * STRATA_CHANNELS_LAST=0 turns the rule off (to measure it); =1 applies
@@ -52,19 +57,6 @@
 
 enum { CL_OFF, CL_TRANSPOSES, CL_ALL };
 
-/* Whether the graph has ops that cut or join values along channels
- * (Concat, Split, Slice): then a conv at batch 1 may read a channel
- * slice or write a concat slot. */
-static bool slices_channels(const st_plan *p)
-{
-    for (int j = 0; j < p->g->n_nodes; j++) {
-        const st_op_def *op = st_plan_op(p, &p->g->nodes[j], j);
-        if (op && !op->domain[0] && (!strcmp(op->name, "Concat") || !strcmp(op->name, "Split") || !strcmp(op->name, "Slice")))
-            return true;
-    }
-    return false;
-}
-
 /* The rule for value pv. */
 static int mode(const st_plan *p, const st_pvalue *pv)
 {
@@ -74,15 +66,10 @@ static int mode(const st_plan *p, const st_pvalue *pv)
     if (e && strcmp(e, "all") == 0) return CL_ALL;
     if (e && strcmp(e, "1") == 0) return CL_TRANSPOSES; /* any backend: its kernels take strides (for tests) */
     if (!p->target.main || !(p->target.main->caps & ST_CAP_CHANNELS_LAST)) return CL_OFF;
-    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels: at batch 32
-     * the whole-network rule won on every network tried (YOLOv8n 8.12 ->
-     * 5.01 ms on an H200, ResNet-50 4.27 -> 3.03); at batch 1 it won on
-     * ResNet-50 (0.86 -> 0.68) but lost on YOLOv8n (0.81 -> 1.01), whose
-     * C2f blocks feed convs channel slices (Split chunks) and write
-     * concat slots, which cuDNN takes at batch 1 only through copies */
+    /* 16-bit convs run on cuDNN's NHWC tensor-core kernels, fused with
+     * their bias and activation (the header says what this won) */
     bool lp = t == ST_F16 || t == ST_BF16;
-    if (!lp || pv->t.rank != 4) return CL_TRANSPOSES;
-    return pv->t.dims[0] >= 2 || !slices_channels(p) ? CL_ALL : CL_TRANSPOSES;
+    return lp && pv->t.rank == 4 ? CL_ALL : CL_TRANSPOSES;
 }
 
 static bool is_float(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }

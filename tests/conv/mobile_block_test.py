@@ -13,8 +13,9 @@ The graph, at batch 2 (where CUDA stores f16 conv outputs channels-last):
 Runs f32 and --precision f16, each with the layout rule as the backend
 has it and with STRATA_CHANNELS_LAST=all (every conv output
 channels-last, on any backend); on CUDA also with
-STRATA_CUDA_CL_DW_POOL=1 (the channels-last depthwise and global-pool
-kernels).  Every element of y and g against numpy float64 on the same
+STRATA_CUDA_CL_DW_POOL=0 (the channels-last depthwise and global-pool
+kernels, on by default, turned off: the older plane kernels on the same
+strides).  Every element of y and g against numpy float64 on the same
 random inputs: max |d| / max |ref| <= 1e-5 in f32 and 1e-2 in f16.
 Outputs go to fresh directories.  Exit 77 when the backend is not
 available (CTest reports it skipped).
@@ -113,8 +114,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if force:
             env["STRATA_CHANNELS_LAST"] = force
         if dwpool:
-            env["STRATA_CUDA_CL_DW_POOL"] = "1"
-        tag = "%s%s%s" % (prec, " STRATA_CHANNELS_LAST=all" if force else "", " STRATA_CUDA_CL_DW_POOL=1" if dwpool else "")
+            env["STRATA_CUDA_CL_DW_POOL"] = "0"
+        tag = "%s%s%s" % (prec, " STRATA_CHANNELS_LAST=all" if force else "", " STRATA_CUDA_CL_DW_POOL=0" if dwpool else "")
         out = os.path.join(tmp, "out_%d" % len(os.listdir(tmp)))
         os.makedirs(out)
         r = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q", "-o", out],

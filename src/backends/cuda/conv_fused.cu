@@ -6,11 +6,16 @@
  * conv output once more: 0.96 ms of YOLOv8n's 3.6 at batch 32 in f16 on
  * an H200, and 63 of its 272 launches at batch 1.
  *
- * Off unless STRATA_CUDA_CONV_FUSED=1: cuDNN builds such graphs' kernels at
- * run time (its runtime-fusion engines compile on the first run), which
- * costs time to the first result, and the path is new.  Taken only for
- * f16/bf16 operands with X and Y channels-last and a KRSC filter (k_conv.cu
- * makes the copy); anything cuDNN refuses falls back to the unfused path.
+ * On by default (STRATA_CUDA_CONV_FUSED=0 turns it off).  On an H200 in
+ * f16 it took YOLOv8n at batch 32 from 3.62 to 2.68 ms and ResNet-50 from
+ * 2.50 to 1.84, and at batch 1 with every conv output channels-last
+ * YOLOv8n from 0.81 to 0.45 (bench/RESULTS.md, 2026-12-04, fourth
+ * session).  The price is time to the first result: cuDNN compiles its
+ * runtime-fusion kernels on the first run of each conv shape (YOLOv8n b32:
+ * 11 s on a cold machine, 4 s with the driver's JIT cache warm).  Taken
+ * only for f16/bf16 operands with X and Y channels-last and a KRSC filter
+ * (k_conv.cu makes the copy); anything cuDNN refuses falls back to the
+ * unfused path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +127,7 @@ void st_cf_free(st_cf_plan *p)
 bool st_cf_enabled(void)
 {
     const char *e = getenv("STRATA_CUDA_CONV_FUSED");
-    return e && strcmp(e, "1") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out)

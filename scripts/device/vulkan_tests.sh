@@ -83,23 +83,33 @@ for v in $MODES; do
     ok $S check $D/models/ppocr/${spec#*:}.onnx -i /tmp/m/ppocr/${c}_input.npy --ref-dir /tmp/m/ppocr/${c}_ref --backend vulkan \
        --sanitize --scale-tol 1e-4 --atol 0 --rtol 0
   done
+  # the GPU suite's models (bench/gpu/suite.sh exported them to
+  # /tmp/suite in the same call) against PyTorch f32 at batch 1
+  for f in /tmp/suite/*.json; do
+    [ -f "$f" ] || continue
+    c=$(basename $f .json); [ -f /tmp/suite/${c}_b1_ref.npy ] || continue
+    ins=$(python3 -c "import json; print(' '.join('-i %s=/tmp/suite/${c}_b1_%s.npy' % (n, n) for n in json.load(open('$f'))['inputs']))")
+    ok $S check /tmp/suite/$c.onnx $ins -r y=/tmp/suite/${c}_b1_ref.npy --backend vulkan --sanitize --scale-tol 1e-3 --atol 0 --rtol 0
+    ok $S check /tmp/suite/$c.onnx $ins -r y=/tmp/suite/${c}_b1_ref.npy --backend vulkan --precision f16 --scale-tol 2e-2 --atol 0 --rtol 0
+  done
   echo "validation $v: $pass passed, $fail failed" | tee -a $OUT/vulkan_correctness.log
 done
 export STRATA_VULKAN_VALIDATION=0
-if [ -d $D/node ]; then
+if [ -d $D/node ] && [ "${VK_NODE:-1}" = 1 ]; then
   echo "== node tests (the CPU's must-pass lists, native + fallback)"
   $D/bin/conformance --data $D/node --backend vulkan --sanitize --must-pass tests/conformance/must_pass > $OUT/vulkan_conformance.log 2>&1
   tail -2 $OUT/vulkan_conformance.log
 fi
 
 echo "== YOLOv8n 640x640 b1 timing (strata bench, median ms)" | tee $OUT/vulkan_bench.log
-IN=/tmp/m/yolo/yolov8n_640x640_b1_input.npy
+IN=/tmp/m/yolo/yolov8n_640x640_b1_input.npy M=/tmp/m/yolo/yolov8n.onnx
+[ -f $M ] || { M=/tmp/suite/yolov8n.onnx IN=/tmp/suite/yolov8n_b1_x.npy; }
 for p in f32 f16; do
   for b in vulkan cuda opencl; do
-    t=$($S bench /tmp/m/yolo/yolov8n.onnx -i $IN --backend $b --precision $p --runs 50 --warmup 10 -q 2>&1 |
+    t=$($S bench $M -i $IN --backend $b --precision $p --runs 50 --warmup 10 -q 2>&1 |
         sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
     echo "yolov8n $p $b: ${t:-failed} ms" | tee -a $OUT/vulkan_bench.log
   done
 done
-STRATA_VULKAN_STATS=1 $S run -q /tmp/m/yolo/yolov8n.onnx -i $IN --backend vulkan -o /tmp 2>&1 | grep "vulkan stats" | tee -a $OUT/vulkan_bench.log
+STRATA_VULKAN_STATS=1 $S run -q $M -i $IN --backend vulkan -o /tmp 2>&1 | grep "vulkan stats" | tee -a $OUT/vulkan_bench.log
 exit $((fail > 0))

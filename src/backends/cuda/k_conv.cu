@@ -622,77 +622,112 @@ static void dw_nhwc(const dw_args &a, int64_t images, cudaStream_t st, st_dtype 
 #undef DWC_GO
 }
 
-/* Runs a depthwise Conv on dw_kernel when it fits; false otherwise. */
 /* ---- a network's first conv: 3 input channels, 3x3 ----
  *
  * cuDNN has no tensor-core kernel for C = 3: it ran YOLOv8n's stem (3 ->
  * 16 channels, 3x3, stride 2) as implicit_convolve_sgemm, 0.41 ms at
  * batch 32 in f16 on an H200, plus the bias-and-SiLU pass.  The whole
- * product is 27 MACs per output channel, so one thread takes one output
- * pixel: its 27 inputs in registers, every output channel's weights and
- * bias from shared memory, the activation applied before the one store. */
+ * product is 27 MACs per output channel, so one thread takes two
+ * horizontally neighbouring output pixels: their 27 inputs each in
+ * registers, every output channel's weights and bias from shared memory,
+ * the activation applied before the one store.  The weights are read as
+ * float4 (27 padded to 28) and each serves both pixels: with one pixel a
+ * thread and scalar reads, 432 shared-memory loads a pixel held the kernel
+ * at 0.24 ms for YOLOv8n's stem at batch 32 in f16 on an H200, 4x its
+ * bytes' time at HBM bandwidth. */
 #define SC_C 3
 #define SC_K 3
 #define SC_MAXM 64
+#define SC_J (SC_C * SC_K * SC_K) /* 27 taps */
+#define SC_J4 7                   /* float4s per output channel */
 
 struct sc_args {
     const void *x, *b;
     void *y;
     st_dtype bt;
-    int ih, iw, oh, ow, sh, sw, dh, dw, ph, pw, m;
-    int64_t xs_n, xs_c, xs_h, xs_w, ys_n, ys_c, ys_h, ys_w, bs, pixels;
+    int ih, iw, oh, ow, sh, sw, dh, dw, ph, pw, m, pairs_x;
+    int64_t xs_n, xs_c, xs_h, xs_w, ys_n, ys_c, ys_h, ys_w, bs, pairs;
     const void *w;
     int64_t ws_m, ws_c, ws_h, ws_w;
     st_epilogue epi;
 };
 
+/* The 27 taps of output pixel (oy, ox), zero outside X. */
+template <typename T>
+__device__ __forceinline__ void sc_taps(const sc_args &a, const T *x, int oy, int ox, float *in)
+{
+#pragma unroll
+    for (int ky = 0; ky < SC_K; ky++) {
+        int iy = oy * a.sh - a.ph + ky * a.dh;
+#pragma unroll
+        for (int kx = 0; kx < SC_K; kx++) {
+            int ix = ox * a.sw - a.pw + kx * a.dw;
+            bool in_ = iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw;
+#pragma unroll
+            for (int c = 0; c < SC_C; c++)
+                in[c * SC_K * SC_K + ky * SC_K + kx] = in_ ? st_to_f<T>(x[c * a.xs_c + iy * a.xs_h + ix * a.xs_w]) : 0.0f;
+        }
+    }
+    in[SC_J] = 0.0f;
+}
+
+template <int CODE>
+__device__ __forceinline__ float sc_act(const sc_args &a, float v)
+{
+    return CODE < 0 ? st_epilogue_f(a.epi, v) : st_unary_f(CODE, v, a.epi.alpha, a.epi.beta, 0.0f, a.epi.alpha, a.epi.beta);
+}
+
 template <typename T, int CODE, int VEC>
 __global__ void __launch_bounds__(128) small_c_kernel(sc_args a)
 {
-    __shared__ float wsh[SC_MAXM * SC_C * SC_K * SC_K], bsh[SC_MAXM];
-    for (int i = threadIdx.x; i < a.m * SC_C * SC_K * SC_K; i += blockDim.x) {
-        int m = i / (SC_C * SC_K * SC_K), r = i % (SC_C * SC_K * SC_K), c = r / (SC_K * SC_K), t = r % (SC_K * SC_K);
-        wsh[i] = st_to_f<T>(((const T *)a.w)[m * a.ws_m + c * a.ws_c + (t / SC_K) * a.ws_h + (t % SC_K) * a.ws_w]);
+    __shared__ float4 wsh[SC_MAXM * SC_J4];
+    __shared__ float bsh[SC_MAXM];
+    float *wf = (float *)wsh;
+    for (int i = threadIdx.x; i < a.m * SC_J4 * 4; i += blockDim.x) {
+        int m = i / (SC_J4 * 4), j = i % (SC_J4 * 4), c = j / (SC_K * SC_K), t = j % (SC_K * SC_K);
+        wf[i] = j < SC_J ? st_to_f<T>(((const T *)a.w)[m * a.ws_m + c * a.ws_c + (t / SC_K) * a.ws_h + (t % SC_K) * a.ws_w]) : 0.0f;
     }
     for (int i = threadIdx.x; i < a.m; i += blockDim.x) bsh[i] = a.b ? st_ldf(a.bt, a.b, i * a.bs) : 0.0f;
     __syncthreads();
-    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < a.pixels; p += (int64_t)gridDim.x * blockDim.x) {
-        int ox = (int)(p % a.ow);
-        int64_t t = p / a.ow;
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < a.pairs; p += (int64_t)gridDim.x * blockDim.x) {
+        int ox = (int)(p % a.pairs_x) * 2;
+        int64_t t = p / a.pairs_x;
         int oy = (int)(t % a.oh);
         int64_t n = t / a.oh;
+        bool two = ox + 1 < a.ow;
         const T *x = (const T *)a.x + n * a.xs_n;
-        float in[SC_C * SC_K * SC_K];
-#pragma unroll
-        for (int ky = 0; ky < SC_K; ky++) {
-            int iy = oy * a.sh - a.ph + ky * a.dh;
-#pragma unroll
-            for (int kx = 0; kx < SC_K; kx++) {
-                int ix = ox * a.sw - a.pw + kx * a.dw;
-                bool in_ = iy >= 0 && iy < a.ih && ix >= 0 && ix < a.iw;
-#pragma unroll
-                for (int c = 0; c < SC_C; c++)
-                    in[c * SC_K * SC_K + ky * SC_K + kx] = in_ ? st_to_f<T>(x[c * a.xs_c + iy * a.xs_h + ix * a.xs_w]) : 0.0f;
-            }
-        }
+        float in0[SC_J4 * 4], in1[SC_J4 * 4];
+        sc_taps<T>(a, x, oy, ox, in0);
+        sc_taps<T>(a, x, oy, two ? ox + 1 : ox, in1);
         T *y = (T *)a.y + n * a.ys_n + oy * a.ys_h + ox * a.ys_w;
         /* VEC output channels per store: on a channels-last Y one 16-byte
          * store instead of VEC scattered 2-byte ones (the scattered
          * stores left this kernel at 0.49 ms for YOLOv8n's stem at batch
          * 32, slower than cuDNN) */
         for (int m0 = 0; m0 < a.m; m0 += VEC) {
-            st_vec<T, VEC> v;
+            st_vec<T, VEC> v0, v1;
 #pragma unroll
             for (int e = 0; e < VEC; e++) {
                 int m = m0 + e;
-                float acc = bsh[m];
+                float acc0 = bsh[m], acc1 = acc0;
 #pragma unroll
-                for (int j = 0; j < SC_C * SC_K * SC_K; j++) acc = fmaf(wsh[m * SC_C * SC_K * SC_K + j], in[j], acc);
-                acc = CODE < 0 ? st_epilogue_f(a.epi, acc) : st_unary_f(CODE, acc, a.epi.alpha, a.epi.beta, 0.0f, a.epi.alpha, a.epi.beta);
-                v.v[e] = st_from_f<T>(acc);
+                for (int j = 0; j < SC_J4; j++) {
+                    float4 w = wsh[m * SC_J4 + j];
+                    acc0 = fmaf(w.x, in0[4 * j], acc0), acc1 = fmaf(w.x, in1[4 * j], acc1);
+                    acc0 = fmaf(w.y, in0[4 * j + 1], acc0), acc1 = fmaf(w.y, in1[4 * j + 1], acc1);
+                    acc0 = fmaf(w.z, in0[4 * j + 2], acc0), acc1 = fmaf(w.z, in1[4 * j + 2], acc1);
+                    acc0 = fmaf(w.w, in0[4 * j + 3], acc0), acc1 = fmaf(w.w, in1[4 * j + 3], acc1);
+                }
+                v0.v[e] = st_from_f<T>(sc_act<CODE>(a, acc0));
+                v1.v[e] = st_from_f<T>(sc_act<CODE>(a, acc1));
             }
-            if (VEC > 1) *(st_vec<T, VEC> *)(y + m0) = v;
-            else y[m0 * a.ys_c] = v.v[0];
+            if (VEC > 1) {
+                *(st_vec<T, VEC> *)(y + m0) = v0;
+                if (two) *(st_vec<T, VEC> *)(y + a.ys_w + m0) = v1;
+            } else {
+                y[m0 * a.ys_c] = v0.v[0];
+                if (two) y[a.ys_w + m0 * a.ys_c] = v1.v[0];
+            }
         }
     }
 }
@@ -726,9 +761,10 @@ static bool small_c_conv(const st_kctx *k, const st_conv_state *s)
     a.xs_n = g.xs[0], a.xs_c = g.xs[1], a.xs_h = g.xs[3], a.xs_w = g.xs[4];
     a.ys_n = g.ys[0], a.ys_c = g.ys[1], a.ys_h = g.ys[3], a.ys_w = g.ys[4];
     a.ws_m = g.ws[0], a.ws_c = g.ws[1], a.ws_h = g.ws[3], a.ws_w = g.ws[4];
-    a.pixels = y->sizes[0] * (int64_t)a.oh * a.ow;
+    a.pairs_x = (a.ow + 1) / 2;
+    a.pairs = y->sizes[0] * (int64_t)a.oh * a.pairs_x;
     a.epi = s->epi;
-    unsigned blocks = st_blocks(a.pixels, 128);
+    unsigned blocks = st_blocks(a.pairs, 128);
     cudaStream_t st = st_stream(k);
     int code = a.epi.act ? a.epi.act - 1 : -2;
     /* 16-byte stores where Y is channels-last and every pixel's run aligned */
@@ -788,10 +824,14 @@ __global__ void dw_cl_kernel(dw_args a, int64_t total)
  * STRATA_CUDA_CL_DW_POOL=0: on an H200 in f16 at batch 32 they took
  * MobileNetV3-L from 2.18 to 1.69 ms and EfficientNet-B0 from 3.73 to
  * 3.11 (bench/RESULTS.md, 2026-12-04, fourth session). */
-static bool cl_dw_pool(void)
+static bool cl_dw_pool(const char *which)
 {
+    /* =dw or =pool keeps one of the two (to tell them apart on a GPU) */
     const char *e = getenv("STRATA_CUDA_CL_DW_POOL");
-    return !(e && strcmp(e, "0") == 0);
+    if (!e) return true;
+    if (strcmp(e, "0") == 0) return false;
+    if (strcmp(e, "dw") == 0 || strcmp(e, "pool") == 0) return strcmp(e, which) == 0;
+    return true;
 }
 
 template <typename T>
@@ -851,7 +891,7 @@ static bool dw_conv(const st_kctx *k, const st_conv_state *s)
         dw_nhwc(a, y->sizes[0], st, x->dtype, rows);
         return true;
     }
-    if (a.xs_c == 1 && a.ys_c == 1 && cl_dw_pool()) {
+    if (a.xs_c == 1 && a.ys_c == 1 && cl_dw_pool("dw")) {
         if (x->dtype == ST_F32) dw_cl<float>(a, y->sizes[0], st);
         else if (x->dtype == ST_F16) dw_cl<__half>(a, y->sizes[0], st);
         else dw_cl<__nv_bfloat16>(a, y->sizes[0], st);
@@ -1421,7 +1461,7 @@ static bool cl_slice(const st_operand *x)
     return ps > x->sizes[1];
 }
 
-/* MODE_FUSED's first run (STRATA_CUDA_CONV_FUSED=1, conv_fused.cu): an
+/* MODE_FUSED's first run (conv_fused.cu; STRATA_CUDA_CONV_FUSED=0 off): an
  * f16/bf16 conv over channels-last X and Y with a constant W, its bias
  * and ReLU or SiLU as one cuDNN graph.  An error when it does not apply
  * or cuDNN builds no engine for it; the caller then goes on unfused. */
@@ -1432,8 +1472,15 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     int act = s->epi.act == 0 ? ST_CF_NONE : s->epi.act == ST_U_RELU + 1 ? ST_CF_RELU : s->epi.act == ST_U_SILU + 1 ? ST_CF_SILU : -1;
     if (act < 0 || (x->dtype != ST_F16 && x->dtype != ST_BF16) || y->dtype != x->dtype || !want_krsc(k, s))
         return st_error(ST_ERR_UNSUPPORTED, "not a fusable conv");
+    if (act == ST_CF_SILU && st_cf_mode() == ST_CF_NOSWISH) return st_error(ST_ERR_UNSUPPORTED, "SiLU (STRATA_CUDA_CONV_FUSED=noswish)");
     if (!cl_pixel_stride(x) || !cl_pixel_stride(y) || (b && (b->dtype != x->dtype || b->strides[0] != 1)))
         return st_error(ST_ERR_UNSUPPORTED, "operands not channels-last");
+    /* an output of one pixel per image (a squeeze-excite block's convs)
+     * gains nothing from fusion, and EfficientNet-B0 at batch 32 in f16
+     * came out 0.135 of max|ref| off PyTorch with every conv fused (0.0045
+     * unfused) on an H200; STRATA_CUDA_CONV_FUSED=all fuses them too */
+    if (y->sizes[2] * y->sizes[3] == 1 && st_cf_mode() != ST_CF_ALL)
+        return st_error(ST_ERR_UNSUPPORTED, "one output pixel");
     st_cf_problem q;
     memset(&q, 0, sizeof q);
     for (int d = 0; d < 4; d++) {
@@ -1475,7 +1522,7 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
         c->mode = MODE_DIRECT;
         return false;
     }
-    if (st_cf_enabled()) {
+    if (st_cf_mode() != ST_CF_OFF) {
         if (try_fused(c, k, ctx, s) == ST_OK) {
             if (verbose()) fprintf(stderr, "strata: cuda: Conv '%s' fused with its bias and activation\n", k->node->name);
             return true;
@@ -2010,8 +2057,8 @@ __global__ void gpool_kernel(gpool_args a)
  * a squeeze-excite block, a classifier's last pool): a block takes 32
  * channels of one image, its 16 rows of threads split the pixels, so each
  * warp reads 32 neighbouring channels of one pixel; gpool_kernel's row per
- * channel stepped C elements a load.  Same NaN rule as gpool_kernel.  Off
- * unless STRATA_CUDA_CL_DW_POOL=1. */
+ * channel stepped C elements a load.  Same NaN rule as gpool_kernel
+ * (cl_dw_pool says when). */
 struct gpool_cl_args {
     const void *x;
     void *y;
@@ -2050,7 +2097,7 @@ __global__ void gpool_cl_kernel(gpool_cl_args a)
 static bool gpool_cl(const st_kctx *k, bool is_max)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
-    if (!cl_dw_pool() || x->rank != 4 || x->strides[1] != 1 || x->sizes[1] < 2 || x->dtype != y->dtype ||
+    if (!cl_dw_pool("pool") || x->rank != 4 || x->strides[1] != 1 || x->sizes[1] < 2 || x->dtype != y->dtype ||
         (x->dtype != ST_F32 && x->dtype != ST_F16 && x->dtype != ST_BF16) || x->sizes[0] > 65535)
         return false;
     if (x->sizes[2] * x->sizes[3] == 0 || x->sizes[2] * x->sizes[3] > INT32_MAX / 2 || x->sizes[2] * x->strides[2] > INT32_MAX / 2)

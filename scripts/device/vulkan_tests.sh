@@ -103,7 +103,7 @@ fi
 
 echo "== YOLOv8n 640x640 b1 timing (strata bench, median ms)" | tee $OUT/vulkan_bench.log
 IN=/tmp/m/yolo/yolov8n_640x640_b1_input.npy M=/tmp/m/yolo/yolov8n.onnx
-[ -f $M ] || { M=/tmp/suite/yolov8n.onnx IN=/tmp/suite/yolov8n_b1_x.npy; }
+[ -f $M ] || { M=/tmp/suite/yolov8n.onnx IN=/tmp/suite/yolov8n_b1_images.npy; }
 for p in f32 f16; do
   for b in vulkan cuda opencl; do
     t=$($S bench $M -i $IN --backend $b --precision $p --runs 50 --warmup 10 -q 2>&1 |

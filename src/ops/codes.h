@@ -7,7 +7,7 @@
  * program), so no backend can number them differently.  Plain
  * preprocessor only: OpenCL C reads this file too.
  *
- * The order is the numbering.  A code with no ONNX op of its own
+ * The order is the numbering (of the index family's modes, below, too).  A code with no ONNX op of its own
  * (GELU_TANH, CLIP, SILU) is what a shape rule or a fusion pass selects.
  */
 #ifndef ST_OPS_CODES_H
@@ -24,5 +24,11 @@
     X(ADD) X(SUB) X(MUL) X(DIV) X(POW) X(MOD) X(MAX) X(MIN) X(MEAN) X(EQUAL) X(LESS) X(GREATER)        \
     X(LESS_EQUAL) X(GREATER_EQUAL) X(AND) X(OR) X(XOR) X(SHIFT_LEFT) X(SHIFT_RIGHT) X(PRELU)         \
     X(BITWISE_AND) X(BITWISE_OR) X(BITWISE_XOR)
+
+/* The index family's modes (ops/index.h's st_pad_mode and
+ * st_scatter_red, ops/index_math.h's rules): Pad's fill, and the
+ * reduction ScatterElements and ScatterND apply to a written element. */
+#define ST_PAD_MODES(X) X(CONSTANT) X(REFLECT) X(EDGE) X(WRAP)
+#define ST_SCATTER_REDS(X) X(NONE) X(ADD) X(MUL) X(MAX) X(MIN)
 
 #endif

@@ -11,12 +11,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/codes.h"
 #include "strata.h"
 
-typedef enum st_pad_mode { ST_PAD_CONSTANT, ST_PAD_REFLECT, ST_PAD_EDGE, ST_PAD_WRAP } st_pad_mode;
+/* Numbered by ops/codes.h's lists, which the OpenCL kernels read too. */
+#define ST_PAD_ENUM_(name) ST_PAD_##name,
+typedef enum st_pad_mode { ST_PAD_MODES(ST_PAD_ENUM_) } st_pad_mode;
+#undef ST_PAD_ENUM_
 
 /* Scatter reductions (ScatterND, ScatterElements). */
-typedef enum st_scatter_red { ST_RED_NONE, ST_RED_ADD, ST_RED_MUL, ST_RED_MAX, ST_RED_MIN } st_scatter_red;
+#define ST_RED_ENUM_(name) ST_RED_##name,
+typedef enum st_scatter_red { ST_SCATTER_REDS(ST_RED_ENUM_) } st_scatter_red;
+#undef ST_RED_ENUM_
 
 /* Pad, and CenterCropPad (a Pad whose pads its shape input decides).
  * Negative pads crop first; the other modes then read the cropped

@@ -8,6 +8,9 @@
 #include "ops/lower_index.h"
 #include "ops/ops.h"
 
+/* the device kernels' Einsum walk holds ST_MAX_RANK output dims */
+_Static_assert(ST_IM_RANK == ST_MAX_RANK, "ops/index_math.h's ST_IM_RANK is ST_MAX_RANK");
+
 static int64_t numel(int rank, const int64_t *n)
 {
     int64_t t = 1;
@@ -239,7 +242,7 @@ void st_lower_einsum_of(const st_kctx *k, st_lower_einsum *p)
         for (int d = 0; d < s->rank[i]; d++) {
             int l = s->label[i][d];
             used[l] = true;
-            ls[i][l] += k->in[i].sizes[d] == 1 ? 0 : k->in[i].strides[d];
+            ls[i][l] = st_im_label_stride(ls[i][l], k->in[i].sizes[d], k->in[i].strides[d]);
         }
     p->out_rank = s->out_rank;
     for (int d = 0; d < s->out_rank; d++) {

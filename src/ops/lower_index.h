@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "ops/index.h"
+#include "ops/index_math.h"
 #include "ops/kernel.h"
 
 #ifdef __cplusplus
@@ -99,17 +100,11 @@ void st_lower_scatter_nd(const st_kctx *k, st_lower_nd *p);
 
 /* ---- Einsum: one output element sums over the labels it lacks ---- */
 
-#define ST_LEIN_IN 4                /* the device kernels' inputs */
-#define ST_LEIN_SUM 12              /* and summed labels */
-
-typedef struct st_lower_einsum {
-    int n_in, out_rank, n_sum;
-    int64_t out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK];
-    int64_t out_s[ST_MAX_RANK][ST_LEIN_IN]; /* input i's stride along output dim d */
-    int64_t sum_n[ST_LEIN_SUM];
-    int64_t sum_s[ST_LEIN_SUM][ST_LEIN_IN]; /* input i's stride along summed label j */
-    int64_t total;                  /* y's elements */
-} st_lower_einsum;
+/* ops/index_math.h's st_im_einsum, which the device kernels walk (CUDA
+ * takes it as it is, OpenCL as the first member of its argument block) */
+#define ST_LEIN_IN ST_IM_EIN_IN     /* the device kernels' inputs */
+#define ST_LEIN_SUM ST_IM_EIN_SUM   /* and summed labels */
+typedef st_im_einsum st_lower_einsum;
 
 /* A repeated label's strides add (a diagonal), a size-1 dim's is 0. */
 void st_lower_einsum_of(const st_kctx *k, st_lower_einsum *p);

@@ -37,6 +37,7 @@ typedef struct kc_in {
     bool integral;              /* whole numbers only (comparisons, ints) */
     bool nonzero;               /* no zeros (divisors) */
     bool specials;              /* some NaN and +-Inf (IsNaN, IsInf) */
+    bool wide;                  /* uint64: half the values drawn around 2^63 (orders that must be unsigned) */
     bool constant;              /* an initializer (axes, Clip's bounds): packed, never a view */
     const double *values;       /* constant: its values (count = numel) */
 } kc_in;
@@ -49,7 +50,8 @@ typedef struct kc_case {
     pb_buf attrs;               /* AttributeProtos (field 5 of the NodeProto) */
     st_dtype out_dt;            /* output 0's dtype (the one compared) */
     int n_out;                  /* outputs the node has (the rest are left unread) */
-    /* The float64 reference of output 0: in[i] packed in the operand's
+    int out_pick;               /* the output compared (TopK's indices: 1), described by out_dt / out_dims */
+    /* The float64 reference of the compared output: in[i] packed in the operand's
      * logical shape, as the dtype holds it; out packed in out_dims. */
     int out_rank;
     int64_t out_dims[KC_MAX_RANK];

@@ -304,6 +304,7 @@ static bool gen_binary(kc_rng *r, st_dtype dt, kc_case *c)
         if (!strcmp(n, "PRelu") && k == 0) memcpy(dims, out, sizeof out);
         set_in(c, k, dt, rank, dims, lo, hi);
         if (few && dt != ST_BOOL) c->in[k].integral = true, c->in[k].lo = is_unsigned(dt) ? 0 : -3, c->in[k].hi = 3;
+        c->in[k].wide = few;   /* uint64 across 2^63: the order must be unsigned */
     }
     /* a broadcast that does not cover out would shrink it: make input 0 full-size
      * when none of the inputs has out's full shape in some dim */
@@ -1346,6 +1347,7 @@ static bool gen_arg(kc_rng *r, st_dtype dt, kc_case *c)
     int rank = rand_shape(r, 1, 4, dims);
     set_in(c, 0, dt, rank, dims, -4, 4);
     c->in[0].integral = true;   /* ties happen: select_last_index matters */
+    c->in[0].wide = true;       /* uint64 across 2^63, ordered unsigned */
     if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
     int axis = kc_int(r, 0, rank - 1);
     c->ip[0] = axis;
@@ -1670,6 +1672,517 @@ static bool gen_conv_transpose(kc_rng *r, st_dtype dt, kc_case *c)
     return true;
 }
 
+/* ---- the index family: OneHot, Trilu, CumSum, TopK, Einsum, the element
+ * gathers and the scatters (their rules: ops/index_math.h, checked here
+ * from the ONNX spec's text) ----------------------------------------- */
+
+static void unravel(int64_t f, int rank, const int64_t *dims, int64_t *idx)
+{
+    for (int d = rank - 1; d >= 0; d--) {
+        idx[d] = f % dims[d];
+        f /= dims[d];
+    }
+}
+
+static int64_t ravel(int rank, const int64_t *dims, const int64_t *idx)
+{
+    int64_t f = 0;
+    for (int d = 0; d < rank; d++) f = f * dims[d] + idx[d];
+    return f;
+}
+
+/* An index value v on an axis of dim: negative counts from the end. */
+static int64_t wrap_index(double v, int64_t dim) { return v < 0 ? (int64_t)v + dim : (int64_t)v; }
+
+/* A constant int64 input i of n values, kept in store (which outlives the run). */
+static void const_ints(kc_case *c, int i, st_dtype dt, int rank, int64_t n, double *store)
+{
+    int64_t dims[1] = {n};
+    set_in(c, i, dt, rank, dims, 0, 0);
+    c->in[i].constant = true;
+    c->in[i].values = store;
+}
+
+static void ref_one_hot(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *ix = &c->in[0];
+    int axis = c->ip[0];
+    int64_t depth = c->ip[1], n = kc_numel(c->out_rank, c->out_dims), idx[KC_MAX_RANK], at[KC_MAX_RANK];
+    for (int64_t f = 0; f < n; f++) {
+        unravel(f, c->out_rank, c->out_dims, idx);
+        for (int d = 0, e = 0; d < c->out_rank; d++)
+            if (d != axis) at[e++] = idx[d];
+        /* the index cast to int64 (truncation); a negative one counts from the end */
+        double v = trunc(in[0][ravel(ix->rank, ix->dims, at)]);
+        if (v < 0) v += (double)depth;
+        out[f] = v == (double)idx[axis] ? in[2][1] : in[2][0];
+    }
+}
+
+static bool gen_one_hot(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static const st_dtype VT[] = {ST_F32, ST_I64, ST_I32, ST_F16, ST_U8, ST_BOOL, ST_I8};
+    static double depth_v, vals[2];
+    int64_t dims[KC_MAX_RANK], out[KC_MAX_RANK];
+    int rank = rand_shape(r, 0, 3, dims);
+    int64_t depth = kc_int(r, 1, 7);
+    /* out-of-range indices (all off) on both sides; unsigned types only reach the top */
+    set_in(c, 0, dt, rank, dims, is_unsigned(dt) ? 0 : -(double)depth - 1, (double)depth);
+    c->in[0].integral = !is_float(dt) || kc_int(r, 0, 1);
+    depth_v = (double)depth;
+    const_ints(c, 1, kc_int(r, 0, 1) ? ST_I64 : ST_F32, kc_int(r, 0, 1), 1, &depth_v);
+    st_dtype vt = VT[kc_int(r, 0, (int)(sizeof VT / sizeof *VT) - 1)];
+    vals[0] = vt == ST_BOOL ? 0 : kc_int(r, -3, 0);
+    vals[1] = vt == ST_BOOL ? 1 : kc_int(r, 1, 5);
+    if (vt == ST_U8) vals[0] = 0;
+    int64_t two = 2;
+    /* [off, on]: constant, or a graph input drawn like any other */
+    set_in(c, 2, vt, 1, &two, vt == ST_U8 ? 0 : -3, 5);
+    c->in[2].integral = true;
+    c->in[2].constant = kc_int(r, 0, 1);
+    c->in[2].values = vals;
+    int axis = kc_int(r, 0, rank);
+    pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank - 1);
+    for (int d = 0, e = 0; d <= rank; d++) out[d] = d == axis ? depth : dims[e++];
+    set_out(c, vt, rank + 1, out);
+    c->ip[0] = axis;
+    c->ip[1] = (int)depth;
+    snprintf(c->note, sizeof c->note, "axis=%d depth=%lld values %s", axis, (long long)depth, st_dtype_name(vt));
+    c->ref = ref_one_hot;
+    return true;
+}
+
+static void ref_trilu(const kc_case *c, const double *const *in, double *out)
+{
+    int r = c->out_rank;
+    int64_t n = kc_numel(r, c->out_dims), idx[KC_MAX_RANK];
+    double k = c->n_in > 1 ? in[1][0] : 0;
+    for (int64_t f = 0; f < n; f++) {
+        unravel(f, r, c->out_dims, idx);
+        double diff = (double)(idx[r - 1] - idx[r - 2]);   /* column - row */
+        out[f] = (c->ip[0] ? diff >= k : diff <= k) ? in[0][f] : 0;
+    }
+}
+
+static bool gen_trilu(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static double kv;
+    int64_t dims[KC_MAX_RANK];
+    int rank = kc_int(r, 2, 4);
+    for (int d = 0; d < rank; d++) dims[d] = kc_int(r, 1, d >= rank - 2 ? 9 : 3);
+    set_in(c, 0, dt, rank, dims, -5, 5);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int upper = kc_int(r, 0, 1);
+    pb_attr_int(&c->attrs, "upper", upper);
+    int kind = kc_int(r, 0, 5);   /* 0: no k; 5: far past the matrix, where i + k would overflow unclamped */
+    kv = kind == 5 ? (kc_int(r, 0, 1) ? 1 : -1) * ldexp(1, 62) : kc_int(r, -10, 10);
+    if (kind) {
+        set_in(c, 1, ST_I64, kc_int(r, 0, 1), (const int64_t[]){1}, kv, kv);
+        c->in[1].integral = true;
+        c->in[1].constant = kc_int(r, 0, 1);
+        c->in[1].values = &kv;
+    }
+    set_out(c, dt, rank, dims);
+    c->ip[0] = upper;
+    snprintf(c->note, sizeof c->note, "upper=%d k=%s%.0f", upper, kind ? "" : "absent ", kind ? kv : 0.0);
+    c->ref = ref_trilu;
+    return true;
+}
+
+static void ref_cumsum(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int axis = c->ip[0], ex = c->ip[1], rev = c->ip[2];
+    int64_t n = x->dims[axis], outer = kc_numel(axis, x->dims), inner = kc_numel(x->rank - axis - 1, x->dims + axis + 1);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double acc = 0;
+            for (int64_t s = 0; s < n; s++) {
+                int64_t k = rev ? n - 1 - s : s, at = (o * n + k) * inner + i;
+                if (!ex) acc += in[0][at];
+                out[at] = acc;
+                if (ex) acc += in[0][at];
+            }
+        }
+}
+
+static bool gen_cumsum(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static double av;
+    int64_t dims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 4, dims);
+    set_in(c, 0, dt, rank, dims, -4, 4);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    c->in[0].integral = !is_float(dt) || kc_int(r, 0, 1);   /* whole numbers: exact sums, so any order */
+    int axis = kc_int(r, 0, rank - 1);
+    av = kc_int(r, 0, 1) ? axis : axis - rank;
+    /* the axis as a constant, or a graph input read at run time */
+    set_in(c, 1, kc_int(r, 0, 1) ? ST_I64 : ST_I32, kc_int(r, 0, 1), (const int64_t[]){1}, av, av);
+    c->in[1].integral = true;
+    c->in[1].constant = kc_int(r, 0, 1);
+    c->in[1].values = &av;
+    c->ip[0] = axis;
+    c->ip[1] = kc_int(r, 0, 1);
+    c->ip[2] = kc_int(r, 0, 1);
+    if (c->ip[1]) pb_attr_int(&c->attrs, "exclusive", 1);
+    if (c->ip[2]) pb_attr_int(&c->attrs, "reverse", 1);
+    set_out(c, dt, rank, dims);
+    snprintf(c->note, sizeof c->note, "axis=%.0f%s exclusive=%d reverse=%d", av, c->in[1].constant ? " const" : "", c->ip[1], c->ip[2]);
+    c->ref = ref_cumsum;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    c->cpu_scale = 10;
+    return true;
+}
+
+static void ref_topk(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0];
+    int axis = c->ip[0], largest = c->ip[2];
+    int64_t k = c->ip[1], n = x->dims[axis], outer = kc_numel(axis, x->dims), inner = kc_numel(x->rank - axis - 1, x->dims + axis + 1);
+    int64_t order[200];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *v = in[0] + o * n * inner + i;
+            /* the spec: sorted by value (largest or smallest first), an
+             * equal value's lower index first; insertion keeps that */
+            for (int64_t a = 0; a < n; a++) {
+                int64_t b = a;
+                while (b > 0 && (largest ? v[a * inner] > v[order[b - 1] * inner] : v[a * inner] < v[order[b - 1] * inner])) {
+                    order[b] = order[b - 1];
+                    b--;
+                }
+                order[b] = a;
+            }
+            for (int64_t j = 0; j < k; j++)
+                out[(o * k + j) * inner + i] = c->out_pick ? (double)order[j] : v[order[j] * inner];
+        }
+}
+
+static bool gen_topk(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    static double kv;
+    int64_t dims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 3, dims);
+    int axis = kc_int(r, 0, rank - 1);
+    if (dims[axis] > 150) dims[axis] = 150;
+    set_in(c, 0, dt, rank, dims, -4, 4);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    c->in[0].integral = true;   /* ties: the lower index comes first */
+    c->in[0].wide = true;       /* uint64 ordered as unsigned */
+    if (dt == ST_F64 && kc_int(r, 0, 1)) {
+        /* distinct in float64, equal in float32: an order computed in f32 ties them */
+        c->in[0].integral = false;
+        c->in[0].lo = 1, c->in[0].hi = 1 + 1e-9;
+    }
+    int64_t k = kc_int(r, 1, (int)dims[axis]);
+    kv = (double)k;
+    const_ints(c, 1, ST_I64, 1, 1, &kv);
+    int largest = kc_int(r, 0, 1);
+    pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank);
+    pb_attr_int(&c->attrs, "largest", largest);
+    c->n_out = 2;
+    c->out_pick = kc_int(r, 0, 1);
+    int64_t out[KC_MAX_RANK];
+    memcpy(out, dims, sizeof out);
+    out[axis] = k;
+    set_out(c, c->out_pick ? ST_I64 : dt, rank, out);
+    c->ip[0] = axis;
+    c->ip[1] = (int)k;
+    c->ip[2] = largest;
+    snprintf(c->note, sizeof c->note, "axis=%d k=%lld largest=%d, output %s", axis, (long long)k, largest,
+             c->out_pick ? "Indices" : "Values");
+    c->ref = ref_topk;
+    return true;
+}
+
+/* Einsum: equations over labels a-z, each label's extent drawn per case. */
+static const char *const EINSUMS[] = {"ij,jk->ik", "bij,bjk->bik", "ii->i", "ij->ji", "ij->", "i,i->", "ij,j->i",
+                                      "bhqd,bhkd->bhqk", "i,j->ij", "iij->j", "ij,jk,kl->il", "ijk->kji", "ii->", "ij,ij->ij"};
+
+static void ref_einsum(const kc_case *c, const double *const *in, double *out)
+{
+    const char *eq = EINSUMS[c->ip[0]], *arrow = strstr(eq, "->");
+    int64_t size[26] = {0}, val[26];
+    int labels[26], nl = 0;
+    for (const char *p = eq; *p; p++)
+        if (*p >= 'a' && *p <= 'z' && !size[*p - 'a']) {
+            size[*p - 'a'] = c->ip[1 + (*p - 'a') % 6];
+            labels[nl++] = *p - 'a';
+        }
+    int64_t total = 1, on = kc_numel(c->out_rank, c->out_dims);
+    for (int l = 0; l < nl; l++) total *= size[labels[l]];
+    for (int64_t f = 0; f < on; f++) out[f] = 0;
+    /* every assignment of the labels: the product of the inputs there, into the output's element */
+    for (int64_t t = 0; t < total; t++) {
+        int64_t rem = t;
+        for (int l = nl - 1; l >= 0; l--) {
+            val[labels[l]] = rem % size[labels[l]];
+            rem /= size[labels[l]];
+        }
+        double prod = 1;
+        const char *p = eq;
+        for (int i = 0; i < c->n_in; i++) {
+            int64_t idx[KC_MAX_RANK];
+            int d = 0;
+            for (; *p && *p != ',' && p < arrow; p++) idx[d++] = val[*p - 'a'];
+            p++;
+            prod *= in[i][ravel(d, c->in[i].dims, idx)];
+        }
+        int64_t idx[KC_MAX_RANK];
+        int d = 0;
+        for (const char *q = arrow + 2; *q; q++) idx[d++] = val[*q - 'a'];
+        out[ravel(d, c->out_dims, idx)] += prod;
+    }
+}
+
+static bool gen_einsum(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    if (dt == ST_BOOL) return false;
+    int which = kc_int(r, 0, (int)(sizeof EINSUMS / sizeof *EINSUMS) - 1);
+    const char *eq = EINSUMS[which], *arrow = strstr(eq, "->");
+    for (int l = 0; l < 6; l++) c->ip[1 + l] = kc_int(r, 1, 5);   /* label a + 6j has extent ip[1 + j % 6] */
+    double lo = -2, hi = 2;
+    if (!is_float(dt)) lo = is_unsigned(dt) ? 0 : -3, hi = 3;
+    const char *p = eq;
+    for (int i = 0; p < arrow; i++) {
+        int64_t dims[KC_MAX_RANK];
+        int d = 0;
+        for (; *p != ',' && p < arrow; p++) dims[d++] = c->ip[1 + (*p - 'a') % 6];
+        set_in(c, i, dt, d, dims, lo, hi);
+        p++;
+    }
+    int64_t out[KC_MAX_RANK];
+    int orank = 0;
+    for (const char *q = arrow + 2; *q; q++) out[orank++] = c->ip[1 + (*q - 'a') % 6];
+    pb_attr_string(&c->attrs, "equation", eq);
+    set_out(c, dt, orank, out);
+    c->ip[0] = which;
+    snprintf(c->note, sizeof c->note, "equation %s", eq);
+    c->ref = ref_einsum;
+    c->ref_atol = 1e-4;
+    c->ref_rtol = 1e-4;
+    c->cpu_scale = 10;
+    return true;
+}
+
+/* ScatterElements, ScatterND: the reduction (opset 18 names all four),
+ * and where the values come from. */
+static const char *const REDS[] = {"none", "add", "mul", "max", "min"};
+
+static double reduce_ref(int red, double a, double b, st_dtype dt)
+{
+    switch (red) {
+    case 1: return a + b;
+    case 2: return is_float(dt) ? a * b : (double)(int64_t)((uint64_t)(int64_t)a * (uint64_t)(int64_t)b);
+    case 3: return b > a ? b : a;
+    case 4: return b < a ? b : a;
+    default: return b;
+    }
+}
+
+/* Data and updates for reduction red: products stay small, max / min
+ * draw uint64 across 2^63, float64 values any (a sum in f32 shows). */
+static void scatter_values(kc_case *c, int red, st_dtype dt)
+{
+    for (int i = 0; i < 3; i += 2) {
+        if (!is_float(dt)) int_range(dt, &c->in[i].lo, &c->in[i].hi);
+        if (red == 2) c->in[i].lo = is_unsigned(dt) ? 1 : -2, c->in[i].hi = 2, c->in[i].integral = true;
+        c->in[i].wide = red >= 3;
+    }
+}
+
+static void ref_scatter_elements(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0], *ix = &c->in[1];
+    int axis = c->ip[0], red = c->ip[1];
+    int64_t n = kc_numel(x->rank, x->dims), ni = kc_numel(ix->rank, ix->dims), idx[KC_MAX_RANK];
+    for (int64_t f = 0; f < n; f++) out[f] = in[0][f];
+    /* the spec's loop, in the indices' row-major order (duplicates: in that order) */
+    for (int64_t j = 0; j < ni; j++) {
+        unravel(j, ix->rank, ix->dims, idx);
+        idx[axis] = wrap_index(in[1][j], x->dims[axis]);
+        int64_t at = ravel(x->rank, x->dims, idx);
+        out[at] = reduce_ref(red, out[at], in[2][j], x->dt);
+    }
+}
+
+static bool gen_scatter_elements(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], idims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 3, dims);
+    int axis = kc_int(r, 0, rank - 1);
+    for (int d = 0; d < rank; d++) idims[d] = d == axis ? kc_int(r, 1, 4) : kc_int(r, 1, (int)dims[d]);
+    int red = dt == ST_BOOL ? 0 : kc_int(r, 0, 4);
+    set_in(c, 0, dt, rank, dims, -4, 4);
+    set_in(c, 1, kc_int(r, 0, 1) ? ST_I64 : ST_I32, rank, idims, -(double)dims[axis], (double)dims[axis] - 1);
+    c->in[1].integral = true;
+    set_in(c, 2, dt, rank, idims, -4, 4);
+    scatter_values(c, red, dt);
+    pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank);
+    if (red) pb_attr_string(&c->attrs, "reduction", REDS[red]);
+    c->opset = 18;
+    set_out(c, dt, rank, dims);
+    c->ip[0] = axis;
+    c->ip[1] = red;
+    snprintf(c->note, sizeof c->note, "axis=%d reduction=%s", axis, REDS[red]);
+    c->ref = ref_scatter_elements;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+/* GatherND / ScatterND share a shape: data [batch b, D x m, slice...],
+ * indices [batch b, tuples..., m] (every indexed dim D long, so one range
+ * holds every index). */
+typedef struct nd_shape {
+    int b, m, rank, irank, tup;
+    int64_t dims[KC_MAX_RANK], idims[KC_MAX_RANK];
+} nd_shape;
+
+static void draw_nd(kc_rng *r, nd_shape *s, int max_b)
+{
+    s->b = kc_int(r, 0, max_b);
+    s->m = kc_int(r, 1, 2);
+    int slice = kc_int(r, 0, 2);
+    s->rank = s->b + s->m + slice;
+    int64_t D = kc_int(r, 1, 5);
+    for (int d = 0; d < s->rank; d++) s->dims[d] = d >= s->b && d < s->b + s->m ? D : kc_int(r, 1, 4);
+    s->tup = kc_int(r, 0, 2);
+    s->irank = s->b + s->tup + 1;
+    for (int d = 0; d < s->b; d++) s->idims[d] = s->dims[d];
+    for (int d = 0; d < s->tup; d++) s->idims[s->b + d] = kc_int(r, 1, 3);
+    s->idims[s->irank - 1] = s->m;
+}
+
+/* The data element of tuple t (indices row t) and slice element e, for
+ * batch index bi (all in row-major numbering). */
+static int64_t nd_at(const nd_shape *s, const double *ix, int64_t t, int64_t bi, int64_t e)
+{
+    int64_t idx[KC_MAX_RANK];
+    unravel(bi, s->b, s->dims, idx);
+    for (int j = 0; j < s->m; j++) idx[s->b + j] = wrap_index(ix[t * s->m + j], s->dims[s->b + j]);
+    unravel(e, s->rank - s->b - s->m, s->dims + s->b + s->m, idx + s->b + s->m);
+    return ravel(s->rank, s->dims, idx);
+}
+
+static void nd_of(const kc_case *c, nd_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->b = c->ip[0];
+    s->m = c->ip[1];
+    s->rank = c->in[0].rank;
+    s->irank = c->in[1].rank;
+    s->tup = s->irank - s->b - 1;
+    memcpy(s->dims, c->in[0].dims, sizeof s->dims);
+    memcpy(s->idims, c->in[1].dims, sizeof s->idims);
+}
+
+static void ref_scatter_nd(const kc_case *c, const double *const *in, double *out)
+{
+    nd_shape s;
+    nd_of(c, &s);
+    int64_t n = kc_numel(s.rank, s.dims), tuples = kc_numel(s.irank - 1, s.idims);
+    int64_t slice = kc_numel(s.rank - s.m, s.dims + s.m);
+    for (int64_t f = 0; f < n; f++) out[f] = in[0][f];
+    for (int64_t t = 0; t < tuples; t++)
+        for (int64_t e = 0; e < slice; e++) {
+            int64_t at = nd_at(&s, in[1], t, 0, e);
+            out[at] = reduce_ref(c->ip[2], out[at], in[2][t * slice + e], c->in[0].dt);
+        }
+}
+
+static bool gen_scatter_nd(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    nd_shape s;
+    draw_nd(r, &s, 0);
+    int red = dt == ST_BOOL ? 0 : kc_int(r, 0, 4);
+    set_in(c, 0, dt, s.rank, s.dims, -4, 4);
+    set_in(c, 1, ST_I64, s.irank, s.idims, -(double)s.dims[0], (double)s.dims[0] - 1);
+    c->in[1].integral = true;
+    int64_t udims[KC_MAX_RANK];
+    int urank = 0;
+    for (int d = 0; d < s.irank - 1; d++) udims[urank++] = s.idims[d];
+    for (int d = s.m; d < s.rank; d++) udims[urank++] = s.dims[d];
+    set_in(c, 2, dt, urank, udims, -4, 4);
+    scatter_values(c, red, dt);
+    if (red) pb_attr_string(&c->attrs, "reduction", REDS[red]);
+    c->opset = 18;
+    set_out(c, dt, s.rank, s.dims);
+    c->ip[0] = 0;
+    c->ip[1] = s.m;
+    c->ip[2] = red;
+    snprintf(c->note, sizeof c->note, "depth %d, %d tuple dims, reduction=%s", s.m, s.tup, REDS[red]);
+    c->ref = ref_scatter_nd;
+    c->ref_atol = 1e-5;
+    c->ref_rtol = 1e-5;
+    return true;
+}
+
+static void ref_gather_nd(const kc_case *c, const double *const *in, double *out)
+{
+    nd_shape s;
+    nd_of(c, &s);
+    int64_t batch = kc_numel(s.b, s.dims), tuples = kc_numel(s.tup, s.idims + s.b);
+    int64_t slice = kc_numel(s.rank - s.b - s.m, s.dims + s.b + s.m);
+    for (int64_t bi = 0; bi < batch; bi++)
+        for (int64_t t = 0; t < tuples; t++)
+            for (int64_t e = 0; e < slice; e++)
+                out[(bi * tuples + t) * slice + e] = in[0][nd_at(&s, in[1], bi * tuples + t, bi, e)];
+}
+
+static bool gen_gather_nd(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    nd_shape s;
+    draw_nd(r, &s, 1);
+    set_in(c, 0, dt, s.rank, s.dims, -4, 4);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    int64_t D = s.dims[s.b];
+    set_in(c, 1, ST_I64, s.irank, s.idims, -(double)D, (double)D - 1);
+    c->in[1].integral = true;
+    if (s.b) pb_attr_int(&c->attrs, "batch_dims", s.b);
+    int64_t out[KC_MAX_RANK];
+    int orank = 0;
+    for (int d = 0; d < s.irank - 1; d++) out[orank++] = s.idims[d];
+    for (int d = s.b + s.m; d < s.rank; d++) out[orank++] = s.dims[d];
+    set_out(c, dt, orank, out);
+    c->ip[0] = s.b;
+    c->ip[1] = s.m;
+    snprintf(c->note, sizeof c->note, "batch_dims=%d depth %d", s.b, s.m);
+    c->ref = ref_gather_nd;
+    return true;
+}
+
+static void ref_gather_elements(const kc_case *c, const double *const *in, double *out)
+{
+    const kc_in *x = &c->in[0], *ix = &c->in[1];
+    int axis = c->ip[0];
+    int64_t ni = kc_numel(ix->rank, ix->dims), idx[KC_MAX_RANK];
+    for (int64_t j = 0; j < ni; j++) {
+        unravel(j, ix->rank, ix->dims, idx);
+        idx[axis] = wrap_index(in[1][j], x->dims[axis]);
+        out[j] = in[0][ravel(x->rank, x->dims, idx)];
+    }
+}
+
+static bool gen_gather_elements(kc_rng *r, st_dtype dt, kc_case *c)
+{
+    int64_t dims[KC_MAX_RANK], idims[KC_MAX_RANK];
+    int rank = rand_shape(r, 1, 3, dims);
+    int axis = kc_int(r, 0, rank - 1);
+    for (int d = 0; d < rank; d++) idims[d] = d == axis ? kc_int(r, 1, 5) : kc_int(r, 1, (int)dims[d]);
+    set_in(c, 0, dt, rank, dims, -4, 4);
+    if (!is_float(dt)) int_range(dt, &c->in[0].lo, &c->in[0].hi);
+    set_in(c, 1, kc_int(r, 0, 1) ? ST_I64 : ST_I32, rank, idims, -(double)dims[axis], (double)dims[axis] - 1);
+    c->in[1].integral = true;
+    pb_attr_int(&c->attrs, "axis", kc_int(r, 0, 1) ? axis : axis - rank);
+    set_out(c, dt, rank, idims);
+    c->ip[0] = axis;
+    snprintf(c->note, sizeof c->note, "axis=%d", axis);
+    c->ref = ref_gather_elements;
+    return true;
+}
+
 /* ---- the generator table -------------------------------------------- */
 
 typedef struct kc_gen_row {
@@ -1716,6 +2229,15 @@ static const kc_gen_row GENS[] = {
     {"", "Resize", gen_resize},
     {"", "Upsample", gen_upsample},
     {"", "ConvTranspose", gen_conv_transpose},
+    {"", "OneHot", gen_one_hot},
+    {"", "Trilu", gen_trilu},
+    {"", "CumSum", gen_cumsum},
+    {"", "TopK", gen_topk},
+    {"", "Einsum", gen_einsum},
+    {"", "ScatterElements", gen_scatter_elements},
+    {"", "ScatterND", gen_scatter_nd},
+    {"", "GatherND", gen_gather_nd},
+    {"", "GatherElements", gen_gather_elements},
 };
 
 static const char *const BINARY[] = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",

@@ -15,6 +15,7 @@
 #include "backends/cpu/k_index.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/linalg.h"
+#include "ops/index_math.h"
 
 #define GEMM_ROWS 64
 
@@ -43,14 +44,14 @@ static void ein_view(const st_einsum_state *s, int i, const st_operand *x, ein_o
     for (int d = 0; d < s->rank[i]; d++) {
         int l = s->label[i][d], p = 0;
         while (p < n && e->lab[p] != l) p++;
-        int64_t st = x->sizes[d] == 1 ? 0 : x->strides[d];
+        /* ops/index_math.h: strides of one label add, a dim of 1 adds none */
         if (p < n) {
-            e->o.strides[p] += st;
+            e->o.strides[p] = st_im_label_stride(e->o.strides[p], x->sizes[d], x->strides[d]);
             continue;
         }
         e->lab[n] = (int8_t)l;
         e->o.sizes[n] = s->size[l];
-        e->o.strides[n] = st;
+        e->o.strides[n] = st_im_label_stride(0, x->sizes[d], x->strides[d]);
         n++;
     }
     e->o.rank = n;

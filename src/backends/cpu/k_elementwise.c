@@ -2,7 +2,10 @@
  * k_elementwise.c — CPU kernels of the elementwise ops.
  *
  * All take strided, broadcast operands (stride 0 on broadcast dims) and a
- * strided output.  Work is split by rows of the coalesced iteration space.
+ * strided output.  Work is split by rows of the walk that
+ * ops/lower_elementwise.h lowers (the dims in the output's memory order,
+ * merged where every operand is contiguous), and the fast paths below are
+ * chosen by its class.
  * Floating types (f32, f16, bf16) compute in f32 on blocks: a block is
  * loaded (a no-op for unit-stride f32), transformed by one tight loop, and
  * stored, so the dtype and stride handling stays out of the math.  f64
@@ -19,6 +22,7 @@
 #include "runtime/pool.h"
 #include "backends/common/rows.h"
 #include "ops/elementwise.h"
+#include "ops/lower_elementwise.h"
 #include "ops/scalar_math.h"
 
 #define BLOCK 256
@@ -278,11 +282,13 @@ static void unary_tr_task(void *arg, int64_t task)
     }
 }
 
-/* Takes the op when its shapes fit (see above); false: nothing done. */
-static bool unary_transposed(const st_kctx *k, const unary_job *j)
+/* Takes the op when its shapes fit (see above); false: nothing done.
+ * Only a general walk can: every other class reads the input at unit
+ * stride along the row. */
+static bool unary_transposed(const st_kctx *k, const unary_job *j, st_lew_class cls)
 {
     const st_iter *it = &j->it;
-    if (k->in[0].dtype != ST_F32 || k->out[0].dtype != ST_F32 || it->rank < 2) return false;
+    if (cls != ST_LEW_GENERAL || k->in[0].dtype != ST_F32 || k->out[0].dtype != ST_F32 || it->rank < 2) return false;
     int last = it->rank - 1, d = -1;
     int64_t L = it->sizes[last];
     if (it->strides[1][last] == 1 || it->strides[0][last] != 1 || L < 2 || L > BLOCK) return false;
@@ -303,8 +309,10 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, double lo, do
     unary_job j = {k, s, false, {0}, {0}, {0}, lo, hi};
     j.vec = s->code == ST_U_SIGMOID || s->code == ST_U_SILU || s->code == ST_U_GELU;
     j.vact.act = s->code + 1;
-    if (!st_iter_init(&j.it, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, x->strides})) return ST_OK;
-    if (unary_transposed(k, &j)) return ST_OK;
+    st_lower_ew w;
+    st_lower_ew_operands(&w, y, 1, (const st_operand *[]){x});
+    if (!st_lower_ew_iter(&w, &j.it)) return ST_OK;
+    if (unary_transposed(k, &j, w.cls)) return ST_OK;
     long_inner(&j.it);
     j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, PIECE);
     st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), unary_rows, &j);
@@ -421,21 +429,16 @@ static void binary_rows(void *arg, int64_t task)
 /* Strides of x broadcast to y's shape: right-aligned, 0 where x has size 1. */
 void st_broadcast_strides(const st_operand *x, const st_operand *y, int64_t *strides)
 {
-    int off = y->rank - x->rank;
-    for (int d = 0; d < y->rank; d++) {
-        int k = d - off;
-        strides[d] = (k < 0 || x->sizes[k] == 1) ? 0 : x->strides[k];
-    }
+    st_lower_ew_bcast(x->rank, x->sizes, x->strides, y->rank, strides);
 }
 
 static void run_binary(const st_kctx *k, const st_operand *a, const st_operand *b, const st_operand *y, int code,
                        bool fmod_mode)
 {
-    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
-    st_broadcast_strides(a, y, sa);
-    st_broadcast_strides(b, y, sb);
     binary_job j = {a, b, y, code, fmod_mode, {0}, {0}};
-    if (!st_iter_init(&j.it, y->rank, y->sizes, 3, (const int64_t *[]){y->strides, sa, sb})) return;
+    st_lower_ew w;
+    st_lower_ew_operands(&w, y, 2, (const st_operand *[]){a, b});
+    if (!st_lower_ew_iter(&w, &j.it)) return;
     long_inner(&j.it);
     j.tasks = st_row_tasks_of(st_iter_rows(&j.it), j.it.inner, PIECE);
     st_parallel_for(k->pool, st_row_tasks_count(&j.tasks), binary_rows, &j);
@@ -513,12 +516,10 @@ static void where_rows(void *arg, int64_t task)
 st_status st_cpu_where(const st_kctx *k)
 {
     const st_operand *out = &k->out[0];
-    int64_t sc[ST_MAX_RANK], sx[ST_MAX_RANK], sy[ST_MAX_RANK];
-    st_broadcast_strides(&k->in[0], out, sc);
-    st_broadcast_strides(&k->in[1], out, sx);
-    st_broadcast_strides(&k->in[2], out, sy);
     where_job j = {&k->in[0], &k->in[1], &k->in[2], out, {0}, 0, 0};
-    if (!st_iter_init(&j.it, out->rank, out->sizes, 4, (const int64_t *[]){out->strides, sc, sx, sy})) return ST_OK;
+    st_lower_ew w;
+    st_lower_ew_operands(&w, out, 3, (const st_operand *[]){&k->in[0], &k->in[1], &k->in[2]});
+    if (!st_lower_ew_iter(&w, &j.it)) return ST_OK;
     j.rows = st_iter_rows(&j.it);
     j.rows_per_task = st_rows_per_task(j.it.inner, ROWS_PER_TASK_MIN_ELEMS);
     st_parallel_for(k->pool, (j.rows + j.rows_per_task - 1) / j.rows_per_task, where_rows, &j);
@@ -528,7 +529,8 @@ st_status st_cpu_where(const st_kctx *k)
 /* ---- Cast ---- */
 
 /* Packed f16/bf16 <-> f32 and int32 -> f32 run the vector conversions
- * (cvt_half.h, the same bits as st_convert) over fixed chunks on the pool;
+ * (cvt_half.h, the same bits as st_convert) over fixed chunks on the pool
+ * when the walk is one contiguous row (both operands dense in one layout);
  * everything else goes element by element through st_copy_strided. */
 #define CAST_CHUNK 65536
 
@@ -551,8 +553,10 @@ st_status st_cpu_cast(const st_kctx *k)
 {
     const st_operand *x = &k->in[0], *y = &k->out[0];
     st_cvt_fn fn = st_cvt_vec(y->dtype, x->dtype);
-    if (fn && st_operand_is_contiguous(x) && st_operand_is_contiguous(y)) {
-        cast_job j = {fn, y->data, x->data, st_dtype_size(y->dtype), st_dtype_size(x->dtype), st_operand_numel(y)};
+    st_lower_ew w;
+    st_lower_ew_operands(&w, y, 1, (const st_operand *[]){x});
+    if (fn && w.cls == ST_LEW_CONTIGUOUS) {
+        cast_job j = {fn, y->data, x->data, st_dtype_size(y->dtype), st_dtype_size(x->dtype), w.n};
         st_parallel_for(k->pool, (j.n + CAST_CHUNK - 1) / CAST_CHUNK, cast_chunk, &j);
         return ST_OK;
     }

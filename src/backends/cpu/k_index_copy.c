@@ -12,6 +12,7 @@
 
 #include "backends/cpu/k_index.h"
 #include "backends/cpu/kernels.h"
+#include "ops/index_math.h"
 #include "ops/lower_index.h"
 
 /* ---- the parallel strided copy everything else is built on ---- */
@@ -105,7 +106,7 @@ st_status st_index_check(const st_operand *ix, int64_t dim)
     for (bool more = st_iter_init(&it, ix->rank, ix->sizes, 1, (const int64_t *[]){ix->strides}); more; more = st_iter_next(&it))
         for (int64_t i = 0; i < it.inner; i++) {
             int64_t v = load_index(ix->dtype, elem(ix, it.off[0] + i * it.step[0]));
-            if (v < -dim || v >= dim)
+            if (st_im_index(v, dim) < 0)
                 return st_error(ST_ERR_SHAPE, "index %lld is out of range for an axis of size %lld", (long long)v, (long long)dim);
         }
     return ST_OK;
@@ -145,25 +146,6 @@ typedef struct pad_job {
     unsigned char val[8];
     int64_t rows, per;
 } pad_job;
-
-/* The input index output index o of a dim of n reads, or -1 for the
- * constant.  Negative pads crop first, and the modes then see only the
- * kept elements [lo, lo + m), as ONNX Runtime crops before it pads. */
-static int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t end, int64_t n)
-{
-    int64_t lo = begin < 0 ? -begin : 0, m = n - lo - (end < 0 ? -end : 0);
-    int64_t i = o - (begin > 0 ? begin : 0);
-    if (i >= 0 && i < m) return lo + i;
-    if (mode == ST_PAD_CONSTANT || m <= 0) return -1;
-    if (mode == ST_PAD_EDGE) return lo + (i < 0 ? 0 : m - 1);
-    if (mode == ST_PAD_WRAP) return lo + ((i % m) + m) % m;
-    if (m == 1) return lo;
-    /* reflect without repeating the edge; far pads reflect again */
-    int64_t p = 2 * (m - 1);
-    i %= p;
-    if (i < 0) i += p;
-    return lo + (i < m ? i : p - i);
-}
 
 static void pad_task(void *arg, int64_t t)
 {
@@ -231,7 +213,7 @@ st_status st_cpu_pad(const st_kctx *k)
             st = st_error(ST_ERR_NOMEM, "out of memory");
             break;
         }
-        for (int64_t o = 0; o < y->sizes[d]; o++) j.map[d][o] = pad_source(s->mode, o, s->begin[d], s->end[d], x->sizes[d]);
+        for (int64_t o = 0; o < y->sizes[d]; o++) j.map[d][o] = st_im_pad_source(s->mode, o, s->begin[d], s->end[d], x->sizes[d]); /* ops/index_math.h */
     }
     if (st == ST_OK) {
         int last = y->rank - 1;
@@ -303,15 +285,8 @@ static void trilu_task(void *arg, int64_t t)
     for (int64_t row = t * j->per, end = min64(row + j->per, j->rows); row < end; row++) {
         int64_t idx[ST_MAX_RANK];
         unflatten(r - 1, y->sizes, row, idx);
-        int64_t i = idx[r - 2], lo, hi;
-        /* keep column c where c - i >= k (upper) or c - i <= k (lower) */
-        if (j->upper) {
-            lo = min64(max64(i + j->k, 0), w_n);
-            hi = w_n;
-        } else {
-            lo = 0;
-            hi = min64(max64(i + j->k + 1, 0), w_n);
-        }
+        /* the kept columns (ops/index_math.h): c - i >= k (upper) or <= k */
+        int64_t i = idx[r - 2], lo = st_im_trilu_first(i, j->k, w_n, j->upper), hi = st_im_trilu_end(i, j->k, w_n, j->upper);
         char *yr = elem(y, dot(r - 1, idx, y->strides));
         const char *xr = elem(x, dot(r - 1, idx, x->strides));
         int64_t ys = y->strides[r - 1], xs = x->strides[r - 1], de = (int64_t)st_dtype_size(y->dtype);
@@ -327,9 +302,7 @@ st_status st_cpu_trilu(const st_kctx *k)
     const st_index_state *s = k->state;
     trilu_job j = {&k->in[0], &k->out[0], 0, s->flag, 0, 0};
     if (k->n_in > 1 && present(&k->in[1])) j.k = st_load_i64(k->in[1].dtype, k->in[1].data);
-    int64_t h = j.y->sizes[j.y->rank - 2], w = j.y->sizes[j.y->rank - 1];
-    /* a k beyond the matrix acts like one just past its edge (and cannot overflow) */
-    j.k = max64(min64(j.k, w + 1), -h - 1);
+    int64_t w = j.y->sizes[j.y->rank - 1];
     if (st_operand_numel(j.y) == 0) return ST_OK;
     j.rows = st_operand_numel(j.y) / w;
     j.per = rows_per_task(w);
@@ -355,8 +328,8 @@ st_status st_cpu_one_hot(const st_kctx *k)
         for (int64_t i = 0; i < it.inner; i++) {
             const char *p = elem(ix, it.off[0] + i * it.step[0]);
             int64_t idx = st_dtype_is_float(ix->dtype) ? (int64_t)st_load_f64(ix->dtype, p) : st_load_i64(ix->dtype, p);
-            if (idx < 0 && s->flag) idx += depth;
-            if (idx < 0 || idx >= depth) continue; /* out of range: all off */
+            idx = st_im_one_hot(idx, depth, s->flag);
+            if (idx < 0) continue; /* out of range: all off */
             put((char *)y->data + (it.off[1] + i * it.step[1] + idx * y->strides[ax]) * de, y->dtype, on, v->dtype);
         }
     return ST_OK;

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/k_index.h"
 #include "backends/cpu/kernels.h"
+#include "ops/index_math.h"
 #include "ops/lower_index.h"
 #include "ops/select.h"
 
@@ -40,8 +41,7 @@ static void gather_el_task(void *arg, int64_t t)
     for (int64_t r = r0; r < r1; r++) {
         if (r > r0) st_iter_next(&it);
         for (int64_t i = 0; i < it.inner; i++) {
-            int64_t v = load_index(ix->dtype, elem(ix, it.off[1] + i * it.step[1]));
-            if (v < 0) v += dim;
+            int64_t v = st_im_index(load_index(ix->dtype, elem(ix, it.off[1] + i * it.step[1])), dim); /* checked before */
             char *d = yd + (it.off[0] + i * it.step[0]) * ye;
             const char *src = xd + (it.off[2] + i * it.step[2] + v * xa) * xe;
             if (same) copy_elem(d, src, (size_t)xe);
@@ -83,9 +83,8 @@ static bool gather_nd_offset(const st_operand *x, const st_operand *ix, int b, i
     int64_t io = dot(q - 1, idx, ix->strides), off = 0;
     for (int d = 0; d < b; d++) off += idx[d] * x->strides[d];
     for (int c = 0; c < m; c++) {
-        int64_t v = load_index(ix->dtype, elem(ix, io + c * ix->strides[q - 1])), dim = x->sizes[b + c];
-        if (v < -dim || v >= dim) return false;
-        if (v < 0) v += dim;
+        int64_t v = st_im_index(load_index(ix->dtype, elem(ix, io + c * ix->strides[q - 1])), x->sizes[b + c]);
+        if (v < 0) return false;
         off += v * x->strides[b + c];
     }
     *xo = off;
@@ -139,29 +138,19 @@ st_status st_cpu_gather_nd(const st_kctx *k)
 
 /* ---- ScatterND, ScatterElements ---- */
 
+/* One element of u into y under reduction red (ops/index_math.h).
+ * Floats narrower than f64 compute in double too: the result rounds once
+ * to the dtype, as its own arithmetic (and the devices' f32) rounds. */
 static void reduce_into(char *d, st_dtype dt, const char *s, st_dtype sdt, int red)
 {
     if (red == ST_RED_NONE) {
         put(d, dt, s, sdt);
         return;
     }
-    if (st_dtype_is_float(dt)) {
-        /* f32 and narrower: the double result rounds once to the dtype,
-         * the same as the dtype's own arithmetic */
-        double a = st_load_f64(dt, d), b = st_load_f64(sdt, s);
-        double r = red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-        st_store_f64(dt, d, r);
-    } else if (dt == ST_U64 || dt == ST_U32) {
-        uint64_t a = (uint64_t)st_load_i64(dt, d), b = (uint64_t)st_load_i64(sdt, s);
-        uint64_t r = red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-        st_store_i64(dt, d, (int64_t)r);
-    } else {
-        int64_t a = st_load_i64(dt, d), b = st_load_i64(sdt, s);
-        int64_t r = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
-                  : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
-                  : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-        st_store_i64(dt, d, r);
-    }
+    if (st_dtype_is_float(dt))
+        st_store_f64(dt, d, st_im_reduce_f64(red, st_load_f64(dt, d), st_load_f64(sdt, s)));
+    else
+        st_store_i64(dt, d, st_im_reduce_i64(red, st_load_i64(dt, d), st_load_i64(sdt, s), dt == ST_U64));
 }
 
 st_status st_cpu_scatter_nd(const st_kctx *k)
@@ -179,12 +168,12 @@ st_status st_cpu_scatter_nd(const st_kctx *k)
         unflatten(q - 1, ix->sizes, t, idx);
         io = dot(q - 1, idx, ix->strides);
         for (int c = 0; c < m; c++) {
-            int64_t v = load_index(ix->dtype, elem(ix, io + c * ix->strides[q - 1])), dim = y->sizes[c];
-            if (v < -dim || v >= dim) {
+            int64_t v = load_index(ix->dtype, elem(ix, io + c * ix->strides[q - 1])), dim = y->sizes[c], at = st_im_index(v, dim);
+            if (at < 0) {
                 free(offs);
                 return st_error(ST_ERR_SHAPE, "index %lld is out of range for axis %d of size %lld", (long long)v, c, (long long)dim);
             }
-            off += (v < 0 ? v + dim : v) * y->strides[c];
+            off += at * y->strides[c];
         }
         offs[t] = off;
     }
@@ -229,8 +218,7 @@ st_status st_cpu_scatter_elements(const st_kctx *k)
     for (bool more = st_iter_init(&it, w.rank, w.n, 3, (const int64_t *[]){w.s[ST_LG_INDEX], w.s[ST_LG_PEER], w.s[ST_LG_DATA]}); more;
          more = st_iter_next(&it))
         for (int64_t i = 0; i < it.inner; i++) {
-            int64_t v = load_index(ix->dtype, elem(ix, it.off[0] + i * it.step[0]));
-            if (v < 0) v += dim;
+            int64_t v = st_im_index(load_index(ix->dtype, elem(ix, it.off[0] + i * it.step[0])), dim); /* checked before */
             reduce_into(elem(y, it.off[2] + i * it.step[2] + v * w.data_axis), y->dtype, elem(u, it.off[1] + i * it.step[1]),
                         u->dtype, s->reduction);
         }

@@ -30,6 +30,7 @@
 #include "backends/cpu/k_reduce.h"
 #include "runtime/pool.h"
 #include "backends/common/rows.h"
+#include "ops/index_math.h"
 #include "ops/reduce.h"
 
 #define CHUNK 512          /* elements converted to f32 at a time */
@@ -554,22 +555,12 @@ typedef struct topk_row {
 } topk_row;
 
 /* Does element a come before element b in the output?  By value (NaN
- * above every number, as numpy sorts it), then by the lower index. */
+ * above every number, as numpy sorts it), then by the lower index: the
+ * devices' order too (ops/index_math.h). */
 static bool before(const topk_row *c, int64_t a, int64_t b)
 {
-    int cmp;
-    if (c->kf) {
-        double x = c->kf[a], y = c->kf[b];
-        bool xn = x != x, yn = y != y;
-        cmp = xn ? (yn ? 0 : 1) : yn ? -1 : (x > y) - (x < y);
-    } else if (c->uns) {
-        cmp = (c->ki[a] > c->ki[b]) - (c->ki[a] < c->ki[b]);
-    } else {
-        int64_t x = (int64_t)c->ki[a], y = (int64_t)c->ki[b];
-        cmp = (x > y) - (x < y);
-    }
-    if (!c->largest) cmp = -cmp;
-    return cmp > 0 || (cmp == 0 && a < b);
+    int cmp = c->kf ? st_im_cmp_f64(c->kf[a], c->kf[b]) : st_im_cmp_i64((int64_t)c->ki[a], (int64_t)c->ki[b], c->uns);
+    return st_im_topk_before(cmp, c->largest, a, b);
 }
 
 /* A heap of the k best so far with the worst on top. */
@@ -693,7 +684,7 @@ static void cumsum_task(void *arg, int64_t t)
         if (dt == ST_F32 || dt == ST_F16 || dt == ST_BF16) {
             float acc = 0.0f;
             for (int64_t s = 0; s < n; s++) {
-                int64_t i = rev ? n - 1 - s : s;
+                int64_t i = st_im_cumsum_at(s, n, rev);
                 float v = st_load_f32(dt, xp + i * xs);
                 if (!excl) acc += v;
                 st_store_f32(dt, yp + i * ys, acc);
@@ -702,7 +693,7 @@ static void cumsum_task(void *arg, int64_t t)
         } else if (dt == ST_F64) {
             double acc = 0.0;
             for (int64_t s = 0; s < n; s++) {
-                int64_t i = rev ? n - 1 - s : s;
+                int64_t i = st_im_cumsum_at(s, n, rev);
                 double v = *(const double *)(xp + i * xs);
                 if (!excl) acc += v;
                 *(double *)(yp + i * ys) = acc;
@@ -711,7 +702,7 @@ static void cumsum_task(void *arg, int64_t t)
         } else {
             uint64_t acc = 0;
             for (int64_t s = 0; s < n; s++) {
-                int64_t i = rev ? n - 1 - s : s;
+                int64_t i = st_im_cumsum_at(s, n, rev);
                 uint64_t v = (uint64_t)st_load_i64(dt, xp + i * xs);
                 if (!excl) acc += v;
                 st_store_i64(dt, yp + i * ys, (int64_t)acc);
@@ -732,11 +723,11 @@ st_status st_cpu_cumsum(const st_kctx *k)
     if (j.axis < 0) {
         const st_operand *a = &k->in[1];
         int64_t v = st_load_i64(a->dtype, a->data);
-        int64_t r = j.x->rank;
-        if (v < -r || v >= r)
+        int64_t r = j.x->rank, at = st_im_index(v, r); /* ops/index_math.h, as the devices read it */
+        if (at < 0)
             return st_error(ST_ERR_SHAPE, "node '%s' (CumSum): axis %lld is out of range for rank %lld", k->node->name,
                             (long long)v, (long long)r);
-        j.axis = (int)(v < 0 ? v + r : v);
+        j.axis = (int)at;
     }
     st_rows_init(&j.r, j.x->rank, j.x->sizes, 1u << j.axis, 2, (const int64_t *[]){j.x->strides, j.y->strides});
     j.per_task = st_rows_per_task(j.x->sizes[j.axis], TASK_ELEMS);

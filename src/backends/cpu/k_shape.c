@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels.h"
 #include "runtime/pool.h"
 #include "ops/concat.h"
+#include "ops/index_math.h"
 #include "ops/ops.h"
 
 /* st_copy_strided spread over the pool: the coalesced rows of the copy in
@@ -157,10 +158,11 @@ st_status st_cpu_gather(const st_kctx *k)
             rem /= ix->sizes[d];
         }
         int64_t v = st_load_i64(ix->dtype, (const char *)ix->data + st_offset_of(ix, idx) * (int64_t)st_dtype_size(ix->dtype));
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim)
+        int64_t at = st_im_index(v, dim); /* ops/index_math.h */
+        if (at < 0)
             return st_error(ST_ERR_SHAPE, "gather index %lld is out of range for axis %d of size %lld", (long long)v, axis,
                             (long long)dim);
+        v = at;
         st_operand src = *x, dst = *y;
         /* src: x with axis removed at v; dst: y with the index dims fixed */
         src.data = (char *)x->data + v * x->strides[axis] * (int64_t)st_dtype_size(x->dtype);

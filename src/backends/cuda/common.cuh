@@ -18,12 +18,19 @@
 extern "C" {
 #include "core/view.h"
 #include "ops/elementwise.h"
+#include "ops/lower_elementwise.h"
 #include "ops/scalar_math.h"
 }
 
-#define ST_CUDA_MAXOPS 4
+#define ST_CUDA_MAXOPS ST_LEW_OPS
 
-/* Up to ST_CUDA_MAXOPS operands walked over one (coalesced) shape. */
+/* Up to ST_CUDA_MAXOPS operands walked over one (coalesced) shape: the
+ * kernels' copy of ops/lower_elementwise.h's walk (st_lower_ew), which
+ * orders the dims by operand 0's strides, largest first (a channels-last
+ * tensor viewed as NCHW, passes/channels_last.c, then walks its
+ * contiguous channels as the row, not its pixels at a stride of C), and
+ * merges dims that are contiguous in every operand.  Every walk maps
+ * elements independently, so any order gives the same results. */
 struct st_walk {
     int rank;
     int nops;
@@ -32,44 +39,36 @@ struct st_walk {
     int64_t stride[ST_CUDA_MAXOPS][ST_MAX_RANK];
 };
 
-/* Builds a walk from per-operand strides over `sizes` (operand 0 is
- * usually the output), merging dims that are contiguous in every operand.
- * Every walk maps elements independently, so the dims are first ordered
- * by operand 0's strides, largest first: a channels-last tensor viewed as
- * NCHW (passes/channels_last.c) then walks its contiguous channels as the
- * row, not its pixels at a stride of C. */
-static inline st_walk st_walk_make(int rank, const int64_t *sizes, int nops, const int64_t *const *strides)
+static inline st_walk st_walk_of(const st_lower_ew &l)
 {
-    st_iter it;
     st_walk w;
     memset(&w, 0, sizeof w);
-    w.nops = nops;
-    int order[ST_MAX_RANK];
-    for (int d = 0; d < rank; d++) order[d] = d;
-    for (int d = 1; d < rank; d++) /* stable: equal strides keep their order */
-        for (int e = d; e > 0; e--) {
-            int64_t a = strides[0][order[e - 1]], b = strides[0][order[e]];
-            if ((a < 0 ? -a : a) >= (b < 0 ? -b : b)) break;
-            int t = order[e - 1];
-            order[e - 1] = order[e];
-            order[e] = t;
-        }
-    int64_t osz[ST_MAX_RANK], ost[ST_CUDA_MAXOPS][ST_MAX_RANK];
-    const int64_t *os[ST_CUDA_MAXOPS];
-    for (int d = 0; d < rank; d++) {
-        osz[d] = sizes[order[d]];
-        for (int k = 0; k < nops; k++) ost[k][d] = strides[k][order[d]];
-    }
-    for (int k = 0; k < nops; k++) os[k] = ost[k];
-    bool any = st_iter_init(&it, rank, osz, nops, os);
-    w.rank = it.rank;
-    w.n = any ? 1 : 0;
-    for (int d = 0; d < it.rank; d++) {
-        w.size[d] = it.sizes[d];
-        w.n *= it.sizes[d];
-        for (int k = 0; k < nops; k++) w.stride[k][d] = it.strides[k][d];
+    w.rank = l.rank;
+    w.nops = l.nops;
+    w.n = l.n;
+    for (int d = 0; d < l.rank; d++) {
+        w.size[d] = l.sizes[d];
+        for (int k = 0; k < l.nops; k++) w.stride[k][d] = l.strides[k][d];
     }
     return w;
+}
+
+/* A walk from per-operand strides over `sizes` (operand 0 is usually the
+ * output), as they are: already broadcast. */
+static inline st_walk st_walk_make(int rank, const int64_t *sizes, int nops, const int64_t *const *strides)
+{
+    st_lower_ew l;
+    st_lower_ew_make(&l, rank, sizes, nops, strides);
+    return st_walk_of(l);
+}
+
+/* The walk of an elementwise node: y, and n_in inputs broadcast (numpy)
+ * into y's shape. */
+static inline st_walk st_walk_ew(const st_operand *y, int n_in, const st_operand *const *in)
+{
+    st_lower_ew l;
+    st_lower_ew_operands(&l, y, n_in, in);
+    return st_walk_of(l);
 }
 
 /* The same, for 1 to 4 operands given one by one (C++ has no compound
@@ -204,11 +203,7 @@ static inline unsigned st_blocks(int64_t n, int threads)
 /* Strides of x broadcast to y's shape (right-aligned, 0 on size-1 dims). */
 static inline void st_bcast(const st_operand *x, const st_operand *y, int64_t *s)
 {
-    int off = y->rank - x->rank;
-    for (int d = 0; d < y->rank; d++) {
-        int k = d - off;
-        s[d] = (k < 0 || x->sizes[k] == 1) ? 0 : x->strides[k];
-    }
+    st_lower_ew_bcast(x->rank, x->sizes, x->strides, y->rank, s);
 }
 
 #endif

@@ -162,11 +162,9 @@ __global__ void binary_kernel(binary_args p)
 static st_status launch_binary(const st_kctx *k, const st_operand *a, const st_operand *b, const st_operand *y, int code,
                                bool fmod_mode)
 {
-    int64_t sa[ST_MAX_RANK], sb[ST_MAX_RANK];
-    st_bcast(a, y, sa);
-    st_bcast(b, y, sb);
+    const st_operand *in[2] = {a, b};
     binary_args p;
-    p.w = st_walk3(y->rank, y->sizes, y->strides, sa, sb);
+    p.w = st_walk_ew(y, 2, in);
     if (p.w.n == 0) return ST_OK;
     p.a = a->data;
     p.b = b->data;
@@ -253,12 +251,9 @@ __global__ void where_kernel(where_args p)
 extern "C" st_status st_cuda_where(const st_kctx *k)
 {
     const st_operand *out = &k->out[0];
-    int64_t sc[ST_MAX_RANK], sx[ST_MAX_RANK], sy[ST_MAX_RANK];
-    st_bcast(&k->in[0], out, sc);
-    st_bcast(&k->in[1], out, sx);
-    st_bcast(&k->in[2], out, sy);
+    const st_operand *in[3] = {&k->in[0], &k->in[1], &k->in[2]};
     where_args p;
-    p.w = st_walk4(out->rank, out->sizes, out->strides, sc, sx, sy);
+    p.w = st_walk_ew(out, 3, in);
     if (p.w.n == 0) return ST_OK;
     p.c = (const uint8_t *)k->in[0].data;
     p.x = (const char *)k->in[1].data;

@@ -10,11 +10,16 @@
  * splits, Einsum's label strides, Pad's parameters) comes from
  * ops/lower_index.h, as the OpenCL arguments' does.
  *
+ * The element rules (an index's wrap and bounds, the scatter reduction,
+ * Pad's source, OneHot, Trilu, CumSum, TopK's order, Einsum's walk) are
+ * ops/index_math.h's, which the CPU and OpenCL kernels compile too.
+ *
  * An index out of range (which the CPU reports as an error) is flagged
  * through ctx->dev_error, reported when the run is waited for, as
  * k_shape.cu's Gather does.
  */
 #include "backends/cuda/common.cuh"
+#include "ops/index_math.h"
 extern "C" {
 #include "ops/index.h"
 #include "ops/lower_index.h"
@@ -149,21 +154,6 @@ static st_status cuda_space_to_depth(const st_kctx *k)
 
 /* ---- Pad, CenterCropPad (pad.cl's rule) ---- */
 
-__device__ __forceinline__ int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t end, int64_t n)
-{
-    int64_t lo = begin < 0 ? -begin : 0, m = n - lo - (end < 0 ? -end : 0);
-    int64_t i = o - (begin > 0 ? begin : 0);
-    if (i >= 0 && i < m) return lo + i;
-    if (mode == ST_PAD_CONSTANT || m <= 0) return -1;
-    if (mode == ST_PAD_EDGE) return lo + (i < 0 ? 0 : m - 1);
-    if (mode == ST_PAD_WRAP) return lo + ((i % m) + m) % m;
-    if (m == 1) return lo;
-    int64_t p = 2 * (m - 1);
-    i %= p;
-    if (i < 0) i += p;
-    return lo + (i < m ? i : p - i);
-}
-
 __global__ void pad_kernel(st_lower_pad p, int es, ix_td yd, ix_td xd, char *y, const char *x, const char *v)
 {
     GRID_LOOP(i, p.total)
@@ -174,7 +164,7 @@ __global__ void pad_kernel(st_lower_pad p, int es, ix_td yd, ix_td xd, char *y, 
         bool inside = true;
         for (int d = 0; d < yd.rank; d++) {
             oy += c[d] * yd.s[d];
-            int64_t s = pad_src(p.mode, c[d], p.begin[d], p.end[d], xd.n[d]);
+            int64_t s = st_im_pad_source(p.mode, c[d], p.begin[d], p.end[d], xd.n[d]);
             inside &= s >= 0;
             ox += s * xd.s[d];
         }
@@ -221,9 +211,8 @@ __global__ void gather_walk_kernel(st_lower_gather p, st_dtype it, int es, char 
             oy += c * p.s[ST_LG_PEER][d];
             oi += c * p.s[ST_LG_INDEX][d];
         }
-        int64_t v = st_ldi(it, ix, oi);
-        if (v < 0) v += p.dim;
-        if (v < 0 || v >= p.dim) {
+        int64_t v = st_im_index(st_ldi(it, ix, oi), p.dim);
+        if (v < 0) {
             /* a kernel cannot fail a graph: flag it for the executor's wait */
             atomicCAS(err, 0, cmd + 1);
             continue;
@@ -257,6 +246,16 @@ static st_status cuda_gather_elements(const st_kctx *k)
     return gather_walk(k, &p);
 }
 
+/* y[oy] = y[oy] reduced with u[ou] (ops/index_math.h): floats in f32
+ * (f64 is not accepted here), integers in 64 bits, uint64 ordered as
+ * unsigned. */
+__device__ __forceinline__ void ix_reduce(int red, st_dtype yt, char *y, int64_t oy, st_dtype ut, const char *u, int64_t ou, int es)
+{
+    if (red == ST_RED_NONE) ix_mv(y, oy, u, ou, es);
+    else if (ix_isf(yt)) st_stf(yt, y, oy, st_im_reduce_f32(red, st_ldf(yt, y, oy), st_ldf(ut, u, ou)));
+    else st_sti(yt, y, oy, st_im_reduce_i64(red, st_ldi(yt, y, oy), st_ldi(ut, u, ou), yt == ST_U64));
+}
+
 /* ---- ScatterND: y = x, then thread j applies every tuple to slice element j, in order ---- */
 
 __global__ void scatter_nd_kernel(ix_td yd, ix_td id, ix_td ud, int red, char *y, const void *ix, const char *u, int64_t slice,
@@ -286,28 +285,15 @@ __global__ void scatter_nd_kernel(ix_td yd, ix_td id, ix_td ud, int red, char *y
             int64_t oy = sy;
             bool ok = true;
             for (int c = 0; c < m; c++) {
-                int64_t v = st_ldi(id.dt, ix, oi + c * id.s[q - 1]), dim = yd.n[c];
-                if (v < 0) v += dim;
-                ok &= v >= 0 && v < dim;
+                int64_t v = st_im_index(st_ldi(id.dt, ix, oi + c * id.s[q - 1]), yd.n[c]);
+                ok &= v >= 0;
                 oy += v * yd.s[c];
             }
             if (!ok) {
                 atomicCAS(err, 0, cmd + 1);
                 continue;
             }
-            if (red == ST_RED_NONE) {
-                ix_mv(y, oy, u, ou, es);
-            } else if (ix_isf(yd.dt)) {
-                float a = st_ldf(yd.dt, y, oy), b = st_ldf(ud.dt, u, ou);
-                float v = red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-                st_stf(yd.dt, y, oy, v);
-            } else {
-                int64_t a = st_ldi(yd.dt, y, oy), b = st_ldi(ud.dt, u, ou);
-                int64_t v = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
-                          : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
-                          : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-                st_sti(yd.dt, y, oy, v);
-            }
+            ix_reduce(red, yd.dt, y, oy, ud.dt, u, ou, es);
         }
     }
 }
@@ -344,8 +330,7 @@ __global__ void one_hot_kernel(ix_td yd, ix_td id, int axis, bool neg_ok, char *
         }
         int64_t depth = yd.n[axis];
         int64_t kk = ix_isf(id.dt) ? (int64_t)st_ldf(id.dt, ix, oi) : st_ldi(id.dt, ix, oi);
-        if (kk < 0 && neg_ok) kk += depth;
-        ix_mv(y, oy, v, kk == c[axis] ? von : 0, es);
+        ix_mv(y, oy, v, st_im_one_hot(kk, depth, neg_ok) == c[axis] ? von : 0, es);
     }
 }
 
@@ -403,9 +388,8 @@ __global__ void cumsum_kernel(ix_td yd, ix_td xd, int axis, st_dtype at, const v
 {
     int r = xd.rank;
     if (axis < 0) {
-        int64_t v = st_ldi(at, ap, 0);
-        axis = (int)(v < 0 ? v + r : v);
-        if (axis < 0 || axis >= r) return;
+        axis = (int)st_im_index(st_ldi(at, ap, 0), r);
+        if (axis < 0) return;
     }
     int64_t n = xd.n[axis];
     if (n == 0) return;
@@ -418,7 +402,7 @@ __global__ void cumsum_kernel(ix_td yd, ix_td xd, int axis, st_dtype at, const v
         if (ix_isf(xd.dt)) {
             float acc = 0.0f;
             for (int64_t s = 0; s < n; s++) {
-                int64_t i = rev ? n - 1 - s : s;
+                int64_t i = st_im_cumsum_at(s, n, rev);
                 float v = st_ldf(xd.dt, x, ox + i * xs);
                 if (!excl) acc += v;
                 st_stf(yd.dt, y, oy + i * ys, acc);
@@ -427,7 +411,7 @@ __global__ void cumsum_kernel(ix_td yd, ix_td xd, int axis, st_dtype at, const v
         } else {
             uint64_t acc = 0;
             for (int64_t s = 0; s < n; s++) {
-                int64_t i = rev ? n - 1 - s : s;
+                int64_t i = st_im_cumsum_at(s, n, rev);
                 uint64_t v = (uint64_t)st_ldi(xd.dt, x, ox + i * xs);
                 if (!excl) acc += v;
                 st_sti(yd.dt, y, oy + i * ys, (int64_t)acc);
@@ -448,19 +432,12 @@ static st_status cuda_cumsum(const st_kctx *k)
     return ST_OK;
 }
 
-/* Order of values for TopK: NaN above every number (numpy's sort). */
-__device__ __forceinline__ int key_cmp(float a, float b)
-{
-    bool an = isnan(a), bn = isnan(b);
-    return an ? (bn ? 0 : 1) : bn ? -1 : (a > b) - (a < b);
-}
-
+/* Order of the values at oa and ob (ops/index_math.h): NaN above every
+ * number (numpy's sort), uint64 unsigned. */
 __device__ __forceinline__ int ix_cmp(const ix_td &xd, const void *x, int64_t oa, int64_t ob)
 {
-    if (ix_isf(xd.dt)) return key_cmp(st_ldf(xd.dt, x, oa), st_ldf(xd.dt, x, ob));
-    int64_t a = st_ldi(xd.dt, x, oa), b = st_ldi(xd.dt, x, ob);
-    if (xd.dt == ST_U64) return ((uint64_t)a > (uint64_t)b) - ((uint64_t)a < (uint64_t)b);
-    return (a > b) - (a < b);
+    if (ix_isf(xd.dt)) return st_im_cmp_f32(st_ldf(xd.dt, x, oa), st_ldf(xd.dt, x, ob));
+    return st_im_cmp_i64(st_ldi(xd.dt, x, oa), st_ldi(xd.dt, x, ob), xd.dt == ST_U64);
 }
 
 /* One thread per line; output j is the best element after output j - 1
@@ -478,16 +455,9 @@ __global__ void topk_kernel(ix_td vd, ix_td id, ix_td xd, int axis, bool largest
         for (int64_t j = 0; j < k; j++) {
             int64_t best = -1;
             for (int64_t i = 0; i < n; i++) {
-                if (prev >= 0) {
-                    int c = ix_cmp(xd, x, ox + i * xs, ox + prev * xs);
-                    if (!largest) c = -c;
-                    if (!(c < 0 || (c == 0 && i > prev))) continue;
-                }
-                if (best >= 0) {
-                    int c = ix_cmp(xd, x, ox + i * xs, ox + best * xs);
-                    if (!largest) c = -c;
-                    if (c <= 0) continue;
-                }
+                /* i must come after prev in the output, and before the best so far */
+                if (prev >= 0 && !st_im_topk_before(ix_cmp(xd, x, ox + prev * xs, ox + i * xs), largest, prev, i)) continue;
+                if (best >= 0 && !st_im_topk_before(ix_cmp(xd, x, ox + i * xs, ox + best * xs), largest, i, best)) continue;
                 best = i;
             }
             prev = best;
@@ -541,40 +511,25 @@ static st_status cuda_nonzero(const st_kctx *k)
  * inputs over every value of the labels the output lacks (f32), as
  * index.cl's st_einsum ---- */
 
-#define EIN_IN ST_LEIN_IN
-#define EIN_SUM ST_LEIN_SUM
 struct ein_p {
-    int n_in, out_rank, n_sum;
-    int64_t out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
-    int64_t sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
-    const void *x[EIN_IN];
-    st_dtype dt[EIN_IN], ydt;
+    st_lower_einsum g;              /* ops/index_math.h's walk */
+    const void *x[ST_IM_EIN_IN];
+    st_dtype dt[ST_IM_EIN_IN], ydt;
 };
 
-__global__ void einsum_kernel(ein_p p, void *y, int64_t total)
+__global__ void einsum_kernel(ein_p p, void *y)
 {
-    int64_t inner = 1;
-    for (int j = 0; j < p.n_sum; j++) inner *= p.sum_n[j];
-    GRID_LOOP(i, total)
+    int64_t terms = st_im_einsum_terms(&p.g);
+    GRID_LOOP(i, p.g.total)
     {
-        int64_t base[EIN_IN] = {0, 0, 0, 0}, oy = 0, r = i;
-        for (int d = p.out_rank - 1; d >= 0; d--) {
-            int64_t c = r % p.out_n[d];
-            r /= p.out_n[d];
-            oy += c * p.out_ys[d];
-            for (int k = 0; k < EIN_IN; k++) base[k] += c * p.out_s[d][k];
-        }
+        int64_t base[ST_IM_EIN_IN], oy;
+        st_im_einsum_out(&p.g, i, &oy, base);
         float acc = 0.0f;
-        for (int64_t s = 0; s < inner; s++) {
-            int64_t o[EIN_IN], rr = s;
-            for (int k = 0; k < EIN_IN; k++) o[k] = base[k];
-            for (int j = p.n_sum - 1; j >= 0; j--) {
-                int64_t c = rr % p.sum_n[j];
-                rr /= p.sum_n[j];
-                for (int k = 0; k < EIN_IN; k++) o[k] += c * p.sum_s[j][k];
-            }
+        for (int64_t s = 0; s < terms; s++) {
+            int64_t o[ST_IM_EIN_IN];
+            st_im_einsum_term(&p.g, s, base, o);
             float v = 1.0f;
-            for (int k = 0; k < p.n_in; k++) v *= st_ldf(p.dt[k], p.x[k], o[k]);
+            for (int k = 0; k < p.g.n_in; k++) v *= st_ldf(p.dt[k], p.x[k], o[k]);
             acc += v;
         }
         st_stf(p.ydt, y, oy, acc);
@@ -584,26 +539,16 @@ __global__ void einsum_kernel(ein_p p, void *y, int64_t total)
 static st_status cuda_einsum(const st_kctx *k)
 {
     const st_operand *y = &k->out[0];
-    st_lower_einsum e;
-    st_lower_einsum_of(k, &e);
-    int64_t total = e.total;
-    if (total == 0) return ST_OK;
     ein_p p;
     memset(&p, 0, sizeof p);
-    p.n_in = e.n_in;
-    p.n_sum = e.n_sum;
-    p.out_rank = e.out_rank;
-    memcpy(p.out_n, e.out_n, sizeof p.out_n);
-    memcpy(p.out_ys, e.out_ys, sizeof p.out_ys);
-    memcpy(p.out_s, e.out_s, sizeof p.out_s);
-    memcpy(p.sum_n, e.sum_n, sizeof p.sum_n);
-    memcpy(p.sum_s, e.sum_s, sizeof p.sum_s);
-    for (int i = 0; i < e.n_in; i++) {
+    st_lower_einsum_of(k, &p.g);
+    if (p.g.total == 0) return ST_OK;
+    for (int i = 0; i < p.g.n_in; i++) {
         p.x[i] = k->in[i].data;
         p.dt[i] = k->in[i].dtype;
     }
     p.ydt = y->dtype;
-    einsum_kernel<<<st_blocks(total, THREADS), THREADS, 0, st_stream(k)>>>(p, y->data, total);
+    einsum_kernel<<<st_blocks(p.g.total, THREADS), THREADS, 0, st_stream(k)>>>(p, y->data);
     return ST_OK;
 }
 
@@ -630,25 +575,12 @@ __global__ void scatter_elements_kernel(ix_td yd, ix_td id, ix_td ud, int axis, 
             oy += c * yd.s[d];
         }
         for (int64_t j = 0; j < n; j++) {
-            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[axis]);
-            if (v < 0) v += dim;
-            if (v < 0 || v >= dim) {
+            int64_t v = st_im_index(st_ldi(id.dt, ix, oi + j * id.s[axis]), dim);
+            if (v < 0) {
                 atomicCAS(err, 0, cmd + 1);
                 continue;
             }
-            int64_t o = oy + v * yd.s[axis], oj = ou + j * ud.s[axis];
-            if (red == ST_RED_NONE) {
-                ix_mv(y, o, u, oj, es);
-            } else if (ix_isf(yd.dt)) {
-                float a = st_ldf(yd.dt, y, o), b = st_ldf(ud.dt, u, oj);
-                st_stf(yd.dt, y, o, red == ST_RED_ADD ? a + b : red == ST_RED_MUL ? a * b : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a));
-            } else {
-                int64_t a = st_ldi(yd.dt, y, o), b = st_ldi(ud.dt, u, oj);
-                int64_t w = red == ST_RED_ADD ? (int64_t)((uint64_t)a + (uint64_t)b)
-                          : red == ST_RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
-                          : red == ST_RED_MAX ? (b > a ? b : a) : (b < a ? b : a);
-                st_sti(yd.dt, y, o, w);
-            }
+            ix_reduce(red, yd.dt, y, oy + v * yd.s[axis], ud.dt, u, ou + j * ud.s[axis], es);
         }
     }
 }
@@ -686,9 +618,8 @@ __global__ void gather_nd_kernel(ix_td yd, ix_td xd, ix_td id, int b, char *y, c
         for (int d = 0; d < b; d++) ox += c[d] * xd.s[d];
         bool ok = true;
         for (int j = 0; j < m; j++) {
-            int64_t v = st_ldi(id.dt, ix, oi + j * id.s[q - 1]), dim = xd.n[b + j];
-            if (v < 0) v += dim;
-            ok &= v >= 0 && v < dim;
+            int64_t v = st_im_index(st_ldi(id.dt, ix, oi + j * id.s[q - 1]), xd.n[b + j]);
+            ok &= v >= 0;
             ox += v * xd.s[b + j];
         }
         if (!ok) {
@@ -725,8 +656,7 @@ __global__ void trilu_kernel(ix_td yd, ix_td xd, st_dtype kt, const void *kp, bo
             oy += c[d] * yd.s[d];
             ox += c[d] * xd.s[d];
         }
-        int64_t diff = c[yd.rank - 1] - c[yd.rank - 2];
-        if (upper ? diff >= kk : diff <= kk) {
+        if (st_im_trilu_keep(c[yd.rank - 2], c[yd.rank - 1], kk, yd.n[yd.rank - 1], upper)) {
             ix_mv(y, oy, x, ox, es);
         } else {
             uint64_t zero = 0;

@@ -66,6 +66,17 @@ void st_cl_td_coalesce(st_cl_td *tds, int n)
     }
 }
 
+void st_cl_td_walk(const st_lower_ew *w, st_cl_td *tds)
+{
+    for (int k = 0; k < w->nops; k++) {
+        tds[k].rank = w->rank;
+        for (int d = 0; d < ST_MAX_RANK; d++) {
+            tds[k].n[d] = d < w->rank ? w->sizes[d] : 1;
+            tds[k].s[d] = d < w->rank ? w->strides[k][d] : 0;
+        }
+    }
+}
+
 void st_cl_grid(st_cl_td *tds, int n, size_t global[2])
 {
     if (tds[0].rank == 0)

@@ -22,6 +22,7 @@
 #include "runtime/backend.h"
 #include "backends/opencl/kernels.h"
 #include "ops/kernel.h"
+#include "ops/lower_elementwise.h"
 #include "core/view.h"
 
 /* Every kernel of the program, by the name after "st_" in the .cl files. */
@@ -204,6 +205,10 @@ st_status st_cl_td_broadcast(const st_view *x, const st_view *y, st_cl_td *td);
 /* Merges neighbouring dims that step evenly in all n descriptors (which
  * share tds[0]'s sizes) and drops unit dims: fewer divisions per element. */
 void st_cl_td_coalesce(st_cl_td *tds, int n);
+/* tds[0..w->nops) re-described as the elementwise walk w (ops/
+ * lower_elementwise.h): each keeps its offset and dtype and takes the
+ * walk's sizes and its own operand's strides. */
+void st_cl_td_walk(const st_lower_ew *w, st_cl_td *tds);
 
 /* y = x element by element in row-major order, converting dtypes (x may
  * have another shape of the same element count, or xtd: a descriptor of x

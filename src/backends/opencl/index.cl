@@ -6,6 +6,11 @@
  * DepthToSpace, SpaceToDepth) need no kernel here: k_index.c describes
  * them to copy.cl's st_copy.
  *
+ * The element rules (an index's wrap and bounds, the scatter reduction,
+ * OneHot, Trilu, CumSum, TopK's order, Einsum's walk) are
+ * ops/index_math.h's, compiled into this program ahead of this file, the
+ * CPU's and CUDA's.  Floats compute in f32, f64 in double.
+ *
  * A kernel cannot fail the run, so an index out of range (which the CPU
  * reports as an error) reads as zero bytes and a scatter skips it.
  * Operands are (cl_mem, st_td) pairs: rule 1, no sub-buffers.
@@ -63,13 +68,31 @@ kernel void st_gather_walk(gp y, gcp x, gcp ix, st_gather_p p)
         oy += c * p.s[1][d];
         oi += c * p.s[2][d];
     }
-    long v = ld_l(ix, oi, (int)p.idx_dt);
-    if (v < 0) v += p.dim;
-    if (v < 0 || v >= p.dim) {
+    long v = st_im_index(ld_l(ix, oi, (int)p.idx_dt), p.dim);
+    if (v < 0) {
         zero_bytes(y, oy, (int)p.es);
         return;
     }
     mv(y, oy, x, ox + v * p.data_axis, (int)p.es);
+}
+
+/* y[oy] reduced with u[ou] (ops/index_math.h): f32, f16 and bf16 in
+ * f32, f64 in double, integers in 64 bits (uint64 ordered unsigned). */
+inline void reduce_at(long red, gp y, long oy, int ty, gcp u, long ou, int tu)
+{
+    if (red == ST_RED_NONE) {
+        mv(y, oy, u, ou, dt_size(ty));
+    } else if (ty == DT_F32 || ty == DT_F16 || ty == DT_BF16) {
+        st_f(y, oy, ty, st_im_reduce_f32((int)red, ld_f(y, oy, ty), ld_f(u, ou, tu)));
+    }
+#ifdef ST_FP64
+    else if (ty == DT_F64) {
+        st_d(y, oy, ty, st_im_reduce_f64((int)red, ld_d(y, oy, ty), ld_d(u, ou, tu)));
+    }
+#endif
+    else {
+        st_l(y, oy, ty, st_im_reduce_i64((int)red, ld_l(y, oy, ty), ld_l(u, ou, tu), ty == DT_U64));
+    }
 }
 
 /* ScatterND after y = x (k_index.c copies first): work-item j owns
@@ -94,8 +117,6 @@ kernel void st_scatter_nd(gp y, st_td yd, gcp ix, st_td id, gcp u, st_td ud, lon
         sy += cc * yd.s[m + d];
         su += cc * ud.s[q - 1 + d];
     }
-    int ty = (int)yd.dt, es = dt_size(ty);
-    bool isf = ty == DT_F32 || ty == DT_F16 || ty == DT_BF16 || ty == DT_F64;
     for (long t = 0; t < tuples; t++) {
         long oi = id.off, ou = ud.off + su, rr = t;
         for (int d = q - 2; d >= 0; d--) {
@@ -108,23 +129,11 @@ kernel void st_scatter_nd(gp y, st_td yd, gcp ix, st_td id, gcp u, st_td ud, lon
         long oy = yd.off + sy;
         bool ok = true;
         for (int c = 0; c < m; c++) {
-            long v = ld_l(ix, oi + c * id.s[q - 1], (int)id.dt), dim = yd.n[c];
-            if (v < 0) v += dim;
-            ok &= v >= 0 && v < dim;
+            long v = st_im_index(ld_l(ix, oi + c * id.s[q - 1], (int)id.dt), yd.n[c]);
+            ok &= v >= 0;
             oy += v * yd.s[c];
         }
-        if (!ok) continue;
-        if (red == 0) {
-            mv(y, oy, u, ou, es);
-        } else if (isf) {
-            float a = ld_f(y, oy, ty), b = ld_f(u, ou, (int)ud.dt);
-            float v = red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a);
-            st_f(y, oy, ty, v);
-        } else {
-            long a = ld_l(y, oy, ty), b = ld_l(u, ou, (int)ud.dt);
-            long v = red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a);
-            st_l(y, oy, ty, v);
-        }
+        if (ok) reduce_at(red, y, oy, (int)yd.dt, u, ou, (int)ud.dt);
     }
 }
 
@@ -141,10 +150,8 @@ kernel void st_one_hot(gp y, st_td yd, gcp ix, st_td id, gcp v, st_td vd, long a
         oy += c[d] * yd.s[d];
         if (d != axis) oi += c[d] * id.s[e++];
     }
-    int it = (int)id.dt;
-    long depth = yd.n[axis];
-    long k = (it == DT_F32 || it == DT_F16 || it == DT_BF16 || it == DT_F64) ? convert_long_sat_rtz(ld_f(ix, oi, it)) : ld_l(ix, oi, it);
-    if (k < 0 && neg_ok) k += depth;
+    /* a float index truncates (ld_l), as the CPU's cast does */
+    long k = st_im_one_hot(ld_l(ix, oi, (int)id.dt), yd.n[axis], (int)neg_ok);
     mv(y, oy, v, vd.off + (k == c[axis] ? vd.s[0] : 0), dt_size((int)yd.dt));
 }
 
@@ -192,9 +199,8 @@ kernel void st_cumsum(gp y, st_td yd, gcp x, st_td xd, gcp a, st_td ad, long axi
     long line = get_global_id(0);
     int r = (int)xd.rank;
     if (axis < 0) {
-        long v = ld_l(a, ad.off, (int)ad.dt);
-        axis = v < 0 ? v + r : v;
-        if (axis < 0 || axis >= r) return;
+        axis = st_im_index(ld_l(a, ad.off, (int)ad.dt), r);
+        if (axis < 0) return;
     }
     long n = xd.n[axis];
     if (n == 0 || line >= idx_numel(&xd) / n) return;
@@ -205,7 +211,7 @@ kernel void st_cumsum(gp y, st_td yd, gcp x, st_td xd, gcp a, st_td ad, long axi
     if (t == DT_F32 || t == DT_F16 || t == DT_BF16) {
         float acc = 0.0f;
         for (long s = 0; s < n; s++) {
-            long i = reverse ? n - 1 - s : s;
+            long i = st_im_cumsum_at(s, n, (int)reverse);
             float v = ld_f(x, ox + i * xs, t);
             if (!exclusive) acc += v;
             st_f(y, oy + i * ys, t, acc);
@@ -216,7 +222,7 @@ kernel void st_cumsum(gp y, st_td yd, gcp x, st_td xd, gcp a, st_td ad, long axi
     else if (t == DT_F64) {
         double acc = 0.0;
         for (long s = 0; s < n; s++) {
-            long i = reverse ? n - 1 - s : s;
+            long i = st_im_cumsum_at(s, n, (int)reverse);
             double v = ld_d(x, ox + i * xs, t);
             if (!exclusive) acc += v;
             st_d(y, oy + i * ys, t, acc);
@@ -227,7 +233,7 @@ kernel void st_cumsum(gp y, st_td yd, gcp x, st_td xd, gcp a, st_td ad, long axi
     else {
         ulong acc = 0;
         for (long s = 0; s < n; s++) {
-            long i = reverse ? n - 1 - s : s;
+            long i = st_im_cumsum_at(s, n, (int)reverse);
             ulong v = (ulong)ld_l(x, ox + i * xs, t);
             if (!exclusive) acc += v;
             st_l(y, oy + i * ys, t, (long)acc);
@@ -236,13 +242,16 @@ kernel void st_cumsum(gp y, st_td yd, gcp x, st_td xd, gcp a, st_td ad, long axi
     }
 }
 
-/* Whether element value a comes before b in the order TopK and ArgMax
- * use: by value (NaN above every number, as numpy sorts it; `largest`
- * first or smallest first); the caller breaks ties by index. */
-inline int key_cmp(float a, float b)
+/* The order of x's elements at oa and ob for TopK (ops/index_math.h):
+ * by value, a NaN above every number, as numpy sorts; f64 in double,
+ * uint64 unsigned. */
+inline int x_cmp(gcp x, int t, long oa, long ob)
 {
-    bool an = isnan(a), bn = isnan(b);
-    return an ? (bn ? 0 : 1) : bn ? -1 : (a > b) - (a < b);
+#ifdef ST_FP64
+    if (t == DT_F64) return st_im_cmp_f64(ld_d(x, oa, t), ld_d(x, ob, t));
+#endif
+    if (t == DT_F32 || t == DT_F16 || t == DT_BF16) return st_im_cmp_f32(ld_f(x, oa, t), ld_f(x, ob, t));
+    return st_im_cmp_i64(ld_l(x, oa, t), ld_l(x, ob, t), t == DT_U64);
 }
 
 /* ArgMax / ArgMin: one work-item per line; y holds x's shape with the
@@ -256,20 +265,29 @@ kernel void st_argminmax(gp y, st_td yd, gcp x, st_td xd, long axis, long is_max
     line_offsets(&xd, &yd, (int)axis, line, &ox, &oy);
     int t = (int)xd.dt;
     long best = 0, xs = xd.s[axis];
-    if (t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64) {
-        /* NaN wins (the first, or the last with select_last) */
-        float b = ld_f(x, ox, t);
-        for (long i = 1; i < n; i++) {
-            float v = ld_f(x, ox + i * xs, t);
-            if (isnan(b)) {
-                if (last && isnan(v)) best = i;
-                continue;
-            }
-            if (isnan(v) || (is_max ? v > b : v < b) || (last && v == b)) {
-                b = v;
-                best = i;
-            }
-        }
+    /* NaN wins (the first, or the last with select_last); f64 in double */
+#define ARG_SCAN(T, LD)                                                                                                \
+    do {                                                                                                               \
+        T b = LD(x, ox, t);                                                                                            \
+        for (long i = 1; i < n; i++) {                                                                                 \
+            T v = LD(x, ox + i * xs, t);                                                                               \
+            if (isnan(b)) {                                                                                            \
+                if (last && isnan(v)) best = i;                                                                        \
+                continue;                                                                                              \
+            }                                                                                                          \
+            if (isnan(v) || (is_max ? v > b : v < b) || (last && v == b)) {                                            \
+                b = v;                                                                                                 \
+                best = i;                                                                                              \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+#ifdef ST_FP64
+    if (t == DT_F64) {
+        ARG_SCAN(double, ld_d);
+    } else
+#endif
+    if (t == DT_F32 || t == DT_F16 || t == DT_BF16) {
+        ARG_SCAN(float, ld_f);
     } else {
         bool uns = t == DT_U64;
         long b = ld_l(x, ox, t);
@@ -282,6 +300,7 @@ kernel void st_argminmax(gp y, st_td yd, gcp x, st_td xd, long axis, long is_max
             }
         }
     }
+#undef ARG_SCAN
     st_l(y, oy, (int)yd.dt, best);
 }
 
@@ -297,35 +316,14 @@ kernel void st_topk(gp v, st_td vd, gp ix, st_td id, gcp x, st_td xd, long axis,
     line_offsets(&xd, &vd, (int)axis, line, &ox, &ov);
     line_offsets(&xd, &id, (int)axis, line, &dummy, &oi);
     int t = (int)xd.dt;
-    bool isf = t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64, uns = t == DT_U64;
     long xs = xd.s[axis], prev = -1;
     for (long j = 0; j < k; j++) {
         long best = -1;
         for (long i = 0; i < n; i++) {
-            int c_prev = 0, c_best = 0;
-            if (isf) {
-                float a = ld_f(x, ox + i * xs, t);
-                if (prev >= 0) c_prev = key_cmp(a, ld_f(x, ox + prev * xs, t));
-                if (best >= 0) c_best = key_cmp(a, ld_f(x, ox + best * xs, t));
-            } else {
-                long a = ld_l(x, ox + i * xs, t);
-                if (prev >= 0) {
-                    long p = ld_l(x, ox + prev * xs, t);
-                    c_prev = uns ? ((ulong)a > (ulong)p) - ((ulong)a < (ulong)p) : (a > p) - (a < p);
-                }
-                if (best >= 0) {
-                    long b = ld_l(x, ox + best * xs, t);
-                    c_best = uns ? ((ulong)a > (ulong)b) - ((ulong)a < (ulong)b) : (a > b) - (a < b);
-                }
-            }
-            if (!largest) {
-                c_prev = -c_prev;
-                c_best = -c_best;
-            }
-            /* i must come after prev: below it, or equal with a higher index */
-            if (prev >= 0 && !(c_prev < 0 || (c_prev == 0 && i > prev))) continue;
-            /* and before the best so far: above it (ties keep the lower index) */
-            if (best < 0 || c_best > 0) best = i;
+            /* i must come after prev in the output, and before the best so far */
+            if (prev >= 0 && !st_im_topk_before(x_cmp(x, t, ox + prev * xs, ox + i * xs), (int)largest, prev, i)) continue;
+            if (best >= 0 && !st_im_topk_before(x_cmp(x, t, ox + i * xs, ox + best * xs), (int)largest, i, best)) continue;
+            best = i;
         }
         prev = best;
         mv(v, ov + j * vd.s[axis], x, ox + best * xs, dt_size(t)); /* values keep x's dtype */
@@ -342,13 +340,16 @@ kernel void st_nonzero(gp y, st_td yd, gcp x, st_td xd)
     if (get_global_id(0) != 0) return;
     long total = idx_numel(&xd), found = 0, cap = yd.n[1];
     int t = (int)xd.dt, r = (int)xd.rank;
-    bool isf = t == DT_F32 || t == DT_F16 || t == DT_BF16 || t == DT_F64;
+    bool isf = t == DT_F32 || t == DT_F16 || t == DT_BF16;
     for (long i = 0; i < total && found < cap; i++) {
         long c[MAX_RANK];
         idx_coords(&xd, i, c);
         long o = xd.off;
         for (int d = 0; d < r; d++) o += c[d] * xd.s[d];
         bool nz = isf ? ld_f(x, o, t) != 0.0f : ld_l(x, o, t) != 0;
+#ifdef ST_FP64
+        if (t == DT_F64) nz = ld_d(x, o, t) != 0.0; /* not through float, where a tiny value is 0 */
+#endif
         if (!nz) continue;
         for (int d = 0; d < r; d++) st_l(y, yd.off + d * yd.s[0] + found * yd.s[1], (int)yd.dt, c[d]);
         found++;
@@ -359,49 +360,30 @@ kernel void st_nonzero(gp y, st_td yd, gcp x, st_td xd)
  * labels the output lacks, the product of the inputs (f32).  k_einsum
  * (k_index.c) gives each label its extent and per input its stride (a
  * repeated label's strides add: a diagonal; a broadcast dim's is 0). */
-#define EIN_IN 4
-#define EIN_SUM 12
 typedef struct st_ein_p {
-    long n_in, out_rank, n_sum;
-    long out_n[MAX_RANK], out_ys[MAX_RANK], out_s[MAX_RANK][EIN_IN];
-    long sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
-    long off[EIN_IN], dt[EIN_IN];
+    st_im_einsum g;                 /* ops/index_math.h's walk */
+    long off[ST_IM_EIN_IN], dt[ST_IM_EIN_IN];
     long yoff, ydt;
 } st_ein_p;
 
 kernel void st_einsum(gp y, gcp x0, gcp x1, gcp x2, gcp x3, st_ein_p p)
 {
-    long i = get_global_id(0), total = 1;
-    for (int d = 0; d < (int)p.out_rank; d++) total *= p.out_n[d];
-    if (i >= total) return;
-    long base[EIN_IN], oy = p.yoff, r = i;
-    for (int k = 0; k < EIN_IN; k++) base[k] = p.off[k];
-    for (int d = (int)p.out_rank - 1; d >= 0; d--) {
-        long q, c;
-        DIVMOD(r, p.out_n[d], q, c);
-        r = q;
-        oy += c * p.out_ys[d];
-        for (int k = 0; k < EIN_IN; k++) base[k] += c * p.out_s[d][k];
-    }
-    long inner = 1;
-    for (int j = 0; j < (int)p.n_sum; j++) inner *= p.sum_n[j];
+    long i = get_global_id(0);
+    if (i >= p.g.total) return;
+    long base[ST_IM_EIN_IN], oy;
+    st_im_einsum_out(&p.g, i, &oy, base);
+    long terms = st_im_einsum_terms(&p.g);
     float acc = 0.0f;
-    for (long s = 0; s < inner; s++) {
-        long o[EIN_IN], rr = s;
-        for (int k = 0; k < EIN_IN; k++) o[k] = base[k];
-        for (int j = (int)p.n_sum - 1; j >= 0; j--) {
-            long q, c;
-            DIVMOD(rr, p.sum_n[j], q, c);
-            rr = q;
-            for (int k = 0; k < EIN_IN; k++) o[k] += c * p.sum_s[j][k];
-        }
-        float v = ld_f(x0, o[0], (int)p.dt[0]);
-        if (p.n_in > 1) v *= ld_f(x1, o[1], (int)p.dt[1]);
-        if (p.n_in > 2) v *= ld_f(x2, o[2], (int)p.dt[2]);
-        if (p.n_in > 3) v *= ld_f(x3, o[3], (int)p.dt[3]);
+    for (long s = 0; s < terms; s++) {
+        long o[ST_IM_EIN_IN];
+        st_im_einsum_term(&p.g, s, base, o);
+        float v = ld_f(x0, p.off[0] + o[0], (int)p.dt[0]);
+        if (p.g.n_in > 1) v *= ld_f(x1, p.off[1] + o[1], (int)p.dt[1]);
+        if (p.g.n_in > 2) v *= ld_f(x2, p.off[2] + o[2], (int)p.dt[2]);
+        if (p.g.n_in > 3) v *= ld_f(x3, p.off[3] + o[3], (int)p.dt[3]);
         acc += v;
     }
-    st_f(y, oy, (int)p.ydt, acc);
+    st_f(y, p.yoff + oy, (int)p.ydt, acc);
 }
 
 /* ScatterElements (and Scatter) after y = x: one work-item per line of the
@@ -421,23 +403,9 @@ kernel void st_scatter_elements(gp y, st_td yd, gcp ix, st_td id, gcp u, st_td u
         ou += c * ud.s[d];
         oy += c * yd.s[d];
     }
-    int ty = (int)yd.dt, es = dt_size(ty);
-    bool isf = ty == DT_F32 || ty == DT_F16 || ty == DT_BF16 || ty == DT_F64;
-    long dim = yd.n[axis];
     for (long j = 0; j < n; j++) {
-        long v = ld_l(ix, oi + j * id.s[axis], (int)id.dt);
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) continue;
-        long o = oy + v * yd.s[axis], ouj = ou + j * ud.s[axis];
-        if (red == 0) {
-            mv(y, o, u, ouj, es);
-        } else if (isf) {
-            float a = ld_f(y, o, ty), b = ld_f(u, ouj, (int)ud.dt);
-            st_f(y, o, ty, red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a));
-        } else {
-            long a = ld_l(y, o, ty), b = ld_l(u, ouj, (int)ud.dt);
-            st_l(y, o, ty, red == 1 ? a + b : red == 2 ? a * b : red == 3 ? (b > a ? b : a) : (b < a ? b : a));
-        }
+        long v = st_im_index(ld_l(ix, oi + j * id.s[axis], (int)id.dt), yd.n[axis]);
+        if (v >= 0) reduce_at(red, y, oy + v * yd.s[axis], (int)yd.dt, u, ou + j * ud.s[axis], (int)ud.dt);
     }
 }
 
@@ -456,9 +424,8 @@ kernel void st_gather_nd(gp y, st_td yd, gcp x, st_td xd, gcp ix, st_td id, long
     for (int d = 0; d < b; d++) ox += c[d] * xd.s[d];
     int es = dt_size((int)yd.dt);
     for (int j = 0; j < m; j++) {
-        long v = ld_l(ix, oi + j * id.s[q - 1], (int)id.dt), dim = xd.n[b + j];
-        if (v < 0) v += dim;
-        if (v < 0 || v >= dim) {
+        long v = st_im_index(ld_l(ix, oi + j * id.s[q - 1], (int)id.dt), xd.n[b + j]);
+        if (v < 0) {
             zero_bytes(y, oy, es);
             return;
         }
@@ -482,9 +449,8 @@ kernel void st_trilu(gp y, st_td yd, gcp x, st_td xd, gcp kp, st_td kd, long has
         ox += c[d] * xd.s[d];
     }
     long k = has_k ? ld_l(kp, kd.off, (int)kd.dt) : 0;
-    long diff = c[yd.rank - 1] - c[yd.rank - 2];
-    bool keep = upper ? diff >= k : diff <= k;
-    if (keep) mv(y, oy, x, ox, dt_size((int)yd.dt));
+    int r = (int)yd.rank;
+    if (st_im_trilu_keep(c[r - 2], c[r - 1], k, yd.n[r - 1], (int)upper)) mv(y, oy, x, ox, dt_size((int)yd.dt));
     else zero_bytes(y, oy, dt_size((int)yd.dt));
 }
 

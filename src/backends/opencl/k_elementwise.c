@@ -5,8 +5,12 @@
  *
  * Each picks a compute class from the dtypes the way the CPU kernels do
  * (f32/f16/bf16 in f32, anything with f64 in double, integers in int64),
- * broadcasts the inputs' strides into the output's shape, coalesces the
- * dims and launches one work-item per output element.
+ * takes its geometry from the walk ops/lower_elementwise.h lowers (the
+ * inputs broadcast into the output's shape, the dims in the output's
+ * memory order and merged where every operand is contiguous: the CPU's
+ * and CUDA's walk) and launches one work-item per output element over
+ * (the walk's row, its other dims).  A contiguous or scalar-broadcast walk
+ * is one row, which the kernels index without a division.
  */
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +41,19 @@ static st_status class_ok(const st_cl_ctx *c, int cls, const char *what)
     return ST_OK;
 }
 
+/* td[0] = y, td[1 + k] = in[k] as the lowered walk of y and its inputs
+ * broadcast into its shape, and the grid over it. */
+static st_status walk_tds(const st_view *y, int n_in, const st_view *const *in, st_cl_td *td, size_t global[2])
+{
+    st_lower_ew w;
+    st_lower_ew_views(&w, y, n_in, in);
+    ST_TRY(st_cl_td_of(y, &td[0]));
+    for (int k = 0; k < n_in; k++) ST_TRY(st_cl_td_of(in[k], &td[k + 1]));
+    st_cl_td_walk(&w, td);
+    st_cl_grid(td, n_in + 1, global);
+    return ST_OK;
+}
+
 static st_status run_unary(const st_kctx *k, const st_ew_state *s, int code, float lof, float hif, long lol, long hil,
                            const st_view *lov, const st_view *hiv)
 {
@@ -45,9 +62,8 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, int code, flo
     int cls = compute_class(x->dtype, y->dtype == ST_F64 ? ST_F64 : x->dtype);
     ST_TRY(class_ok(c, cls, "unary op"));
     st_cl_td td[2], lod, hid;
-    ST_TRY(st_cl_td_of(y, &td[0]));
-    ST_TRY(st_cl_td_broadcast(x, y, &td[1]));
-    st_cl_td_coalesce(td, 2);
+    size_t global[2];
+    ST_TRY(walk_tds(y, 1, (const st_view *[]){x}, td, global));
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), lom = NULL, him = NULL;
     if (lov && lov->storage) {
         ST_TRY(st_cl_td_of(lov, &lod));
@@ -64,8 +80,6 @@ static st_status run_unary(const st_kctx *k, const st_ew_state *s, int code, flo
     cl_int ccode = code, ccls = cls, flags = (s->detect_pos ? 1 : 0) | (s->detect_neg ? 2 : 0);
     cl_float a = s->alpha, b = s->beta, g = s->gamma, clo = lof, chi = hif;
     cl_long llo = lol, lhi = hil;
-    size_t global[2];
-    st_cl_grid(td, 2, global);
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_unary, &kern));
     st_cl_arg args[] = {ST_CLA(ym),    ST_CLA(td[0]), ST_CLA(xm),  ST_CLA(td[1]), ST_CLA(ccode), ST_CLA(ccls),
@@ -102,15 +116,11 @@ static st_status run_binary(st_cl_ctx *c, const st_view *a, const st_view *b, co
     int cls = compute_class(a->dtype, b->dtype);
     ST_TRY(class_ok(c, cls, "binary op"));
     st_cl_td td[3];
-    ST_TRY(st_cl_td_of(y, &td[0]));
-    ST_TRY(st_cl_td_broadcast(a, y, &td[1]));
-    ST_TRY(st_cl_td_broadcast(b, y, &td[2]));
-    st_cl_td_coalesce(td, 3);
+    size_t global[2];
+    ST_TRY(walk_tds(y, 2, (const st_view *[]){a, b}, td, global));
     cl_mem ym = st_cl_mem(y), am = st_cl_mem(a), bm = st_cl_mem(b);
     cl_int ccode = code, ccls = cls, fm = fmod_mode, uns = !st_dtype_is_signed(a->dtype) && a->dtype != ST_BOOL &&
                                                           !st_dtype_is_float(a->dtype);
-    size_t global[2];
-    st_cl_grid(td, 3, global);
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_binary, &kern));
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(td[0]), ST_CLA(am),   ST_CLA(td[1]), ST_CLA(bm),
@@ -141,11 +151,17 @@ st_status st_cl_copy_view(st_cl_ctx *c, const st_view *y, const st_view *x, cons
     else ST_TRY(st_cl_td_of(x, &td[1]));
     bool same_shape = td[0].rank == td[1].rank;
     for (int d = 0; d < td[0].rank && same_shape; d++) same_shape = td[0].n[d] == td[1].n[d];
-    if (same_shape) st_cl_td_coalesce(td, 2);
     size_t global[2];
     if (same_shape) {
+        /* element for element (a broadcast xtd too): the lowered walk */
+        int64_t xs[ST_MAX_RANK];
+        for (int d = 0; d < td[1].rank; d++) xs[d] = td[1].s[d];
+        st_lower_ew w;
+        st_lower_ew_make(&w, y->rank, y->sizes, 2, (const int64_t *[]){y->strides, xs});
+        st_cl_td_walk(&w, td);
         st_cl_grid(td, 2, global);
     } else {
+        /* a reshape: y's row-major order stands for x's, so nothing is reordered */
         st_cl_grid(td, 1, global);
     }
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x);
@@ -204,12 +220,9 @@ st_status st_cl_where(const st_kctx *k)
     st_cl_ctx *c = k->dev;
     const st_view *y = &k->views[k->n_in];
     st_cl_td td[4];
-    ST_TRY(st_cl_td_of(y, &td[0]));
-    for (int i = 0; i < 3; i++) ST_TRY(st_cl_td_broadcast(&k->views[i], y, &td[i + 1]));
-    st_cl_td_coalesce(td, 4);
-    cl_mem ym = st_cl_mem(y), cm = st_cl_mem(&k->views[0]), xm = st_cl_mem(&k->views[1]), zm = st_cl_mem(&k->views[2]);
     size_t global[2];
-    st_cl_grid(td, 4, global);
+    ST_TRY(walk_tds(y, 3, (const st_view *[]){&k->views[0], &k->views[1], &k->views[2]}, td, global));
+    cl_mem ym = st_cl_mem(y), cm = st_cl_mem(&k->views[0]), xm = st_cl_mem(&k->views[1]), zm = st_cl_mem(&k->views[2]);
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, ST_CLK_where, &kern));
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(td[0]), ST_CLA(cm), ST_CLA(td[1]),

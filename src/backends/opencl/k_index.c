@@ -280,50 +280,34 @@ static st_status cl_nonzero(const st_kctx *k)
     return run1(k->dev, ST_CLK_nonzero, 4, args, 1);
 }
 
-#define EIN_IN ST_LEIN_IN
-#define EIN_SUM ST_LEIN_SUM
-/* Same layout as st_ein_p in index.cl. */
+/* Same layout as st_ein_p in index.cl: the lowered walk (ops/
+ * index_math.h's st_im_einsum, all 8-byte members), then each operand's
+ * element offset and dtype. */
 typedef struct st_cl_ein_p {
-    cl_long n_in, out_rank, n_sum;
-    cl_long out_n[ST_MAX_RANK], out_ys[ST_MAX_RANK], out_s[ST_MAX_RANK][EIN_IN];
-    cl_long sum_n[EIN_SUM], sum_s[EIN_SUM][EIN_IN];
-    cl_long off[EIN_IN], dt[EIN_IN];
+    st_lower_einsum g;
+    cl_long off[ST_LEIN_IN], dt[ST_LEIN_IN];
     cl_long yoff, ydt;
 } st_cl_ein_p;
 
 static st_status cl_einsum(const st_kctx *k)
 {
     const st_view *y = &k->views[k->n_in];
-    st_lower_einsum e;
-    st_lower_einsum_of(k, &e);
-    int64_t total = e.total;
-    if (total == 0) return ST_OK;
     st_cl_ein_p p;
     memset(&p, 0, sizeof p);
-    p.n_in = e.n_in;
-    p.n_sum = e.n_sum;
-    p.out_rank = e.out_rank;
-    for (int d = 0; d < e.out_rank; d++) {
-        p.out_n[d] = e.out_n[d];
-        p.out_ys[d] = e.out_ys[d];
-        for (int i = 0; i < EIN_IN; i++) p.out_s[d][i] = e.out_s[d][i];
-    }
-    for (int j = 0; j < e.n_sum; j++) {
-        p.sum_n[j] = e.sum_n[j];
-        for (int i = 0; i < EIN_IN; i++) p.sum_s[j][i] = e.sum_s[j][i];
-    }
-    cl_mem m[EIN_IN];
-    for (int i = 0; i < EIN_IN; i++) {
+    st_lower_einsum_of(k, &p.g);
+    if (p.g.total == 0) return ST_OK;
+    cl_mem m[ST_LEIN_IN];
+    for (int i = 0; i < ST_LEIN_IN; i++) {
         const st_view *v = &k->views[i < k->n_in ? i : 0];
-        p.off[i] = v->offset / (int64_t)st_dtype_size(v->dtype);
+        ST_TRY(elem_off(v, &p.off[i]));
         p.dt[i] = v->dtype;
         m[i] = st_cl_mem(v);
     }
-    p.yoff = y->offset / (int64_t)st_dtype_size(y->dtype);
+    ST_TRY(elem_off(y, &p.yoff));
     p.ydt = y->dtype;
     cl_mem ym = st_cl_mem(y);
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(m[0]), ST_CLA(m[1]), ST_CLA(m[2]), ST_CLA(m[3]), {sizeof p, &p}};
-    return run1(k->dev, ST_CLK_einsum, 6, args, total);
+    return run1(k->dev, ST_CLK_einsum, 6, args, p.g.total);
 }
 
 /* ---- ScatterElements, GatherND, Trilu, EyeLike, ConstantOfShape ---- */

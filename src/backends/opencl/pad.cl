@@ -1,7 +1,7 @@
 /*
  * pad.cl — Pad (and CenterCropPad) on the device: one output element per
- * work-item, its source found per axis by the rule of the CPU kernel
- * (backends/cpu/k_index_copy.c, pad_source): negative pads crop first,
+ * work-item, its source found per axis by ops/index_math.h's
+ * st_im_pad_source (the CPU's and CUDA's rule): negative pads crop first,
  * then constant, reflect (without repeating the edge), edge or wrap
  * fill the rest.  Any dtype of up to 8 bytes: only bytes move.
  */
@@ -14,23 +14,6 @@ typedef struct st_pad_p {
     ulong value_bits; /* the constant in y's dtype, as bytes */
 } st_pad_p;
 
-/* The input index that output index o of an axis of n input elements
- * reads, or -1 for the constant. */
-inline long pad_src(long mode, long o, long begin, long end, long n)
-{
-    long lo = begin < 0 ? -begin : 0, m = n - lo - (end < 0 ? -end : 0);
-    long i = o - (begin > 0 ? begin : 0);
-    if (i >= 0 && i < m) return lo + i;
-    if (mode == 0 || m <= 0) return -1;
-    if (mode == 2) return lo + (i < 0 ? 0 : m - 1);
-    if (mode == 3) return lo + ((i % m) + m) % m;
-    if (m == 1) return lo;
-    long p = 2 * (m - 1);
-    i %= p;
-    if (i < 0) i += p;
-    return lo + (i < m ? i : p - i);
-}
-
 /* Grid: (y's last axis, rows of all the other axes). */
 kernel void st_pad(gp y, st_td yd, gcp x, st_td xd, gcp v, st_td vd, st_pad_p p)
 {
@@ -38,7 +21,7 @@ kernel void st_pad(gp y, st_td yd, gcp x, st_td xd, gcp v, st_td vd, st_pad_p p)
     if (td_outside(&yd, i, r)) return;
     int l = (int)yd.rank - 1;
     long oy = yd.off + i * yd.s[l], ox = xd.off;
-    long s = pad_src(p.mode, i, p.begin[l], p.end[l], xd.n[l]);
+    long s = st_im_pad_source((int)p.mode, i, p.begin[l], p.end[l], xd.n[l]);
     bool inside = s >= 0;
     ox += s * xd.s[l];
     for (int a = l - 1; a >= 0; a--) {
@@ -46,7 +29,7 @@ kernel void st_pad(gp y, st_td yd, gcp x, st_td xd, gcp v, st_td vd, st_pad_p p)
         DIVMOD(r, yd.n[a], q, o);
         r = q;
         oy += o * yd.s[a];
-        long sa = pad_src(p.mode, o, p.begin[a], p.end[a], xd.n[a]);
+        long sa = st_im_pad_source((int)p.mode, o, p.begin[a], p.end[a], xd.n[a]);
         inside &= sa >= 0;
         ox += sa * xd.s[a];
     }

@@ -7,7 +7,8 @@
  * last one divides), and, where the device has 8-bit storage, the
  * comparisons and IsNaN/IsInf into bool (the shaders' _b8 variants).
  * Inputs f32, and f16 where the device has it (computing in f32, rounding
- * once at the store).
+ * once at the store).  The descriptors are the elementwise walk of
+ * ops/lower_elementwise.h (st_vk_td_walk), the other backends' geometry.
  *
  * The shader codes are codes.h's, not strata's st_unary numbers: the map
  * below is the one place they meet, and an op without a shader code has
@@ -120,9 +121,8 @@ static st_status run_unary(const st_kctx *k, int code, float a, float b, float g
     ST_TRY(st_vk_bind_yx(k, bind, &n));
     if (n == 0) return ST_OK;
     int32_t p[5 + 2 * ST_VK_TD] = {(int32_t)n, code, fbits(a), fbits(b), fbits(g)};
-    ST_TRY(st_vk_td(y, bind[0].elem, p + 5));
-    ST_TRY(st_vk_td_broadcast(x, y, bind[1].elem, p + 5 + ST_VK_TD));
-    st_vk_td_coalesce((int32_t *const[]){p + 5, p + 5 + ST_VK_TD}, 2);
+    st_vk_td_walk(y, 1, (const st_view *[]){x}, (const int32_t[]){bind[0].elem, bind[1].elem},
+                  (int32_t *const[]){p + 5, p + 5 + ST_VK_TD});
     uint32_t groups[3];
     st_vk_grid1(c, n, 256, groups);
     st_vks id = y->dtype == ST_BOOL ? (st_vk_is_f16(x) ? ST_VKS_unary_b8_f16 : ST_VKS_unary_b8_f32)
@@ -203,9 +203,8 @@ static st_status vk_clip_rt(const st_kctx *k, const clip_priv *cp)
      * gets the other bound, and p says not to read it */
     if (!cp->rt[0]) bind[2] = bind[3];
     if (!cp->rt[1]) bind[3] = bind[2];
-    ST_TRY(st_vk_td(y, bind[0].elem, p + 5));
-    ST_TRY(st_vk_td_broadcast(x, y, bind[1].elem, p + 5 + ST_VK_TD));
-    st_vk_td_coalesce((int32_t *const[]){p + 5, p + 5 + ST_VK_TD}, 2);
+    st_vk_td_walk(y, 1, (const st_view *[]){x}, (const int32_t[]){bind[0].elem, bind[1].elem},
+                  (int32_t *const[]){p + 5, p + 5 + ST_VK_TD});
     uint32_t groups[3];
     st_vk_grid1(c, n, 256, groups);
     return st_vk_dispatch(c, st_vk_is_f16(y) ? ST_VKS_unary_clip_rt_f16 : ST_VKS_unary_clip_rt_f32, p,
@@ -229,10 +228,8 @@ static st_status run_binary(st_vk_ctx *c, const st_view *a, const st_view *b, co
     ST_TRY(st_vk_bind_view(c, a, false, &bind[1]));
     ST_TRY(st_vk_bind_view(c, b, false, &bind[2]));
     int32_t p[3 + 3 * ST_VK_TD] = {(int32_t)n, code, fbits(divisor)};
-    ST_TRY(st_vk_td(y, bind[0].elem, p + 3));
-    ST_TRY(st_vk_td_broadcast(a, y, bind[1].elem, p + 3 + ST_VK_TD));
-    ST_TRY(st_vk_td_broadcast(b, y, bind[2].elem, p + 3 + 2 * ST_VK_TD));
-    st_vk_td_coalesce((int32_t *const[]){p + 3, p + 3 + ST_VK_TD, p + 3 + 2 * ST_VK_TD}, 3);
+    st_vk_td_walk(y, 2, (const st_view *[]){a, b}, (const int32_t[]){bind[0].elem, bind[1].elem, bind[2].elem},
+                  (int32_t *const[]){p + 3, p + 3 + ST_VK_TD, p + 3 + 2 * ST_VK_TD});
     uint32_t groups[3];
     st_vk_grid1(c, n, 256, groups);
     st_vks id = to_bool(code) ? (st_vk_is_f16(a) ? ST_VKS_binary_b8_f16 : ST_VKS_binary_b8_f32)

@@ -95,6 +95,24 @@ void st_vk_td_coalesce(int32_t *const *tds, int n)
     }
 }
 
+void st_vk_td_walk(const st_view *y, int n_in, const st_view *const *in, const int32_t *elem, int32_t *const *tds)
+{
+    st_lower_ew w;
+    st_lower_ew_views(&w, y, n_in, in);
+    for (int k = 0; k < w.nops; k++) {
+        int32_t *td = tds[k];
+        memset(td, 0, ST_VK_TD * sizeof *td);
+        td[0] = elem[k];
+        td[1] = w.rank;
+        /* st_vk_fits held every size and stride to int32; a merged dim
+         * is at most the element count, a stride one of the operand's */
+        for (int d = 0; d < w.rank; d++) {
+            td[2 + d] = (int32_t)w.sizes[d];
+            td[10 + d] = (int32_t)w.strides[k][d];
+        }
+    }
+}
+
 bool st_vk_accepts_float(const st_knode *n, char *why, size_t len)
 {
     const st_vk_device *d = n->device;

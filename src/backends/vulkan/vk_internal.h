@@ -30,6 +30,7 @@
 #include "runtime/backend.h"
 #include "core/view.h"
 #include "ops/kernel.h"
+#include "ops/lower_elementwise.h"
 
 /* Every shader, one SPIR-V module each (cmake/embed_spirv.cmake embeds
  * them from src/backends/vulkan/shaders/, one per variant: _f16 ones need
@@ -248,6 +249,10 @@ st_status st_vk_td(const st_view *v, int32_t elem, int32_t *td);
 st_status st_vk_td_broadcast(const st_view *x, const st_view *y, int32_t elem, int32_t *td);
 /* Merges dims that step evenly in all n descriptors (same sizes). */
 void st_vk_td_coalesce(int32_t *const *tds, int n);
+/* The descriptors of y (tds[0], its element offset elem[0]) and n_in
+ * inputs broadcast into its shape, as the elementwise walk ops/
+ * lower_elementwise.h lowers (the CPU's, CUDA's and OpenCL's). */
+void st_vk_td_walk(const st_view *y, int n_in, const st_view *const *in, const int32_t *elem, int32_t *const *tds);
 
 /* Whether every dim and stride of v fits the shaders' int32 indexing. */
 bool st_vk_fits(const st_view *v);

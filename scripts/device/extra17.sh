@@ -4,7 +4,10 @@
 # 640x640 input in .device/models/yolo): Vulkan on NVIDIA's driver timed
 # against strata's CUDA and OpenCL on YOLOv8n b1 (issue 26's bar: Vulkan
 # f16 within 2x of CUDA), Vulkan's counters, then the ONNX node tests on
-# Vulkan (native plus fallback) as far as the time allows.
+# Vulkan (native plus fallback) as far as the time allows.  First, for the
+# merged issue-l25b branch (elementwise geometry and index rules lowered
+# once; CUDA only compiled before): the CUDA kernel sweep and the seed
+# cases plus YOLOv8n in f32/f16/bf16 (cuda_tests.sh).
 D=.device
 . scripts/device/env.sh
 S=$D/bin/strata
@@ -12,6 +15,13 @@ OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 M=$D/models/yolo/yolov8n.onnx IN=$D/models/yolo/yolov8n_640x640_b1_input.npy
+echo "== CUDA kernel sweep"
+$D/bin/kernel_sweep --backend cuda --cases 8 --seed 36 --known tests/kernels/known_failures.txt > $OUT/sweep.log 2>&1
+grep -E "^FAIL|^backend" $OUT/sweep.log | head -8
+echo "== seed cases and YOLOv8n on CUDA"
+python3 scripts/device/prepare.py $D/models /tmp/m > $OUT/prepare.log 2>&1 || tail -5 $OUT/prepare.log
+SKIP_PPOCR=1 scripts/device/cuda_tests.sh $D/bin /tmp/m > $OUT/cuda_tests.log 2>&1
+grep -E "^FAIL|cuda_tests:" $OUT/cuda_tests.log | head -10
 echo "== YOLOv8n 640x640 b1 (strata bench, median ms of 100)"
 for p in f32 f16; do
   for b in vulkan cuda opencl; do

@@ -20,7 +20,7 @@ void main()
     case VK_B_ADD: r = u + v; break;
     case VK_B_SUB: r = u - v; break;
     case VK_B_MUL: r = u * v; break;
-    case VK_B_DIV: r = u / v; break;
+    case VK_B_DIV: r = st_div(u, v); break;
     case VK_B_MAX: r = max(u, v); break;
     case VK_B_MIN: r = min(u, v); break;
     case VK_B_POW: {
@@ -35,7 +35,7 @@ void main()
     // Mod of floats: ONNX asks fmod=1 (C's fmod, the dividend's sign)
     case VK_B_MOD: r = st_fmod(u, v); break;
     // Mean: the sum so far plus the last input, over the input count
-    case VK_B_MEAN_LAST: r = (u + v) / pf(2); break;
+    case VK_B_MEAN_LAST: r = st_div(u + v, pf(2)); break;
     // ordered compares: false where either is NaN, as in C
     case VK_B_EQUAL: r = u == v ? 1.0 : 0.0; break;
     case VK_B_LESS: r = u < v ? 1.0 : 0.0; break;

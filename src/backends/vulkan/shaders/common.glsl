@@ -82,6 +82,19 @@ float st_softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 bool st_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
 bool st_isinf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
 
+// a / b correctly rounded, as C and the references divide: Vulkan lets a
+// float division be 2.5 ULP off, and NVIDIA's driver is (on an H200 the
+// ONNX test dynamicquantizelinear_expanded came out one step off, 25 for
+// 26, where x / scale lands next to a rounding boundary).  One residual
+// step, exact through fma, corrects the quotient.
+float st_div(float a, float b)
+{
+    precise float q = a / b;
+    if (isinf(q) || isnan(q) || q == 0.0) return q;
+    precise float r = fma(-q, b, a);
+    return fma(r, 1.0 / b, q);
+}
+
 // C's fmod: exact, as C's is, where GLSL's mod (x - y * floor(x / y))
 // rounds the quotient (for 7 and 0.1f it gives 0, fmod 0.0999999).  Long
 // division in binary: each step takes off the largest |b| * 2^k that is

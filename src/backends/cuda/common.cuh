@@ -11,7 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_ctx.h"
@@ -190,6 +190,15 @@ __device__ __forceinline__ float st_binary_f(int code, float a, float b) { retur
 __device__ __forceinline__ int64_t st_binary_i(int code, int64_t a, int64_t b, bool fmod_mode, bool uns)
 {
     return st_sm_binary_i64(code, a, b, fmod_mode, uns);   /* ops/scalar_math.h */
+}
+
+/* A knob set to "0" in the environment (STRATA_CUDA_CL_COPY=0 and the
+ * like: a fast path turned off to measure it); read where it is used, so
+ * one knob can govern kernels in several files. */
+static inline bool st_knob_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
 }
 
 static inline cudaStream_t st_stream(const st_kctx *k) { return (cudaStream_t)((const st_cuda_ctx *)k->dev)->stream; }

@@ -1961,13 +1961,8 @@ __global__ void pool2_cl_kernel(pool2_args a, int64_t total)
     }
 }
 
-/* STRATA_CUDA_CL_COPY=0: the channels-last pool off, for A/B runs. */
-static bool cl_pool_off(void)
-{
-    const char *e = getenv("STRATA_CUDA_CL_COPY");
-    return e && strcmp(e, "0") == 0;
-}
-
+/* The channels-last pool (st_cuda_pool takes it unless STRATA_CUDA_CL_COPY=0,
+ * for A/B runs). */
 template <typename T>
 static void pool2_cl(const pool2_args &a, cudaStream_t st)
 {
@@ -2003,7 +1998,7 @@ static bool pool2(const st_kctx *k, const st_conv_state *s, const geo &g, bool h
     a.is_max = s->is_max;
     a.count_include_pad = s->count_include_pad;
     cudaStream_t st = st_stream(k);
-    if (a.xs_c == 1 && a.ys_c == 1 && a.channels > 1 && !cl_pool_off()) {
+    if (a.xs_c == 1 && a.ys_c == 1 && a.channels > 1 && !st_knob_off("STRATA_CUDA_CL_COPY")) {
         if (x->dtype == ST_F32) pool2_cl<float>(a, st);
         else if (x->dtype == ST_F16) pool2_cl<__half>(a, st);
         else pool2_cl<__nv_bfloat16>(a, st);

@@ -203,14 +203,9 @@ static st_status nn2_maps(rs_cache *c, const st_resize_state *s, cudaStream_t st
                       "cudaMemcpyAsync (Resize row and column maps)");
 }
 
-/* STRATA_CUDA_CL_COPY=0: the channels-last Resize and pool paths off
- * (the element-per-thread kernels run instead), for A/B runs. */
-static bool cl_off(void)
-{
-    const char *e = getenv("STRATA_CUDA_CL_COPY");
-    return e && strcmp(e, "0") == 0;
-}
-
+/* The 2x nearest Resize; over channels-last values it moves channel runs,
+ * unless STRATA_CUDA_CL_COPY=0 (the element-per-thread kernel then runs,
+ * for A/B runs; the same knob governs k_conv.cu's channels-last pool). */
 static st_status nn2_launch(const rs_cache *c, const st_resize_state *s, const st_operand *x, const st_operand *y,
                             cudaStream_t stream)
 {
@@ -240,7 +235,7 @@ static st_status nn2_launch(const rs_cache *c, const st_resize_state *s, const s
         a.xs0 = a.ys0 = 0;
         two = true;
     }
-    if (two && a.xs1 == 1 && a.ys1 == 1 && !cl_off()) {
+    if (two && a.xs1 == 1 && a.ys1 == 1 && !st_knob_off("STRATA_CUDA_CL_COPY")) {
         /* the widest unit that every offset, stride and run is a multiple of */
         uint64_t m = (uint64_t)(a.l1 * es) | (uint64_t)(a.xs0 * es) | (uint64_t)(a.xsh * es) | (uint64_t)(a.xsw * es) |
                      (uint64_t)(a.ys0 * es) | (uint64_t)(a.ysh * es) | (uint64_t)(a.ysw * es) | (uint64_t)(uintptr_t)a.x |

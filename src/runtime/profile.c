@@ -580,7 +580,7 @@ static void thread_name(char *out, size_t cap, const char *device, int tid)
     case ST_LANE_SESSION: n = snprintf(out, cap, "session (plan, upload, submit)"); break;
     case ST_LANE_WORKER: n = snprintf(out, cap, "cpu worker %d", i); break;
     case ST_LANE_STREAM: n = snprintf(out, cap, "cuda stream %d", i); break;
-    case ST_LANE_QUEUE: n = snprintf(out, cap, "opencl queue %d", i); break;
+    case ST_LANE_QUEUE: n = snprintf(out, cap, "%s queue %d", device, i); break;
     case ST_LANE_HOST: n = snprintf(out, cap, "host commands (cpu kernels)"); break;
     case ST_LANE_TRANSFER: n = snprintf(out, cap, "%s transfers %d", device, i); break;
     default: n = snprintf(out, cap, "runs"); break;

@@ -22,7 +22,7 @@ inside a slice of its thread (the flow binds to it); every command's
 slice names its op, device and the bytes and ranges it reads and writes;
 the slices of a run lie inside the run's wall span (otherData.runs, the
 device clock's conversion bound allowed), and their union covers at least
-MIN_COVERAGE (0.9) of it.  Exit 77: no OpenCL or CUDA device (a skip).
+MIN_COVERAGE (0.9) of it.  Exit 77: no OpenCL, CUDA or Vulkan device (a skip).
 
 Coverage is required of the YOLOv8n runs, whose commands take
 milliseconds.  The seed and mixed cases' commands take microseconds on
@@ -105,7 +105,7 @@ def check_trace(t, min_coverage=0.9):
         a = e["args"]
         for k in ("op", "device", "bytes_read", "bytes_written", "reads", "writes", "run", "stage"):
             need(k in a, "command slice %r has no %s" % (e["name"], k))
-        need(a["device"] in ("cpu", "cuda", "opencl"), "unknown device %r" % a["device"])
+        need(a["device"] in ("cpu", "cuda", "opencl", "vulkan"), "unknown device %r" % a["device"])
     # runs: slices inside, and their union covers the wall time
     runs = meta["runs"]
     need(len(runs) == meta.get("runs_count", len(runs)), "otherData.runs_count disagrees")
@@ -161,7 +161,7 @@ def run(cmd, **kw):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-NO_DEVICE = ("no OpenCL", "no CUDA device available", "backend 'cuda' is not available")
+NO_DEVICE = ("no OpenCL", "no CUDA device available", "backend 'cuda' is not available", "no Vulkan")
 
 
 def strata_ok(cmd):
@@ -268,19 +268,20 @@ def device_seed(strata, models, backend):
     cmds = commands_of(t)
     need(all(e["args"]["device"] == backend for e in cmds), "c2f ran off the %s device" % backend)
     need(all(e["pid"] == 2 for e in cmds), "device commands are not in the device's process")
-    lane = "opencl queue" if backend == "opencl" else "cuda stream"
+    lane = "cuda stream" if backend == "cuda" else "%s queue" % backend
     names = thread_names(t)
     need(all(lane in names.get((e["pid"], e["tid"]), "") for e in cmds), "a command is not on a %s" % lane)
 
 
 def device_yolo(strata, models, backend):
-    """YOLOv8n on a device (OpenCL: 320x320, PoCL being slow; CUDA: the
+    """YOLOv8n on a device (OpenCL and Vulkan: 320x320, PoCL and lavapipe
+    being slow; CUDA: the
     640x640 fixture): once the program caches are warm, the device's times,
     moved to the host clock, account for 90% of the run.  Then a few warmed-up runs, whose coverage is
     printed for the record."""
     d = tempfile.mkdtemp()
     trace = os.path.join(d, "yolov8n_%s.json" % backend)
-    if backend == "opencl":
+    if backend in ("opencl", "vulkan"):
         inp = os.path.join(d, "x.npy")
         import numpy as np
         np.save(inp, np.random.default_rng(17).uniform(0, 1, (1, 3, 320, 320)).astype(np.float32))

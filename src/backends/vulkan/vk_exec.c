@@ -35,6 +35,15 @@
  * live in host-visible buffers of the DAG's state, written at record
  * time.
  *
+ * Profiling (--profile, runtime/profile.h): a profiled run records each
+ * command between two timestamp queries (the start when the queue reaches
+ * it, the end when everything before it has completed), and collect()
+ * converts them to the host clock with an offset from a timestamp taken
+ * between two host clock reads.  Dispatches the DAG leaves independent
+ * may overlap on the device (the trace writer draws them on sub-lanes).
+ * A DAG recorded without timestamps is recorded again the first
+ * time it runs profiled.
+ *
  * STRATA_VULKAN_STATS=1 prints, per recording, the commands, command
  * buffers, barriers and byte ranges (edge, api) and the conflicts the DAG
  * left unordered (missed), on stderr.
@@ -51,6 +60,7 @@
 #include "runtime/runctl.h"
 #include "runtime/schedule.h"
 #include "runtime/drive.h"
+#include "runtime/profile.h"
 
 #define PARAM_CHUNK (64 * 1024)
 #define PARAM_ALIGN 256
@@ -79,6 +89,8 @@ typedef struct dag_state {
     param_chunk *chunks;
     int n_chunks, cap_chunks;
     uint64_t last;             /* the value of its latest run's last segment */
+    bool timed;                /* recorded with timestamp queries (profiling) */
+    VkQueryPool qpool;         /* 2 per command (start, end), then 1 for the clock offset */
 } dag_state;
 
 struct st_vk_rec {
@@ -274,6 +286,7 @@ static void state_free(vk_exec *e, dag_state *st)
 {
     if (!st->dag) return;
     if (st->pool) vkDestroyCommandPool(e->dev->dev, st->pool, NULL);
+    if (st->qpool) vkDestroyQueryPool(e->dev->dev, st->qpool, NULL);
     for (int i = 0; i < st->n_chunks; i++) {
         st_vk_buffer_free(e->dev, st->chunks[i].buf);
     }
@@ -331,6 +344,7 @@ typedef struct walk {
     st_vk_rec rec;
     segment *open;
     int pos;                   /* commands walked so far */
+    bool timed;                /* bracket each command with timestamps */
 } walk;
 
 static void rec_stats(vk_exec *e, const st_vk_rec *rec, int n)
@@ -422,7 +436,12 @@ static st_status walk_enqueue(void *ctx, int c)
     st_vk_ctx vc = {w->e->dev, &w->rec, c};
     st_kctx k = {cmd->gnode, cmd->state, cmd->n_in, cmd->n_out, ops, ops + cmd->n_in, cmd->skip, NULL, cmd->views, &vc,
                  cmd->priv};
+    if (w->timed) {
+        vkCmdResetQueryPool(w->open->cb, st->qpool, 2 * (uint32_t)c, 2);
+        vkCmdWriteTimestamp2(w->open->cb, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, st->qpool, 2 * (uint32_t)c);
+    }
     st_status r = st_drive_kernel_status((cmd->run ? cmd->run : st_vk_transfer)(&k));
+    if (w->timed) vkCmdWriteTimestamp2(w->open->cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, st->qpool, 2 * (uint32_t)c + 1);
     if (ops != ops_buf) free(ops);
     return r;
 }
@@ -444,7 +463,13 @@ static const st_drive_ops vk_drive_ops = {walk_enqueue, walk_host};
 /* Records the DAG in the driver's start order into segments. */
 static st_status record_all(vk_exec *e, dag_state *st)
 {
-    walk w = {e, st, {0}, NULL, 0};
+    walk w = {e, st, {0}, NULL, 0, e->base.prof != NULL && e->dev->ts_bits > 0};
+    if (w.timed && !st->qpool) {
+        VkQueryPoolCreateInfo qi = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, NULL, 0, VK_QUERY_TYPE_TIMESTAMP,
+                                    2 * (uint32_t)st->dag->n_cmds + 1, 0};
+        ST_TRY(st_vk_check(vkCreateQueryPool(e->dev->dev, &qi, NULL, &st->qpool), "vkCreateQueryPool (profiling)"));
+    }
+    st->timed = w.timed;
     st->n_segs = 0;
     st->recorded = false;
     /* parameter blocks are written again from the start */
@@ -473,7 +498,8 @@ static st_status exec_submit(st_exec *base, const st_dag *d)
     /* the DAG's command buffers may still run from its last run */
     ST_TRY(wait_value(e, st->last));
     ST_TRY(st_drive_start(&e->drive, d, base->ctl));
-    if (!st->recorded || e->drive.sched.random) ST_TRY(record_all(e, st));
+    bool untimed = base->prof && !st->timed && e->dev->ts_bits > 0;
+    if (!st->recorded || e->drive.sched.random || untimed) ST_TRY(record_all(e, st));
     e->cur = st;
     for (int i = 0; i < st->n_segs; i++) {
         segment *s = &st->segs[i];
@@ -541,6 +567,88 @@ static st_status exec_wait(st_exec *base, const int *cmds, int n)
     return run_result(e);
 }
 
+/* ---- profiling ---- */
+
+/* host clock - device clock (ns), from a timestamp written on the idle
+ * queue between two host clock reads: the tightest of a few tries;
+ * *err is half its width (runtime/profile.h). */
+static st_status clock_offset(vk_exec *e, dag_state *st, int64_t *offset, int64_t *err)
+{
+    VkCommandBuffer cb;
+    VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL, st->pool,
+                                      VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+    ST_TRY(st_vk_check(vkAllocateCommandBuffers(e->dev->dev, &ai, &cb), "vkAllocateCommandBuffers (profiling)"));
+    uint32_t q = 2 * (uint32_t)st->dag->n_cmds;
+    VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL, 0, NULL};
+    st_status r = st_vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer (profiling)");
+    if (r == ST_OK) {
+        vkCmdResetQueryPool(cb, st->qpool, q, 1);
+        vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, st->qpool, q);
+        r = st_vk_check(vkEndCommandBuffer(cb), "vkEndCommandBuffer (profiling)");
+    }
+    int64_t best_lo = 0, best_hi = -1;
+    for (int k = 0; r == ST_OK && k < 4 && (best_hi < best_lo || best_hi - best_lo > 20000); k++) {
+        VkCommandBufferSubmitInfo cbi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO, NULL, cb, 0};
+        VkSubmitInfo2 si = {VK_STRUCTURE_TYPE_SUBMIT_INFO_2, NULL, 0, 0, NULL, 1, &cbi, 0, NULL};
+        pthread_mutex_lock(&e->dev->queue_lock);
+        int64_t h0 = st_prof_now();
+        r = st_vk_check(vkQueueSubmit2(e->dev->queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit2 (profiling)");
+        if (r == ST_OK) r = st_vk_check(vkQueueWaitIdle(e->dev->queue), "vkQueueWaitIdle (profiling)");
+        int64_t h1 = st_prof_now();
+        pthread_mutex_unlock(&e->dev->queue_lock);
+        uint64_t t = 0;
+        if (r == ST_OK)
+            r = st_vk_check(vkGetQueryPoolResults(e->dev->dev, st->qpool, q, 1, sizeof t, &t, sizeof t,
+                                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                            "vkGetQueryPoolResults (profiling)");
+        if (r != ST_OK) break;
+        int64_t d = (int64_t)((double)t * e->dev->ts_period);
+        int64_t lo = h0 - d, hi = h1 - d;
+        if (best_hi < best_lo || hi - lo < best_hi - best_lo) {
+            best_lo = lo;
+            best_hi = hi;
+        }
+    }
+    vkFreeCommandBuffers(e->dev->dev, st->pool, 1, &cb);
+    ST_TRY(r);
+    *offset = best_lo + (best_hi - best_lo) / 2;
+    *err = (best_hi - best_lo) / 2 + 1;
+    return ST_OK;
+}
+
+/* The device times of d's last run (complete) into run, on the host
+ * clock, in recording order. */
+static st_status exec_collect(st_exec *base, const st_dag *d, st_prof_run *run)
+{
+    vk_exec *e = (vk_exec *)base;
+    dag_state *st = NULL;
+    for (int i = 0; i < e->n_states; i++)
+        if (e->states[i].dag == d) st = &e->states[i];
+    if (!st || !st->timed || !st->recorded || d->n_cmds == 0) return ST_OK;
+    int64_t offset = 0;
+    ST_TRY(clock_offset(e, st, &offset, &run->sync_error_ns));
+    uint64_t mask = e->dev->ts_bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << e->dev->ts_bits) - 1);
+    /* command by command: only queries a recorded command buffer reset
+     * and wrote are read (a host command's never were) */
+    for (int i = 0; i < st->n_segs; i++) {
+        const segment *sg = &st->segs[i];
+        for (int j = 0; !sg->host && j < sg->n; j++) {
+            int c = st->order[sg->first + j];
+            uint64_t q[4]; /* start, its availability, end, its availability */
+            VkResult vr = vkGetQueryPoolResults(e->dev->dev, st->qpool, 2 * (uint32_t)c, 2, sizeof q, q, 2 * sizeof *q,
+                                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+            if (vr != VK_SUCCESS && vr != VK_NOT_READY) return st_vk_check(vr, "vkGetQueryPoolResults (profiling)");
+            if (!q[1] || !q[3]) continue; /* not reached: the run stopped before it */
+            int64_t t0 = (int64_t)((double)(q[0] & mask) * e->dev->ts_period) + offset;
+            int64_t t1 = (int64_t)((double)(q[2] & mask) * e->dev->ts_period) + offset;
+            if (t1 <= t0) t1 = t0 + 1;
+            /* overlapping slices of one lane are drawn on sub-lanes by the writer */
+            st_prof_mark(run, c, t0, t1, ST_PROF_LANE(d->cmds[c].run ? ST_LANE_QUEUE : ST_LANE_TRANSFER, 0));
+        }
+    }
+    return ST_OK;
+}
+
 static void exec_forget(st_exec *base, const st_dag *d)
 {
     vk_exec *e = (vk_exec *)base;
@@ -584,7 +692,7 @@ static void exec_destroy(st_exec *base)
     free(e);
 }
 
-static const st_exec_vt vk_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, NULL, NULL};
+static const st_exec_vt vk_exec_vt = {exec_submit, exec_wait, exec_destroy, exec_forget, exec_pending, exec_collect, NULL};
 
 st_status st_vk_exec_create(st_backend *b, const st_session_options *o, st_exec **out)
 {

@@ -108,6 +108,8 @@ typedef struct st_vk_device {
     uint64_t align;                   /* minStorageBufferOffsetAlignment */
     uint64_t max_range;               /* maxStorageBufferRange */
     uint32_t max_groups[3];
+    uint32_t ts_bits;                 /* the queue's timestampValidBits; 0: no timestamps (no --profile times) */
+    double ts_period;                 /* ns per timestamp tick */
     char name[256];
     char driver[128];
     uint8_t uuid[VK_UUID_SIZE];

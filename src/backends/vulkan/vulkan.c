@@ -425,6 +425,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     d->align = props.properties.limits.minStorageBufferOffsetAlignment;
     if (d->align < 4) d->align = 4;
     d->max_range = props.properties.limits.maxStorageBufferRange;
+    d->ts_period = props.properties.limits.timestampPeriod;
     for (int i = 0; i < 3; i++) d->max_groups[i] = props.properties.limits.maxComputeWorkGroupCount[i];
     /* the one pipeline layout binds ST_VK_MAX_BIND storage buffers */
     if (props.properties.limits.maxPerStageDescriptorStorageBuffers < ST_VK_MAX_BIND)
@@ -467,6 +468,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     for (uint32_t i = 0; i < nq && d->queue_family == UINT32_MAX; i++)
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) d->queue_family = i;
     if (d->queue_family == UINT32_MAX) return st_error(ST_ERR_UNSUPPORTED, "vulkan: '%s' has no compute queue", d->name);
+    d->ts_bits = qf[d->queue_family].timestampValidBits;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, d->queue_family, 1, &prio};
     const char *ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};

@@ -780,6 +780,19 @@ static bool small_c_conv(const st_kctx *k, const st_conv_state *s)
     return true;
 }
 
+/* Work item i of a channels-last kernel that gives each thread V
+ * neighbouring channels of one output pixel (cv groups of V channels a
+ * pixel): its first channel c, its pixel (ox, oy) and image n. */
+__device__ __forceinline__ void cl_item(int64_t i, int cv, int V, int ow, int oh, int *c, int *ox, int *oy, int64_t *n)
+{
+    *c = (int)(i % cv) * V;
+    int64_t t = i / cv;
+    *ox = (int)(t % ow);
+    t /= ow;
+    *oy = (int)(t % oh);
+    *n = t / oh;
+}
+
 /* A depthwise conv over channels-last X and Y with any window (MobileNet's
  * and EfficientNet's stride-2 depthwise convs; dw_nhwc_kernel takes only
  * stride 1 and square 3/5/7 windows): a thread takes V neighbouring
@@ -791,12 +804,9 @@ __global__ void dw_cl_kernel(dw_args a, int64_t total)
     typedef st_vec<T, V> vec;
     const int cv = (int)(a.channels / V);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int c = (int)(i % cv) * V;
-        int64_t t = i / cv;
-        int ox = (int)(t % a.ow);
-        t /= a.ow;
-        int oy = (int)(t % a.oh);
-        int64_t n = t / a.oh;
+        int c, ox, oy;
+        int64_t n;
+        cl_item(i, cv, V, a.ow, a.oh, &c, &ox, &oy, &n);
         float acc[V];
 #pragma unroll
         for (int j = 0; j < V; j++) acc[j] = a.b ? st_ldf(a.bt, a.b, (c + j) * a.bs) : 0.0f;
@@ -1920,12 +1930,9 @@ __global__ void pool2_cl_kernel(pool2_args a, int64_t total)
     const float inf = __int_as_float(0x7f800000);
     const int cv = (int)(a.channels / V);
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int c = (int)(i % cv) * V;
-        int64_t t = i / cv;
-        int ox = (int)(t % a.ow);
-        t /= a.ow;
-        int oy = (int)(t % a.oh);
-        int64_t n = t / a.oh;
+        int c, ox, oy;
+        int64_t n;
+        cl_item(i, cv, V, a.ow, a.oh, &c, &ox, &oy, &n);
         const T *x = (const T *)a.x + n * a.xs_n + c;
         int y0 = oy * a.sh - a.ph, x0 = ox * a.sw - a.pw;
         float acc[V];

@@ -20,12 +20,14 @@ with an error, not timed.
 
 A CNN's max-autotune compile can outlast what one call leaves, so caches
 can travel between calls: --save DIR writes each case's cache (finished or cut off)
-as DIR/inductor_CASE_bB.tar.xz (under $OUT, it comes back), and --load DIR
+as DIR/inductor_CASE_bB.tar.xz (in 15 MiB pieces .partNN when larger:
+under $OUT, files of up to 16 MiB come back), and --load DIR
 unpacks those found there before compiling (a carried folder), so the
 second call's first phase is mostly cache hits.  --cpus N gives each
 process N compile threads (default: the CPUs shared among the cases).  Prints one JSON row per case:
   {"case", "precision", "batch", "peer", "ms", "min_ms", "compile_s", "recompile_s"} or {..., "error"}.
 """
+import glob
 import json
 import os
 import signal
@@ -80,8 +82,11 @@ def main():
     procs = {}
     for case in cases:
         name = "inductor_%s_b%d" % (case, b)
-        if load and os.path.exists(os.path.join(load, name + ".tar.xz")):
-            subprocess.run(["tar", "-C", "/tmp", "-xJf", os.path.join(load, name + ".tar.xz")], check=False)
+        parts = sorted(glob.glob(os.path.join(load, name + ".tar.xz*"))) if load else []
+        if parts:  # one file, or the pieces save() split it into
+            cat = subprocess.Popen(["cat"] + parts, stdout=subprocess.PIPE)
+            subprocess.run(["tar", "-C", "/tmp", "-xJf", "-"], stdin=cat.stdout, check=False)
+            cat.wait()
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR="/tmp/" + name, TORCHINDUCTOR_COMPILE_THREADS=str(threads),
                    PYTHONUNBUFFERED="1")
         procs[case] = (subprocess.Popen([sys.executable, __file__, "--one", d, case, str(b), mode], env=env,
@@ -105,7 +110,12 @@ def main():
         if save and os.path.isdir("/tmp/inductor_%s_b%d" % (case, b)):
             os.makedirs(save, exist_ok=True)
             name = "inductor_%s_b%d" % (case, b)
-            subprocess.run(["tar", "-C", "/tmp", "-cJf", os.path.join(save, name + ".tar.xz"), name], check=False)
+            f = os.path.join(save, name + ".tar.xz")
+            subprocess.run(["tar", "-C", "/tmp", "-cJf", f, name], check=False)
+            # a call returns files of at most 16 MiB: larger ones go in pieces
+            if os.path.exists(f) and os.path.getsize(f) > 15 * 2**20:
+                subprocess.run(["split", "-b", "15m", "-d", f, f + ".part"], check=False)
+                os.remove(f)
     for case, (p, env) in procs.items():
         base = dict(case=case, precision="f16", batch=b, peer="torch-compile " + mode)
         if "error" in first[case]:

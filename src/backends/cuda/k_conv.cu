@@ -1471,6 +1471,22 @@ static bool cl_slice(const st_operand *x)
     return ps > x->sizes[1];
 }
 
+/* A channels-last operand's dims and strides as cuDNN is told them: a
+ * size-1 H, W or N dim gets the stride packed NHWC would give it (the
+ * pixel stride for W, W pixels for H, H*W pixels for N), not whatever
+ * stride the view happened to carry.  A [N, C, 1, 1] view often carries
+ * strides [C, 1, 1, 1], which also reads as packed NCHW, and the layout
+ * cuDNN infers from the strides then is ambiguous: the one-pixel convs
+ * below went wrong under fusion with such strides (EfficientNet-B0). */
+static void cl_canon(const st_operand *o, int64_t *dims, int64_t *strides)
+{
+    int64_t ps = cl_pixel_stride(o);
+    for (int d = 0; d < 4; d++) dims[d] = o->sizes[d], strides[d] = o->strides[d];
+    if (o->sizes[3] == 1) strides[3] = ps;
+    if (o->sizes[2] == 1) strides[2] = ps * o->sizes[3];
+    if (o->sizes[0] == 1) strides[0] = ps * o->sizes[2] * o->sizes[3];
+}
+
 /* MODE_FUSED's first run (conv_fused.cu; STRATA_CUDA_CONV_FUSED=0 off): an
  * f16/bf16 conv over channels-last X and Y with a constant W, its bias
  * and ReLU or SiLU as one cuDNN graph.  An error when it does not apply
@@ -1493,10 +1509,8 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
         return st_error(ST_ERR_UNSUPPORTED, "one output pixel");
     st_cf_problem q;
     memset(&q, 0, sizeof q);
-    for (int d = 0; d < 4; d++) {
-        q.xdims[d] = x->sizes[d], q.xstrides[d] = x->strides[d];
-        q.ydims[d] = y->sizes[d], q.ystrides[d] = y->strides[d];
-    }
+    cl_canon(x, q.xdims, q.xstrides);
+    cl_canon(y, q.ydims, q.ystrides);
     q.kh = w->sizes[2], q.kw = w->sizes[3];
     for (int i = 0; i < 2; i++) q.strides[i] = s->s[i], q.dilations[i] = s->d[i], q.pre[i] = s->pb[i], q.post[i] = s->pe[i];
     q.dtype = x->dtype;

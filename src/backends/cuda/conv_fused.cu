@@ -129,7 +129,7 @@ int st_cf_mode(void)
     const char *e = getenv("STRATA_CUDA_CONV_FUSED");
     if (e && strcmp(e, "0") == 0) return ST_CF_OFF;
     if (e && strcmp(e, "noswish") == 0) return ST_CF_NOSWISH;
-    return e && strcmp(e, "all") == 0 ? ST_CF_ALL : ST_CF_ON;
+    return ST_CF_ON;
 }
 
 st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out)

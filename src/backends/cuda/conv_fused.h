@@ -32,10 +32,10 @@ typedef struct st_cf_problem {
 
 typedef struct st_cf_plan st_cf_plan;
 
-/* STRATA_CUDA_CONV_FUSED: 0 off (ST_CF_OFF); unset or 1 every conv that
- * fits but those of one output pixel (ST_CF_ON); all those too (ST_CF_ALL);
- * noswish: as ON but not SiLU convs (ST_CF_NOSWISH, to tell causes apart) */
-enum { ST_CF_OFF, ST_CF_ON, ST_CF_ALL, ST_CF_NOSWISH };
+/* STRATA_CUDA_CONV_FUSED: 0 off (ST_CF_OFF); unset, 1 or all (the name an
+ * earlier version gave it) every conv that fits (ST_CF_ON); noswish: as ON
+ * but not SiLU convs (ST_CF_NOSWISH, to tell causes apart) */
+enum { ST_CF_OFF, ST_CF_ON, ST_CF_NOSWISH };
 int st_cf_mode(void);
 /* The graph and the first engine of cuDNN's heuristic that builds it,
  * keeps f32 accumulation and needs at most ws_limit bytes of workspace;

@@ -1476,8 +1476,11 @@ static bool cl_slice(const st_operand *x)
  * pixel stride for W, W pixels for H, H*W pixels for N), not whatever
  * stride the view happened to carry.  A [N, C, 1, 1] view often carries
  * strides [C, 1, 1, 1], which also reads as packed NCHW, and the layout
- * cuDNN infers from the strides then is ambiguous: the one-pixel convs
- * below went wrong under fusion with such strides (EfficientNet-B0). */
+ * cuDNN infers from the strides then is ambiguous.  With such strides the
+ * fused one-pixel convs of EfficientNet-B0's squeeze-excite blocks (SiLU,
+ * batch 32, f16) came out 0.135 of max|ref| off PyTorch on an H200; with
+ * these, 3.93e-03, as unfused (bench/RESULTS.md, 2026-12-04, fifth
+ * session), so one-pixel convs are no longer kept out of the fusion. */
 static void cl_canon(const st_operand *o, int64_t *dims, int64_t *strides)
 {
     int64_t ps = cl_pixel_stride(o);
@@ -1501,12 +1504,6 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     if (act == ST_CF_SILU && st_cf_mode() == ST_CF_NOSWISH) return st_error(ST_ERR_UNSUPPORTED, "SiLU (STRATA_CUDA_CONV_FUSED=noswish)");
     if (!cl_pixel_stride(x) || !cl_pixel_stride(y) || (b && (b->dtype != x->dtype || b->strides[0] != 1)))
         return st_error(ST_ERR_UNSUPPORTED, "operands not channels-last");
-    /* an output of one pixel per image (a squeeze-excite block's convs)
-     * gains nothing from fusion, and EfficientNet-B0 at batch 32 in f16
-     * came out 0.135 of max|ref| off PyTorch with every conv fused (0.0045
-     * unfused) on an H200; STRATA_CUDA_CONV_FUSED=all fuses them too */
-    if (y->sizes[2] * y->sizes[3] == 1 && st_cf_mode() != ST_CF_ALL)
-        return st_error(ST_ERR_UNSUPPORTED, "one output pixel");
     st_cf_problem q;
     memset(&q, 0, sizeof q);
     cl_canon(x, q.xdims, q.xstrides);

@@ -25,6 +25,11 @@ typedef struct st_conv_state {
      * pointers are the identity. */
     const float *ch_scale, *ch_shift;
     const float *post_scale, *post_shift;
+    /* Set only for backends with ST_CAP_CONV_RESIDUAL (passes/fuse_conv_add.c):
+     * input 3 is R, of Y's shape and dtype, and the result is
+     * epi2(epi(conv + bias) + R); the other tables' Conv refuses it. */
+    bool residual;
+    st_epilogue epi2;
 } st_conv_state;
 
 #endif

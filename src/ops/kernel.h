@@ -93,6 +93,9 @@ enum {
      * its depthwise kernel) and element-wise kernels take those strides
      * at full speed */
     ST_CAP_CHANNELS_LAST = 1 << 8,
+    /* Conv kernels take a residual R as input 3 and an activation after
+     * adding it (st_conv_state.residual, .epi2): passes/fuse_conv_add.c */
+    ST_CAP_CONV_RESIDUAL = 1 << 9,
 };
 
 /* A backend's whole table: families of entries, each ending with a NULL

@@ -30,6 +30,8 @@ st_status st_pass_fuse_attention(st_plan *p, bool views, uint32_t dtypes);
 /* dtypes: ST_DT() of the product dtypes whose epilogue to fuse */
 st_status st_pass_fuse_matmul(st_plan *p, uint32_t dtypes);
 st_status st_pass_fuse_add_norm(st_plan *p);
+/* dtypes: ST_DT() of the conv dtypes whose residual Add to fold */
+st_status st_pass_fuse_conv_add(st_plan *p, uint32_t dtypes);
 /* Whether value v, written by node `node`, is stored channels-last
  * (passes/channels_last.c; passes/views.c asks it as it lays v out). */
 bool st_pass_wants_channels_last(const st_plan *p, int node, int v);

@@ -46,10 +46,21 @@ static st_status fuse_matmul(st_plan *p)
     return st_pass_fuse_matmul(p, dts);
 }
 
+/* a residual Add into the Conv before it (ST_CAP_CONV_RESIDUAL: CUDA's
+ * kernels, in the float dtypes they run); STRATA_CONV_RESIDUAL=0 keeps
+ * the Adds as written, to measure what folding them gains */
+static st_status fuse_conv_add(st_plan *p)
+{
+    const char *e = getenv("STRATA_CONV_RESIDUAL");
+    if (e && strcmp(e, "0") == 0) return ST_OK;
+    return st_pass_fuse_conv_add(p, ST_DT(ST_F32) | ST_DT(ST_F16) | ST_DT(ST_BF16));
+}
+
 static const st_pass PASSES[] = {
     {"sequence_outputs", 0, NULL, st_sequence_outputs},
     {"fuse", 0, NULL, st_pass_fuse},
     {"fuse_affine", ST_CAP_CONV_AFFINE, NULL, st_pass_fuse_affine},
+    {"fuse_conv_add", ST_CAP_CONV_RESIDUAL, NULL, fuse_conv_add},
     {"fuse_qdq", ST_CAP_QDQ, NULL, st_pass_fuse_qdq},
     {"fuse_attention", 0, attention_gate, fuse_attention},
     {"fuse_matmul", ST_CAP_MATMUL_EPI, NULL, fuse_matmul},

@@ -386,9 +386,19 @@ static void conv_release(void *priv)
     free(p);
 }
 
+/* The residual operand of passes/fuse_conv_add.c is CUDA's alone: the
+ * pass runs only for its plans, and a node it rewrote must not run here
+ * with R ignored. */
+static bool conv_accepts(const st_knode *n, char *why, size_t len)
+{
+    const st_conv_state *s = n->state;
+    if (s && s->residual) return st_kernel_refuse(why, len, "a residual operand (CUDA's fused Conv + Add)");
+    return true;
+}
+
 /* ---- the kernel table entries of this file (backends/cpu/table.c) ---- */
 
 const st_kernel st_cpu_k_conv[] = {
-    {"Conv", "", ST_DT_ALL, st_cpu_conv, NULL, conv_prepare, conv_release},
+    {"Conv", "", ST_DT_ALL, st_cpu_conv, conv_accepts, conv_prepare, conv_release},
     {NULL}
 };

@@ -1,8 +1,9 @@
 /*
  * conv_fused.cu — a channels-last Conv with its bias and activation as one
  * cuDNN operation graph (the backend API: convolution, then a pointwise
- * add of the bias, then ReLU or SiLU), so the sum never leaves the conv
- * kernel.  The separate epilogue pass it replaces read and wrote every
+ * add of the bias, then ReLU or SiLU, then the add of a residual R and an
+ * activation after it where passes/fuse_conv_add.c folded them in), so
+ * the sum never leaves the conv kernel.  The separate epilogue pass it replaces read and wrote every
  * conv output once more: 0.96 ms of YOLOv8n's 3.6 at batch 32 in f16 on
  * an H200, and 63 of its 272 launches at batch 1.
  *
@@ -24,19 +25,20 @@
 #include "backends/cuda/conv_fused.h"
 
 /* A descriptor with its type, destroyed by cf_free's list. */
-enum { CF_MAXD = 16 };
+enum { CF_MAXD = 32 };
 
 struct st_cf_plan {
     cudnnBackendDescriptor_t d[CF_MAXD];  /* every descriptor made, destroyed in reverse */
     int nd;
     cudnnBackendDescriptor_t plan;        /* the execution plan, one of d[] */
     int64_t ws;                           /* its workspace bytes */
-    bool has_b;
-    int64_t align[4];                     /* what the plan was built for (st_cf_problem.align) */
+    bool has_b, has_r;
+    int64_t align[5];                     /* what the plan was built for (st_cf_problem.align) */
 };
 
-/* uids of the graph's tensors */
-enum { UID_X = 1, UID_W, UID_B, UID_CONV, UID_SUM, UID_Y };
+/* uids of the graph's tensors; the virtual ones after the conv are
+ * UID_V, UID_V + 1, ... */
+enum { UID_X = 1, UID_W, UID_B, UID_Y, UID_R, UID_V };
 
 static st_status ok(cudnnStatus_t e, const char *what)
 {
@@ -138,6 +140,7 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
     st_cf_plan *p = (st_cf_plan *)calloc(1, sizeof *p);
     if (!p) return st_error(ST_ERR_NOMEM, "out of memory");
     p->has_b = q->has_b;
+    p->has_r = q->has_r;
     memcpy(p->align, q->align, sizeof p->align);
     cudnnDataType_t dt = q->dtype == ST_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF, f32 = CUDNN_DATA_FLOAT;
     int64_t k = q->ydims[1], c = q->xdims[1];
@@ -145,23 +148,32 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
     int64_t bdims[4] = {1, k, 1, 1}, bstr[4] = {k, 1, k, k}; /* [1, K, 1, 1] laid out NHWC */
     /* the virtual sums: packed channels-last, f32 */
     int64_t vstr[4] = {q->ydims[1] * q->ydims[2] * q->ydims[3], 1, q->ydims[3] * q->ydims[1], q->ydims[1]};
-    cudnnBackendDescriptor_t tx, tw, tb = NULL, tconv, tsum = NULL, ty, conv, op_conv, op_add = NULL, op_act = NULL;
-    bool act = q->act != ST_CF_NONE;
+    /* the pointwise steps after the conv, in order: + bias, act, + R, act2 */
+    struct step {
+        cudnnPointwiseMode_t mode;
+        cudnnBackendDescriptor_t operand;
+    } steps[4];
+    int n_steps = 0;
+    cudnnBackendDescriptor_t tx, tw, tb = NULL, tr = NULL, ty, conv, op_conv, ops[5];
+    int64_t nops = 0;
     st_status r = tensor(p, &tx, UID_X, dt, q->xdims, q->xstrides, false, q->align[0]);
     if (r == ST_OK) r = tensor(p, &tw, UID_W, dt, wdims, wstr, false, q->align[1]);
     if (r == ST_OK && q->has_b) r = tensor(p, &tb, UID_B, dt, bdims, bstr, false, q->align[2]);
-    bool conv_is_y = !q->has_b && !act;
-    if (r == ST_OK) r = conv_is_y ? tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false, q->align[3])
-                                  : tensor(p, &tconv, UID_CONV, f32, q->ydims, vstr, true, 16);
-    if (conv_is_y) tconv = ty;
-    if (r == ST_OK && !conv_is_y) {
-        if (q->has_b && act) r = tensor(p, &tsum, UID_SUM, f32, q->ydims, vstr, true, 16);
-        if (r == ST_OK) r = tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false, q->align[3]);
-    }
+    if (r == ST_OK && q->has_r) r = tensor(p, &tr, UID_R, dt, q->ydims, q->rstrides, false, q->align[4]);
+    if (r == ST_OK) r = tensor(p, &ty, UID_Y, dt, q->ydims, q->ystrides, false, q->align[3]);
     if (r != ST_OK) goto fail;
-    /* the convolution */
-    if ((r = make(p, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv, "convolution descriptor")) != ST_OK) goto fail;
+    if (q->has_b) steps[n_steps++] = (struct step){CUDNN_POINTWISE_ADD, tb};
+    if (q->act != ST_CF_NONE)
+        steps[n_steps++] = (struct step){q->act == ST_CF_RELU ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_SWISH_FWD, NULL};
+    if (q->has_r) steps[n_steps++] = (struct step){CUDNN_POINTWISE_ADD, tr};
+    if (q->has_r && q->act2 != ST_CF_NONE)
+        steps[n_steps++] = (struct step){q->act2 == ST_CF_RELU ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_SWISH_FWD, NULL};
+    /* the convolution, into Y itself when nothing follows it, else into
+     * the first of the f32 virtual tensors the steps pass along */
     {
+        cudnnBackendDescriptor_t cur = ty;
+        if (n_steps && (r = tensor(p, &cur, UID_V, f32, q->ydims, vstr, true, 16)) != ST_OK) goto fail;
+        if ((r = make(p, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv, "convolution descriptor")) != ST_OK) goto fail;
         int64_t sp = 2;
         cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
         cudnnStatus_t e = set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
@@ -178,24 +190,24 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
         float one = 1.0f, zero = 0.0f;
         e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx);
         if (e == CUDNN_STATUS_SUCCESS) e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw);
-        if (e == CUDNN_STATUS_SUCCESS) e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tconv);
+        if (e == CUDNN_STATUS_SUCCESS) e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cur);
         if (e == CUDNN_STATUS_SUCCESS)
             e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
         if (e == CUDNN_STATUS_SUCCESS) e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
         if (e == CUDNN_STATUS_SUCCESS) e = set(op_conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
         if (e == CUDNN_STATUS_SUCCESS) e = cudnnBackendFinalize(op_conv);
         if ((r = ok(e, "convolution operation")) != ST_OK) goto fail;
+        ops[nops++] = op_conv;
+        for (int i = 0; i < n_steps; i++) {
+            cudnnBackendDescriptor_t next = ty;
+            if (i + 1 < n_steps && (r = tensor(p, &next, UID_V + 1 + i, f32, q->ydims, vstr, true, 16)) != ST_OK) goto fail;
+            if ((r = pointwise(p, &ops[nops], steps[i].mode, cur, steps[i].operand, next)) != ST_OK) goto fail;
+            nops++;
+            cur = next;
+        }
     }
-    /* bias, then the activation */
-    if (q->has_b && (r = pointwise(p, &op_add, CUDNN_POINTWISE_ADD, tconv, tb, act ? tsum : ty)) != ST_OK) goto fail;
-    if (act && (r = pointwise(p, &op_act, q->act == ST_CF_RELU ? CUDNN_POINTWISE_RELU_FWD : CUDNN_POINTWISE_SWISH_FWD,
-                              q->has_b ? tsum : tconv, NULL, ty)) != ST_OK)
-        goto fail;
     {
-        cudnnBackendDescriptor_t ops[3] = {op_conv}, graph, heur;
-        int64_t nops = 1;
-        if (op_add) ops[nops++] = op_add;
-        if (op_act) ops[nops++] = op_act;
+        cudnnBackendDescriptor_t graph, heur;
         if ((r = make(p, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph, "operation graph")) != ST_OK) goto fail;
         cudnnStatus_t e = set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops);
         if (e == CUDNN_STATUS_SUCCESS) e = set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
@@ -249,19 +261,22 @@ fail:
     return r;
 }
 
-bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y)
+bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y, const void *r)
 {
     return st_cf_align(x) >= p->align[0] && st_cf_align(w) >= p->align[1] && (!p->has_b || st_cf_align(b) >= p->align[2]) &&
-           st_cf_align(y) >= p->align[3];
+           st_cf_align(y) >= p->align[3] && (!p->has_r || st_cf_align(r) >= p->align[4]);
 }
 
-st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, void *ws)
+st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, const void *r,
+                    void *ws)
 {
     cudnnBackendDescriptor_t vp;
     ST_TRY(ok(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp), "variant pack"));
-    void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
-    int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
-    int64_t n = p->has_b ? 4 : 3;
+    void *ptrs[5] = {(void *)x, (void *)w, y};
+    int64_t uids[5] = {UID_X, UID_W, UID_Y};
+    int64_t n = 3;
+    if (p->has_b) ptrs[n] = (void *)b, uids[n++] = UID_B;
+    if (p->has_r) ptrs[n] = (void *)r, uids[n++] = UID_R;
     cudnnStatus_t e = set(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs);
     if (e == CUDNN_STATUS_SUCCESS) e = set(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
     if (e == CUDNN_STATUS_SUCCESS) e = set(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);

@@ -1,6 +1,7 @@
 /*
- * conv_fused.h — a channels-last f16/bf16 Conv with its bias and ReLU or
- * SiLU as one cuDNN operation graph (conv_fused.cu).  k_conv.cu describes
+ * conv_fused.h — a channels-last f16/bf16 Conv with its bias, ReLU or
+ * SiLU, and a residual Add (and an activation after it) as one cuDNN
+ * operation graph (conv_fused.cu).  k_conv.cu describes
  * the problem, builds the plan on a command's first run and runs it after.
  */
 #ifndef ST_CUDA_CONV_FUSED_H
@@ -26,8 +27,11 @@ typedef struct st_cf_problem {
     int64_t kh, kw, strides[2], dilations[2], pre[2], post[2];
     st_dtype dtype;
     bool has_b;
-    int act;                         /* ST_CF_* */
-    int64_t align[4];                /* X, W, B, Y: the byte alignment promised to cuDNN */
+    int act;                         /* ST_CF_*, after the bias */
+    bool has_r;                      /* a residual R of Y's dims added after act */
+    int64_t rstrides[4];
+    int act2;                        /* ST_CF_*, after the residual */
+    int64_t align[5];                /* X, W, B, Y, R: the byte alignment promised to cuDNN */
 } st_cf_problem;
 
 typedef struct st_cf_plan st_cf_plan;
@@ -47,9 +51,10 @@ size_t st_cf_workspace(const st_cf_plan *p);
  * a new plan. */
 int64_t st_cf_align(const void *p);
 /* Whether these operands have the alignment the plan was built for. */
-bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y);
-/* Enqueues the fused conv on h's stream. */
-st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, void *ws);
+bool st_cf_fits(const st_cf_plan *p, const void *x, const void *w, const void *b, const void *y, const void *r);
+/* Enqueues the fused conv on h's stream (r NULL without a residual). */
+st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const void *w, const void *b, void *y, const void *r,
+                    void *ws);
 void st_cf_free(st_cf_plan *p);
 
 #endif

@@ -1504,10 +1504,21 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     if (act == ST_CF_SILU && st_cf_mode() == ST_CF_NOSWISH) return st_error(ST_ERR_UNSUPPORTED, "SiLU (STRATA_CUDA_CONV_FUSED=noswish)");
     if (!cl_pixel_stride(x) || !cl_pixel_stride(y) || (b && (b->dtype != x->dtype || b->strides[0] != 1)))
         return st_error(ST_ERR_UNSUPPORTED, "operands not channels-last");
+    const st_operand *r = s->residual ? &k->in[3] : NULL;
+    int act2 = !r || s->epi2.act == 0 ? ST_CF_NONE : s->epi2.act == ST_U_RELU + 1 ? ST_CF_RELU : s->epi2.act == ST_U_SILU + 1 ? ST_CF_SILU : -1;
+    if (r && (act2 < 0 || r->dtype != x->dtype || !cl_pixel_stride(r)))
+        return st_error(ST_ERR_UNSUPPORTED, "a residual not channels-last, or its activation not ReLU or SiLU");
     st_cf_problem q;
     memset(&q, 0, sizeof q);
     cl_canon(x, q.xdims, q.xstrides);
     cl_canon(y, q.ydims, q.ystrides);
+    if (r) {
+        int64_t rdims[4];
+        cl_canon(r, rdims, q.rstrides);
+        q.has_r = true;
+        q.act2 = act2;
+        q.align[4] = st_cf_align(r->data);
+    }
     q.kh = w->sizes[2], q.kw = w->sizes[3];
     for (int i = 0; i < 2; i++) q.strides[i] = s->s[i], q.dilations[i] = s->d[i], q.pre[i] = s->pb[i], q.post[i] = s->pe[i];
     q.dtype = x->dtype;
@@ -1518,11 +1529,11 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     q.align[2] = b ? st_cf_align(b->data) : 16, q.align[3] = st_cf_align(y->data);
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
     ST_TRY(st_cf_build(h, &q, ctx->workspace_bytes, &c->cf));
-    st_status r = st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
-    if (r != ST_OK) {
+    st_status e = st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, r ? r->data : NULL, ctx->workspace);
+    if (e != ST_OK) {
         st_cf_free(c->cf);
         c->cf = NULL;
-        return r;
+        return e;
     }
     c->mode = MODE_FUSED;
     return ST_OK;
@@ -1570,12 +1581,15 @@ static bool setup_conv(conv_cache *c, const st_kctx *k, const st_cuda_ctx *ctx, 
     return false;
 }
 
-extern "C" st_status st_cuda_conv(const st_kctx *k)
+/* The conv by whichever path fits; *res_done when that path added the
+ * residual too (the fused graph), else st_cuda_conv adds it after. */
+static st_status conv_run(const st_kctx *k, bool *res_done)
 {
     const st_conv_state *s = (const st_conv_state *)k->state;
     const st_cuda_ctx *ctx = (const st_cuda_ctx *)k->dev;
     const st_operand *x = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     const st_operand *b = k->n_in > 2 && k->in[2].data ? &k->in[2] : NULL;
+    const st_operand *r = s->residual ? &k->in[3] : NULL;
     cudaStream_t stream = st_stream(k);
     if (st_operand_numel(y) == 0) return ST_OK;
     if (dw_conv(k, s)) return ST_OK;
@@ -1590,7 +1604,10 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
         if (!c) return st_error(ST_ERR_NOMEM, "out of memory");
         ctx->slot->data = c;
         ctx->slot->release = conv_cache_free;
-        if (setup_conv(c, k, ctx, s)) return ST_OK;
+        if (setup_conv(c, k, ctx, s)) {
+            *res_done = c->mode == MODE_FUSED;
+            return ST_OK;
+        }
     }
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
@@ -1613,22 +1630,73 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
         return bias_epilogue(stream, y, &py, b, s->epi);
     }
     case MODE_FUSED:
-        if (!st_cf_fits(c->cf, x->data, c->wk, b ? b->data : NULL, y->data)) {
+        if (!st_cf_fits(c->cf, x->data, c->wk, b ? b->data : NULL, y->data, r ? r->data : NULL)) {
             /* an operand (a caller's buffer) now sits at a lower alignment
              * than the plan promised cuDNN: build another for it */
             if (ctx->capturing)
                 return st_error(ST_ERR_BACKEND, "cuda: Conv: operands less aligned than the fused plan (the run is captured)");
             st_cf_free(c->cf);
             c->cf = NULL;
-            if (setup_conv(c, k, ctx, s)) return ST_OK;
+            if (setup_conv(c, k, ctx, s)) {
+                *res_done = c->mode == MODE_FUSED;
+                return ST_OK;
+            }
             direct_conv(k, s);
             return ST_OK;
         }
-        return st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, ctx->workspace);
+        *res_done = true;
+        return st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, r ? r->data : NULL, ctx->workspace);
     default:
         direct_conv(k, s);
         return ST_OK;
     }
+}
+
+/* Y = epi2(Y + R) over Y's elements (a residual that the conv's path did
+ * not add): the separate Add it replaces, with the activation after it
+ * in the same pass.  Each thread reads its element of Y before writing
+ * it, and R never shares Y's bytes (passes/fuse_conv_add.c). */
+struct res_args {
+    const void *r;
+    void *y;
+    st_dtype t;
+    int rank;
+    int64_t n, size[ST_MAX_RANK], ys[ST_MAX_RANK], rs[ST_MAX_RANK];
+    st_epilogue epi;
+};
+
+__global__ void residual_kernel(res_args a)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t q = i, yo = 0, ro = 0;
+        for (int d = a.rank - 1; d >= 0; d--) {
+            int64_t c = q % a.size[d];
+            q /= a.size[d];
+            yo += c * a.ys[d];
+            ro += c * a.rs[d];
+        }
+        st_stf(a.t, a.y, yo, st_epilogue_f(a.epi, st_ldf(a.t, a.y, yo) + st_ldf(a.t, a.r, ro)));
+    }
+}
+
+extern "C" st_status st_cuda_conv(const st_kctx *k)
+{
+    const st_conv_state *s = (const st_conv_state *)k->state;
+    bool res_done = false;
+    ST_TRY(conv_run(k, &res_done));
+    if (!s->residual || res_done) return ST_OK;
+    const st_operand *y = &k->out[0], *r = &k->in[3];
+    res_args a;
+    memset(&a, 0, sizeof a);
+    a.r = r->data;
+    a.y = y->data;
+    a.t = y->dtype;
+    a.rank = y->rank;
+    for (int d = 0; d < y->rank; d++) a.size[d] = y->sizes[d], a.ys[d] = y->strides[d], a.rs[d] = r->strides[d];
+    a.n = st_operand_numel(y);
+    a.epi = s->epi2;
+    if (a.n) residual_kernel<<<st_blocks(a.n, THREADS), THREADS, 0, st_stream(k)>>>(a);
+    return ST_OK;
 }
 
 /* ---- ConvTranspose: cuDNN's backward-data convolution ---- */

@@ -29,7 +29,7 @@ const st_kernel_table st_cuda_kernel_table = {
      * epilogue).  Values that transposes want NHWC are stored so
      * (passes/channels_last.c): ConvNeXt's LayerNorms then read contiguous
      * rows, and the depthwise conv has an NHWC kernel (k_conv.cu). */
-    ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP | ST_CAP_CHANNELS_LAST,
+    ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP | ST_CAP_CHANNELS_LAST | ST_CAP_CONV_RESIDUAL,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

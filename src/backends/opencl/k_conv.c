@@ -56,6 +56,7 @@ static bool win_accepts(const st_knode *n, char *why, size_t len)
     }
     if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
         return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    if (s && s->residual) return st_kernel_refuse(why, len, "a residual operand (CUDA's fused Conv + Add)");
     return true;
 }
 

@@ -171,6 +171,7 @@ static bool win_accepts(const st_knode *n, char *why, size_t len)
     if (n->n_out > 1 && n->views[n->n_in + 1].rank >= 0) return st_kernel_refuse(why, len, "MaxPool's Indices");
     if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
         return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    if (s && s->residual) return st_kernel_refuse(why, len, "a residual operand (CUDA's fused Conv + Add)");
     if (s && s->epi.act && !st_vk_unary_code(s->epi.act - 1)) return st_kernel_refuse(why, len, "a fused activation without a shader");
     if (s && s->p) return st_kernel_refuse(why, len, "LpPool");
     if (s && s->storage_order) return st_kernel_refuse(why, len, "storage_order");

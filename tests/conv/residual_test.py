@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""residual_test.py — residual Adds after convolutions (passes/fuse_conv_add.c
+folds them into the Conv on CUDA), against a float64 reference.
+
+    residual_test.py STRATA [BACKEND]
+
+The graph, at batch 2 (where CUDA stores f16 conv outputs channels-last):
+  h = SiLU(Conv 1x1 (x));  a, b = Split(h)           YOLOv8's C2f block:
+  c = SiLU(Conv 3x3 (SiLU(Conv 3x3 (b))))            the residual b is a
+  s = b + c                                          channel slice (a view),
+  y = SiLU(Conv 1x1 (Concat(a, b, s)))               s a concat slot
+  r1 = Relu(Conv 3x3 (y) + y)                        ResNet's identity block
+  r2 = Relu(Conv 1x1 s2 (r1) + Conv 1x1 s2 (r1))     ResNet's downsample: the
+                                                     later conv takes the earlier
+  t = Conv 1x1 (r2) + r2                             no activation; also an output
+  u = Conv 1x1 (t) + bias_like                       an Add that broadcasts
+                                                     [1, C, 1, 1]: not folded
+Outputs y, r1, r2, t and u: every element against numpy float64 on the
+same random inputs, max |d| / max |ref| <= 1e-5 in f32 and 1e-2 in f16.
+Runs f32 and --precision f16, with the layout rule as the backend has it
+and with STRATA_CHANNELS_LAST=all; on CUDA also with the residual left
+unfolded (STRATA_CONV_RESIDUAL=0) and with cuDNN's fused graph off
+(STRATA_CUDA_CONV_FUSED=0: the residual added after the conv by its own
+kernel).  The plan must show the four residual Adds fused on CUDA (unless
+STRATA_CONV_RESIDUAL=0), the broadcasting one never (the CPU folds it as a
+per-channel affine map, passes/fuse_affine.c), and the residual Adds
+running on their own on the other backends.  Exit 77 when the backend is not available
+(CTest reports it skipped).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+STRATA = sys.argv[1]
+BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+rng = np.random.default_rng(29)
+N, CI, C, H, W = 2, 8, 32, 18, 21  # C: the split's two halves of 16 channels
+
+
+def rnd(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+h2 = C // 2
+x = rnd(N, CI, H, W)
+k = dict(w0=rnd(C, CI, 1, 1, scale=CI ** -0.5), b0=rnd(C, scale=0.1),
+         w1=rnd(h2, h2, 3, 3, scale=(9 * h2) ** -0.5), b1=rnd(h2, scale=0.1),
+         w2=rnd(h2, h2, 3, 3, scale=(9 * h2) ** -0.5), b2=rnd(h2, scale=0.1),
+         w3=rnd(C, 3 * h2, 1, 1, scale=(3 * h2) ** -0.5), b3=rnd(C, scale=0.1),
+         w4=rnd(C, C, 3, 3, scale=(9 * C) ** -0.5), b4=rnd(C, scale=0.1),
+         w5=rnd(C, C, 1, 1, scale=C ** -0.5), b5=rnd(C, scale=0.1),
+         w6=rnd(C, C, 1, 1, scale=C ** -0.5),
+         w7=rnd(C, C, 1, 1, scale=C ** -0.5), b7=rnd(C, scale=0.1),
+         w8=rnd(C, C, 1, 1, scale=C ** -0.5), bl=rnd(1, C, 1, 1),
+         split=np.array([h2, h2], np.int64))
+
+
+def silu(name, src, out):
+    return [helper.make_node("Sigmoid", [src], [out + "_sig"], name=name + "_sig"),
+            helper.make_node("Mul", [src, out + "_sig"], [out], name=name + "_silu")]
+
+
+nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["h0"], name="cv1"), *silu("cv1", "h0", "h"),
+         helper.make_node("Split", ["h", "split"], ["a", "b"], axis=1, name="split"),
+         helper.make_node("Conv", ["b", "w1", "b1"], ["c0"], pads=[1, 1, 1, 1], name="m_cv1"), *silu("m_cv1", "c0", "c1"),
+         helper.make_node("Conv", ["c1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="m_cv2"), *silu("m_cv2", "c2", "c"),
+         helper.make_node("Add", ["b", "c"], ["s"], name="add_bottleneck"),
+         helper.make_node("Concat", ["a", "b", "s"], ["cat"], axis=1, name="concat"),
+         helper.make_node("Conv", ["cat", "w3", "b3"], ["y0"], name="cv2"), *silu("cv2", "y0", "y"),
+         helper.make_node("Conv", ["y", "w4", "b4"], ["q0"], pads=[1, 1, 1, 1], name="res_conv"),
+         helper.make_node("Add", ["q0", "y"], ["q1"], name="add_identity"),
+         helper.make_node("Relu", ["q1"], ["r1"], name="relu_identity"),
+         helper.make_node("Conv", ["r1", "w5", "b5"], ["d0"], strides=[2, 2], name="down_main"),
+         helper.make_node("Conv", ["r1", "w6"], ["d1"], strides=[2, 2], name="down_skip"),
+         helper.make_node("Add", ["d0", "d1"], ["d2"], name="add_down"),
+         helper.make_node("Relu", ["d2"], ["r2"], name="relu_down"),
+         helper.make_node("Conv", ["r2", "w7", "b7"], ["t0"], name="plain"),
+         helper.make_node("Add", ["r2", "t0"], ["t"], name="add_plain"),
+         helper.make_node("Conv", ["t", "w8"], ["u0"], name="last"),
+         helper.make_node("Add", ["u0", "bl"], ["u"], name="add_broadcast")]
+FOLDED = {"add_bottleneck", "add_identity", "add_down", "add_plain"}
+outs = ["y", "r1", "r2", "t", "u"]
+graph = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TP.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs],
+                          [numpy_helper.from_array(v, n) for n, v in k.items()])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv(a, w, b=None, pad=0, stride=1):
+    n, c, hh, ww = a.shape
+    co, cg, kh, kw = w.shape
+    a = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (hh + 2 * pad - kh) // stride + 1, (ww + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, co, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = a[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
+    return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+
+
+def silu_f(v):
+    return v / (1 + np.exp(-v))
+
+
+f = {n: v.astype(np.float64) for n, v in k.items() if n != "split"}
+hh = silu_f(conv(x.astype(np.float64), f["w0"], f["b0"]))
+a, b = hh[:, :h2], hh[:, h2:]
+c = silu_f(conv(silu_f(conv(b, f["w1"], f["b1"], pad=1)), f["w2"], f["b2"], pad=1))
+s = b + c
+y = silu_f(conv(np.concatenate([a, b, s], axis=1), f["w3"], f["b3"]))
+r1 = np.maximum(conv(y, f["w4"], f["b4"], pad=1) + y, 0)
+r2 = np.maximum(conv(r1, f["w5"], f["b5"], stride=2) + conv(r1, f["w6"], stride=2), 0)
+t = r2 + conv(r2, f["w7"], f["b7"])
+u = conv(t, f["w8"]) + f["bl"]
+refs = dict(y=y, r1=r1, r2=r2, t=t, u=u)
+
+fails = 0
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "residual.onnx")
+    onnx.save(model, path)
+    xin = os.path.join(tmp, "x.npy")
+    np.save(xin, x)
+    runs = [(p, tol, cl, None) for p, tol in (("f32", 1e-5), ("f16", 1e-2)) for cl in (None, "all")]
+    if BACKEND == "cuda":
+        runs += [(p, tol, None, knob) for p, tol in (("f32", 1e-5), ("f16", 1e-2))
+                 for knob in ("STRATA_CONV_RESIDUAL=0", "STRATA_CUDA_CONV_FUSED=0")]
+    for prec, tol, cl, knob in runs:
+        env = dict(os.environ)
+        for v in ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED"):
+            env.pop(v, None)
+        if cl:
+            env["STRATA_CHANNELS_LAST"] = cl
+        if knob:
+            env[knob.split("=")[0]] = knob.split("=")[1]
+        tag = "%s%s%s" % (prec, " STRATA_CHANNELS_LAST=" + cl if cl else "", " " + knob if knob else "")
+        plan = subprocess.run([STRATA, "inspect", path, "--plan", "--json", "-q", "--backend", BACKEND, "--precision", prec,
+                               "-i", "x=" + xin], capture_output=True, text=True, env=env)
+        text = plan.stdout + plan.stderr
+        if plan.returncode != 0 and ("not available" in text or "no CUDA device" in text or "no OpenCL" in text or
+                                     "no Vulkan" in text):
+            print("skipped: backend %s not available" % BACKEND)
+            sys.exit(77)
+        if plan.returncode != 0:
+            print("FAIL %s %s: strata inspect: %s" % (BACKEND, tag, text.strip()[-300:]))
+            fails += 1
+            continue
+        js = json.loads(plan.stdout)
+        kinds = {n["name"]: n["kind"] for n in js.get("plan", js)["nodes"]}
+        folds = BACKEND == "cuda" and knob != "STRATA_CONV_RESIDUAL=0"
+        # the CPU folds the broadcasting Add as a per-channel affine map
+        # (passes/fuse_affine.c), a pass of its own, so it is judged elsewhere
+        want = {n: ("fused" if folds and n in FOLDED else "exec") for n in FOLDED | ({"add_broadcast"} if BACKEND != "cpu" else set())}
+        got = {n: kinds.get(n) for n in want}
+        if got != want:
+            print("FAIL %s %s: plan kinds of the Adds %s, expected %s" % (BACKEND, tag, got, want))
+            fails += 1
+        out = os.path.join(tmp, "out_%d" % len(os.listdir(tmp)))
+        os.makedirs(out)
+        r = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q", "-o", out],
+                           capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            print("FAIL %s %s: strata run: %s" % (BACKEND, tag, (r.stderr or r.stdout).strip()[-300:]))
+            fails += 1
+            continue
+        errs = {}
+        for name in outs:
+            got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)
+            ref = refs[name]
+            errs[name] = np.abs(got - ref).max() / np.abs(ref).max() if got.shape == ref.shape else float("inf")
+        ok = all(e <= tol for e in errs.values())
+        fails += not ok
+        print("%s %s %s: max |d| / max |ref| %s against float64 (tolerance %.0e)" % (
+            "PASS" if ok else "FAIL", BACKEND, tag, ", ".join("%s %.2e" % kv for kv in errs.items()), tol))
+sys.exit(1 if fails else 0)

@@ -2,7 +2,10 @@
 """residual_test.py — residual Adds after convolutions (passes/fuse_conv_add.c
 folds them into the Conv on CUDA), against a float64 reference.
 
-    residual_test.py STRATA [BACKEND]
+    residual_test.py STRATA [BACKEND] [--save DIR]
+
+--save DIR also writes the model and its input there (for
+compute-sanitizer runs on the GPU machine).
 
 The graph, at batch 2 (where CUDA stores f16 conv outputs channels-last):
   h = SiLU(Conv 1x1 (x));  a, b = Split(h)           YOLOv8's C2f block:
@@ -39,7 +42,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 STRATA = sys.argv[1]
-BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+BACKEND = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "cpu"
 rng = np.random.default_rng(29)
 N, CI, C, H, W = 2, 8, 32, 18, 21  # C: the split's two halves of 16 channels
 
@@ -128,6 +131,11 @@ with tempfile.TemporaryDirectory() as tmp:
     onnx.save(model, path)
     xin = os.path.join(tmp, "x.npy")
     np.save(xin, x)
+    if "--save" in sys.argv:
+        keep = sys.argv[sys.argv.index("--save") + 1]
+        os.makedirs(keep, exist_ok=True)
+        onnx.save(model, os.path.join(keep, "residual.onnx"))
+        np.save(os.path.join(keep, "x.npy"), x)
     runs = [(p, tol, cl, None) for p, tol in (("f32", 1e-5), ("f16", 1e-2)) for cl in (None, "all")]
     if BACKEND == "cuda":
         runs += [(p, tol, None, knob) for p, tol in (("f32", 1e-5), ("f16", 1e-2))

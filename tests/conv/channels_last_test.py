@@ -34,6 +34,8 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+from conv_ref import conv
+
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
 N, CI, C, H, W, HID, CO = 2, 5, 32, 9, 11, 64, 24
@@ -83,22 +85,6 @@ g = helper.make_graph(nodes, "convnext_stage", [helper.make_tensor_value_info("x
                       [helper.make_tensor_value_info("y", TP.FLOAT, None)],
                       [numpy_helper.from_array(v, k) for k, v in consts.items()])
 model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def conv(a, w, b, pad=0, stride=1, group=1):
-    n, c, h, wd_ = a.shape
-    co, cg, kh, kw = w.shape
-    a = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd_ + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, co, oh, ow))
-    opg = co // group
-    for o in range(co):
-        gi = o // opg
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = a[:, gi * cg:(gi + 1) * cg, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
-                out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, ky, kx])
-    return out + b.reshape(1, -1, 1, 1)
 
 
 def layernorm(a, g_, b_):

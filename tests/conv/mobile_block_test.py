@@ -30,6 +30,8 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+from conv_ref import conv
+
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
 rng = np.random.default_rng(43)
@@ -70,21 +72,6 @@ graph = helper.make_graph(nodes, "mobile_block", [helper.make_tensor_value_info(
                           [helper.make_tensor_value_info("y", TP.FLOAT, None), helper.make_tensor_value_info("g", TP.FLOAT, None)],
                           [numpy_helper.from_array(v, n) for n, v in k.items()])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def conv(a, w, b=None, pad=0, stride=1, group=1):
-    n, c, h, wd = a.shape
-    co, cg, kh, kw = w.shape
-    a = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, co, oh, ow))
-    opg = co // group
-    for g in range(group):
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = a[:, g * cg:(g + 1) * cg, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
-                out[:, g * opg:(g + 1) * opg] += np.einsum("nchw,oc->nohw", patch, w[g * opg:(g + 1) * opg, :, ky, kx])
-    return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
 
 
 f = {n: v.astype(np.float64) for n, v in k.items()}

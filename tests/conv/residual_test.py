@@ -41,6 +41,8 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+from conv_ref import conv
+
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "cpu"
 rng = np.random.default_rng(29)
@@ -94,19 +96,6 @@ graph = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x",
                           [helper.make_tensor_value_info(o, TP.FLOAT, None) for o in outs],
                           [numpy_helper.from_array(v, n) for n, v in k.items()])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def conv(a, w, b=None, pad=0, stride=1):
-    n, c, hh, ww = a.shape
-    co, cg, kh, kw = w.shape
-    a = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (hh + 2 * pad - kh) // stride + 1, (ww + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, co, oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = a[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
-    return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
 
 
 def silu_f(v):

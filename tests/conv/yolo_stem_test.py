@@ -35,6 +35,8 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+from conv_ref import conv
+
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
 rng = np.random.default_rng(41)
@@ -67,19 +69,6 @@ def build(c1, c2, co, h, w):
                           [helper.make_tensor_value_info("y", TP.FLOAT, None)],
                           [numpy_helper.from_array(v, k) for k, v in consts.items()])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), x, consts
-
-
-def conv(a, w, b, pad=0, stride=1):
-    n, c, h, wd = a.shape
-    co, _, kh, kw = w.shape
-    a = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, co, oh, ow))
-    for ky in range(kh):
-        for kx in range(kw):
-            patch = a[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
-            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
-    return out + b.reshape(1, -1, 1, 1)
 
 
 def silu(v):

@@ -2,9 +2,12 @@
 # extra20.sh — the last GPU call of the fifth session (2026-12-04), from
 # the repository root with .device/ (bin, lib, seed and PP-OCR models) and
 # .gl/ carried:
-#  - the GPU suite (7 models, no compile: extra19.sh timed torch.compile)
+#  - the GPU suite (YOLOv8n, ResNet-50, EfficientNet-B0, ViT-S, BERT-4;
+#    no compile: extra19.sh timed torch.compile)
 #    with the residual fold and the one-pixel convs fused: strata against
 #    PyTorch eager, and every model against PyTorch f32;
+#  - YOLOv8n b32 with the fused conv's engine configs timed on the first
+#    run (STRATA_CUDA_CONV_FUSED_TUNE=1) and then read from the disk cache;
 #  - the done-when checks of issue 24 on the new fused paths:
 #    compute-sanitizer memcheck over YOLOv8n and ResNet-50, racecheck over
 #    the residual test's graph (every fold: Split chunk, concat slot,
@@ -24,9 +27,16 @@ t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 ins() { python3 -c "import json; print(' '.join('-i %s=/tmp/suite/$1_b$2_%s.npy' % (n, n) for n in json.load(open('/tmp/suite/$1.json'))['inputs']))"; }
 echo "== suite $(el)"
 OUT=$R timeout ${SUITE_S:-260} bash bench/gpu/suite.sh --compile none \
-  --cases ${SUITE_CASES:-yolov8n,resnet50,convnext_tiny,vit_small,bert4,mobilenetv3_large_100,efficientnet_b0} > $R/suite_console.log 2>&1
+  --cases ${SUITE_CASES:-yolov8n,resnet50,efficientnet_b0,vit_small,bert4} > $R/suite_console.log 2>&1
 grep -vE "^(exported|floor)" $R/suite.log | tail -24
 cp $R/latest.json $OUT/latest.json 2>/dev/null
+echo "== the fused conv's engines timed (STRATA_CUDA_CONV_FUSED_TUNE=1), YOLOv8n b32: tuning, then from the disk cache $(el)"
+for k in 1 2; do
+  echo "tune run $k: $(XDG_CACHE_HOME=/tmp/tc STRATA_CUDA_CONV_FUSED_TUNE=1 timeout 90 $S bench /tmp/suite/yolov8n.onnx $(ins yolov8n 32) \
+    --backend cuda --precision f16 --runs 50 --warmup 10 -q 2>&1 | tail -1)"
+done
+echo "default: $($S bench /tmp/suite/yolov8n.onnx $(ins yolov8n 32) --backend cuda --precision f16 --runs 50 --warmup 10 -q 2>&1 | tail -1)"
+wc -l /tmp/tc/strata/cuda/conv_algos.txt 2>/dev/null
 echo "== 20 replays f16 b1 against PyTorch f32 $(el)"
 for c in yolov8n resnet50; do
   [ -f /tmp/suite/$c.onnx ] || continue
@@ -55,7 +65,7 @@ for p in f32 f16; do
 done
 echo "== Vulkan and OpenCL kernel sweeps $(el)"
 for b in vulkan opencl; do
-  timeout 30 $D/bin/kernel_sweep --backend $b --cases 2 --seed 43 --known tests/kernels/known_failures.txt > $R/sweep_$b.log 2>&1
+  timeout 25 $D/bin/kernel_sweep --backend $b --cases 2 --seed 43 --known tests/kernels/known_failures.txt > $R/sweep_$b.log 2>&1
   echo "exit $?: $(grep -E '^backend' $R/sweep_$b.log)"; grep -E "^FAIL" $R/sweep_$b.log | head -4
 done
 echo "== YOLOv8n 640x640 b1 on the three GPU backends (median ms of 50) $(el)"

@@ -25,13 +25,19 @@
 #include "backends/cuda/conv_fused.h"
 
 /* A descriptor with its type, destroyed by cf_free's list. */
-enum { CF_MAXD = 32 };
+enum { CF_MAXD = 40 };
 
 struct st_cf_plan {
     cudnnBackendDescriptor_t d[CF_MAXD];  /* every descriptor made, destroyed in reverse */
     int nd;
     cudnnBackendDescriptor_t plan;        /* the execution plan, one of d[] */
     int64_t ws;                           /* its workspace bytes */
+    /* the plans built to choose from (st_cf_build's max_cands), with
+     * their position in the heuristic's list and their workspace */
+    cudnnBackendDescriptor_t cand[ST_CF_MAX_CANDS];
+    int cand_at[ST_CF_MAX_CANDS];
+    int64_t cand_ws[ST_CF_MAX_CANDS];
+    int n_cand;
     bool has_b, has_r;
     int64_t align[5];                     /* what the plan was built for (st_cf_problem.align) */
 };
@@ -134,7 +140,7 @@ int st_cf_mode(void)
     return ST_CF_ON;
 }
 
-st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out)
+st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, int at, int max_cands, st_cf_plan **out)
 {
     *out = NULL;
     st_cf_plan *p = (st_cf_plan *)calloc(1, sizeof *p);
@@ -219,9 +225,11 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
         if (e == CUDNN_STATUS_SUCCESS) e = set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
         if (e == CUDNN_STATUS_SUCCESS) e = cudnnBackendFinalize(heur);
         if ((r = ok(e, "engine heuristics")) != ST_OK) goto fail;
-        /* the heuristic's configs in order; the first that builds, keeps
-         * f32 accumulation and fits the workspace is kept */
-        enum { NCFG = 8 };
+        /* the heuristic's configs in order; the first max_cands that
+         * build, keep f32 accumulation and fit the workspace are kept
+         * (only the one at position `at` when at >= 0), the first of
+         * them to run */
+        enum { NCFG = 16 };
         cudnnBackendDescriptor_t cfg[NCFG];
         int made = 0;
         for (; made < NCFG; made++)
@@ -229,8 +237,10 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
         int64_t got = 0;
         e = cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &got, cfg);
         const char *last = e == CUDNN_STATUS_SUCCESS ? "no engine config" : cudnnGetErrorString(e);
-        for (int64_t i = 0; e == CUDNN_STATUS_SUCCESS && i < got && i < made && !p->plan; i++) {
-            if (!keeps_precision(cfg[i])) continue;
+        if (max_cands < 1) max_cands = 1;
+        if (max_cands > ST_CF_MAX_CANDS) max_cands = ST_CF_MAX_CANDS;
+        for (int64_t i = 0; e == CUDNN_STATUS_SUCCESS && i < got && i < made && p->n_cand < max_cands; i++) {
+            if ((at >= 0 && i != at) || !keeps_precision(cfg[i])) continue;
             cudnnBackendDescriptor_t plan;
             if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) continue;
             int64_t ws = 0, n = 0;
@@ -241,8 +251,13 @@ st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, 
                 f = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws);
             if (f == CUDNN_STATUS_SUCCESS && ws >= 0 && (size_t)ws <= ws_limit && p->nd < CF_MAXD) {
                 p->d[p->nd++] = plan;
-                p->plan = plan;
-                p->ws = ws;
+                p->cand[p->n_cand] = plan;
+                p->cand_at[p->n_cand] = (int)i;
+                p->cand_ws[p->n_cand++] = ws;
+                if (!p->plan) {
+                    p->plan = plan;
+                    p->ws = ws;
+                }
             } else {
                 last = f == CUDNN_STATUS_SUCCESS ? "workspace too large" : cudnnGetErrorString(f);
                 cudnnBackendDestroyDescriptor(plan);
@@ -287,6 +302,16 @@ st_status st_cf_run(cudnnHandle_t h, const st_cf_plan *p, const void *x, const v
 }
 
 size_t st_cf_workspace(const st_cf_plan *p) { return (size_t)p->ws; }
+
+int st_cf_candidates(const st_cf_plan *p) { return p->n_cand; }
+
+int st_cf_candidate_at(const st_cf_plan *p, int i) { return p->cand_at[i]; }
+
+void st_cf_choose(st_cf_plan *p, int i)
+{
+    p->plan = p->cand[i];
+    p->ws = p->cand_ws[i];
+}
 
 int64_t st_cf_align(const void *p)
 {

@@ -41,11 +41,19 @@ typedef struct st_cf_plan st_cf_plan;
  * but not SiLU convs (ST_CF_NOSWISH, to tell causes apart) */
 enum { ST_CF_OFF, ST_CF_ON, ST_CF_NOSWISH };
 int st_cf_mode(void);
-/* The graph and the first engine of cuDNN's heuristic that builds it,
- * keeps f32 accumulation and needs at most ws_limit bytes of workspace;
- * an error (and *out NULL) when none does. */
-st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, st_cf_plan **out);
+enum { ST_CF_MAX_CANDS = 6 };
+/* The graph and the first max_cands engine configs of cuDNN's heuristic
+ * (mode A) that build it, keep f32 accumulation and need at most
+ * ws_limit bytes of workspace (at >= 0: only the config at that position
+ * of the heuristic's list); the first of them is chosen.  An error (and
+ * *out NULL) when none builds. */
+st_status st_cf_build(cudnnHandle_t h, const st_cf_problem *q, size_t ws_limit, int at, int max_cands, st_cf_plan **out);
 size_t st_cf_workspace(const st_cf_plan *p);
+/* The candidates built, candidate i's position in the heuristic's list
+ * (what a tuning cache keeps), and making candidate i the one that runs. */
+int st_cf_candidates(const st_cf_plan *p);
+int st_cf_candidate_at(const st_cf_plan *p, int i);
+void st_cf_choose(st_cf_plan *p, int i);
 /* The largest power of two up to 16 that divides p: the alignment a
  * plan built for p promises; a later run whose operands have less needs
  * a new plan. */

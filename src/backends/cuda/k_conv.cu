@@ -1490,6 +1490,73 @@ static void cl_canon(const st_operand *o, int64_t *dims, int64_t *strides)
     if (o->sizes[0] == 1) strides[0] = ps * o->sizes[2] * o->sizes[3];
 }
 
+/* Whether the fused conv's first run times the first ST_CF_MAX_CANDS
+ * engine configs of cuDNN's heuristic that build its graph and keeps the
+ * fastest (STRATA_CUDA_CONV_FUSED_TUNE=1), its choice kept on disk as the
+ * config's position in the heuristic's list (conv_tune.c, math -2), so a
+ * later process builds that one alone.  Off by default: each candidate
+ * is a runtime-compiled kernel, which costs time to the first result. */
+static bool tune_fused(void)
+{
+    const char *e = getenv("STRATA_CUDA_CONV_FUSED_TUNE");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* The fused problem as a tuning-cache key (empty if it does not fit). */
+static void fused_key(const st_cf_problem *q, char *key, size_t len)
+{
+    int dev = 0;
+    cudaGetDevice(&dev);
+    size_t at = (size_t)snprintf(key, len, "fused %s cudnn%zu t%d b%d a%d r%d a%d k%lldx%lld", device_name(dev), cudnnGetVersion(),
+                                 (int)q->dtype, (int)q->has_b, q->act, (int)q->has_r, q->act2, (long long)q->kh, (long long)q->kw);
+    const int64_t *lists[10] = {q->xdims, q->xstrides, q->ydims, q->ystrides, q->rstrides, q->strides, q->dilations, q->pre, q->post,
+                                q->align};
+    const int lens[10] = {4, 4, 4, 4, q->has_r ? 4 : 0, 2, 2, 2, 2, 5};
+    for (int l = 0; l < 10 && at < len; l++) {
+        at += (size_t)snprintf(key + at, len - at, " ");
+        for (int i = 0; i < lens[l] && at < len; i++) at += (size_t)snprintf(key + at, len - at, "%s%lld", i ? "," : "", (long long)lists[l][i]);
+    }
+    if (at >= len) key[0] = 0;
+}
+
+/* Times each candidate of cf (a warm run, then 3 runs between events on
+ * the handle's stream), makes the fastest the one that runs and returns
+ * its index, or -1 when none ran.  Synchronizes, as cudnnFind does. */
+static int time_fused(st_cf_plan *cf, cudnnHandle_t h, const st_operand *x, const void *wk, const st_operand *b, const st_operand *y,
+                      const st_operand *r, void *ws)
+{
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    if (cudnnGetStream(h, &st) != CUDNN_STATUS_SUCCESS || cudaEventCreate(&e0) != cudaSuccess) return -1;
+    if (cudaEventCreate(&e1) != cudaSuccess) {
+        cudaEventDestroy(e0);
+        return -1;
+    }
+    int best = -1;
+    float best_ms = 0;
+    st_cuda_exclusive_lock();
+    for (int i = 0; i < st_cf_candidates(cf); i++) {
+        st_cf_choose(cf, i);
+        bool ran = st_cf_run(h, cf, x->data, wk, b ? b->data : NULL, y->data, r ? r->data : NULL, ws) == ST_OK;
+        ran = ran && cudaEventRecord(e0, st) == cudaSuccess;
+        for (int k = 0; k < 3 && ran; k++) ran = st_cf_run(h, cf, x->data, wk, b ? b->data : NULL, y->data, r ? r->data : NULL, ws) == ST_OK;
+        float ms = 0;
+        ran = ran && cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+              cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+        if (!ran) {
+            cudaGetLastError();
+            continue;
+        }
+        if (verbose()) fprintf(stderr, "strata: cuda: fused conv candidate %d (heuristic #%d): %.4f ms\n", i, st_cf_candidate_at(cf, i), ms / 3);
+        if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+    }
+    st_cuda_exclusive_unlock();
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (best >= 0) st_cf_choose(cf, best);
+    return best;
+}
+
 /* MODE_FUSED's first run (conv_fused.cu; STRATA_CUDA_CONV_FUSED=0 off): an
  * f16/bf16 conv over channels-last X and Y with a constant W, its bias
  * and ReLU or SiLU as one cuDNN graph.  An error when it does not apply
@@ -1528,7 +1595,18 @@ static st_status try_fused(conv_cache *c, const st_kctx *k, const st_cuda_ctx *c
     q.align[0] = st_cf_align(x->data), q.align[1] = st_cf_align(c->wk);
     q.align[2] = b ? st_cf_align(b->data) : 16, q.align[3] = st_cf_align(y->data);
     cudnnHandle_t h = (cudnnHandle_t)ctx->cudnn;
-    ST_TRY(st_cf_build(h, &q, ctx->workspace_bytes, &c->cf));
+    bool tuning = tune_fused();
+    char key[768] = "";
+    int at = -1, stored, mark;
+    if (tuning) fused_key(&q, key, sizeof key);
+    if (tuning && key[0] && st_cuda_tune_lookup(key, &stored, &mark) && mark == -2) at = stored;
+    st_status built = st_cf_build(h, &q, ctx->workspace_bytes, at, tuning && at < 0 ? ST_CF_MAX_CANDS : 1, &c->cf);
+    if (built != ST_OK && at >= 0) built = st_cf_build(h, &q, ctx->workspace_bytes, -1, ST_CF_MAX_CANDS, &c->cf);
+    ST_TRY(built);
+    if (st_cf_candidates(c->cf) > 1) {
+        int best = time_fused(c->cf, h, x, c->wk, b, y, r, ctx->workspace);
+        if (best >= 0 && key[0]) st_cuda_tune_store(key, st_cf_candidate_at(c->cf, best), -2);
+    }
     st_status e = st_cf_run(h, c->cf, x->data, c->wk, b ? b->data : NULL, y->data, r ? r->data : NULL, ctx->workspace);
     if (e != ST_OK) {
         st_cf_free(c->cf);

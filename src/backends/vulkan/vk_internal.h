@@ -108,6 +108,11 @@ typedef struct st_vk_device {
     uint64_t align;                   /* minStorageBufferOffsetAlignment */
     uint64_t max_range;               /* maxStorageBufferRange */
     uint32_t max_groups[3];
+    /* compute units, for the tiled kernels' work-group counts (vk_tiles.c):
+     * NVIDIA's SM count through VK_NV_shader_sm_builtins, else an assumed
+     * 128 (Vulkan reports no such count); STRATA_VULKAN_CUS overrides */
+    uint32_t cus;
+    bool cus_known;                   /* cus came from the driver */
     uint32_t ts_bits;                 /* the queue's timestampValidBits; 0: no timestamps (no --profile times) */
     double ts_period;                 /* ns per timestamp tick */
     char name[256];
@@ -267,6 +272,14 @@ bool st_vk_accepts_float(const st_knode *n, char *why, size_t len);
 bool st_vk_accepts_to_bool(const st_knode *n, char *why, size_t len);
 /* f32 / f16 of the type operand: which shader variant. */
 static inline bool st_vk_is_f16(const st_view *v) { return v->dtype == ST_F16; }
+
+/* A scratch range of `bytes` private to the command being recorded (kept
+ * by the executor per DAG and command, grown when a recording asks for
+ * more), bound as out.  Only that command's dispatches touch it, and they
+ * bind it like any operand, so the barrier builder orders them (its
+ * accesses are the command's own); successive runs are ordered by the
+ * timeline semaphore between submissions.  Split K's partial sums. */
+st_status st_vk_scratch(st_vk_ctx *c, int64_t bytes, bool write, st_vk_bind *out);
 
 /* Records a copy of n bytes between two storages' buffers (a transfer). */
 st_status st_vk_copy_buffer(st_vk_ctx *c, const st_storage *src, int64_t src_off, const st_storage *dst, int64_t dst_off,

@@ -9,9 +9,10 @@
 // invocation tile does one per two; that ratio, and a barrier per TK
 // steps of RM * RN outputs instead of one, is the whole gain.
 //
-// TM is 64 unless the build says otherwise (-DTM=16 for the _s_ variants,
-// CMakeLists.txt: for a small M the rows past M would be computed for
-// nothing; any multiple of 16 works).  The includer provides the two
+// TM and TN are 64 unless the build says otherwise (-DTM=16 for the _s_
+// variants, CMakeLists.txt: for a small M the rows past M would be
+// computed for nothing; conv.comp's _tRxC variants for the per-problem
+// tile choice of vk_tiles.c; any multiple of 16 that divides NT works).  The includer provides the two
 // loaders, which are where the operands differ (strided matrices, or the
 // input patches of a Conv), and the epilogue.
 // A loader guards each load with an if, not ?:, because glslang may turn
@@ -20,7 +21,9 @@
 #ifndef TM
 #define TM 64
 #endif
+#ifndef TN
 #define TN 64
+#endif
 #define TK 16
 #define WX 16
 #define WY 16
@@ -30,8 +33,11 @@
 
 layout(local_size_x = WX, local_size_y = WY) in;
 
-// [k][m] and [k][n]: the inner loop reads one row of each per k
-shared float sa[TK][TM];
+// [k][m] and [k][n]: the inner loop reads one row of each per k.  A row
+// of sa is padded by one word: the loaders store A down its columns (16
+// invocations of a warp, 16 k's of one m), which without the pad all hit
+// one shared-memory bank (a 16-way conflict on NVIDIA, every step).
+shared float sa[TK][TM + 1];
 shared float sb[TK][TN];
 
 // Which slots of the two slices invocation l loads (NT is a multiple of

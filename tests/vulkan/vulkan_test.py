@@ -31,6 +31,15 @@ SKIP_RETURN_CODE) when the machine has no Vulkan device.
       MatMul of a transposed view, Gemm), against the CPU backend, in f32
       and f16; and tile_models' edges of the tiled gemm.comp / conv.comp
       and of conv_direct.comp.
+  vulkan_test.py STRATA splitk
+      conv.comp's split K (partial sums in the command's scratch, added in
+      order by conv_splitk.comp) and every tile, on deep convs over small
+      images (K up to 2304, as YOLOv8's 20x20 head) that read split chunks
+      (channel views at an offset) and write Concat slots, grouped,
+      strided, dilated, 1x1, batch 2: each output against torch in
+      float64, in f32 (1e-5 of the output's scale) and f16 (1e-2), with
+      the choice of vk_tiles.c and with tiles and splits forced; the
+      default choice must split K somewhere.
   vulkan_test.py STRATA probe RUNS
       `strata probe --backend vulkan` completes and prints its table.
 """
@@ -239,6 +248,67 @@ def kernels(strata):
                     ln.split(":")[0] + " " + ln.split()[-1] for ln in r.stdout.splitlines() if ln.endswith("PASS") and ":" in ln)))
 
 
+def splitk(strata):
+    import torch
+    from onnx import helper
+    with tempfile.TemporaryDirectory() as tmp:
+        ms = ModelSet(tmp)
+        rng = ms.rng
+        w = lambda *s: (rng.standard_normal(s) * 0.1).astype(np.float32)
+        Conv = lambda ins, out, **a: helper.make_node("Conv", ins, [out], **a)
+        ws = {"w1": w(40, 128, 3, 3), "b1": w(40), "w2": w(24, 128, 3, 3), "w3": w(48, 128, 3, 3), "b3": w(48),
+              "w4": w(20, 256, 3, 3), "b4": w(20), "w5": w(70, 256, 1, 1), "w6": w(80, 256, 3, 3), "b6": w(80),
+              "sp": np.array([128, 128], np.int64)}
+        ms.save("splitk", [
+            helper.make_node("Split", ["x", "sp"], ["xa", "xb"], axis=1),
+            Conv(["xb", "w1", "b1"], "c1", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c1"], ["r1"]),
+            Conv(["xa", "w2"], "c2", pads=[1, 1, 1, 1]),
+            Conv(["x", "w3", "b3"], "c3", pads=[1, 1, 1, 1], group=2),
+            helper.make_node("Concat", ["r1", "c2", "c3"], ["cat"], axis=1),
+            Conv(["x", "w4", "b4"], "c4", pads=[2, 1, 2, 1], strides=[2, 2], dilations=[2, 1]),
+            Conv(["x", "w5"], "c5"),
+            Conv(["x", "w6", "b6"], "c6", pads=[1, 1, 1, 1]),
+            helper.make_node("Sigmoid", ["c6"], ["s6"]),
+            helper.make_node("Mul", ["c6", "s6"], ["a6"])],
+            [("x", [2, 256, 6, 7])], ["cat", "c4", "c5", "a6"], ws)
+        name, path, feeds = ms.models[0]
+        x = torch.from_numpy(np.load(feeds[1].split("=", 1)[1])).double()
+        t = {k: torch.from_numpy(v).double() for k, v in ws.items() if k != "sp"}
+        F = torch.nn.functional
+        xa, xb = x[:, :128], x[:, 128:]
+        c6 = F.conv2d(x, t["w6"], t["b6"], padding=1)
+        ref = {"cat": torch.cat([F.relu(F.conv2d(xb, t["w1"], t["b1"], padding=1)), F.conv2d(xa, t["w2"], padding=1),
+                                 F.conv2d(x, t["w3"], t["b3"], padding=1, groups=2)], 1),
+               "c4": F.conv2d(F.pad(x, (1, 1, 2, 2)), t["w4"], t["b4"], stride=2, dilation=(2, 1)),
+               "c5": F.conv2d(x, t["w5"]),
+               "a6": c6 * torch.sigmoid(c6)}
+        rdir = os.path.join(tmp, "ref")
+        os.mkdir(rdir)
+        for k, v in ref.items():
+            np.save(os.path.join(rdir, k + ".npy"), v.numpy().astype(np.float32))
+        forced = [{}, {"STRATA_VULKAN_CONV_SPLITK": "1"}, {"STRATA_VULKAN_CONV_SPLITK": "3"},
+                  {"STRATA_VULKAN_CONV_SPLITK": "16"}]
+        forced += [{"STRATA_VULKAN_CONV_TILE": t, "STRATA_VULKAN_CONV_SPLITK": "5"}
+                   for t in ["64x64", "64x32", "32x64", "32x32", "16x64"]]
+        for prec in ["f32", "f16"]:
+            tol = "1e-5" if prec == "f32" else "1e-2"
+            for f in forced:
+                r = checked(run([strata, "check", path] + feeds + ["--ref-dir", rdir, "--backend", "vulkan", "--sanitize",
+                                                                   "--precision", prec, "--scale-tol", tol, "--atol", "0",
+                                                                   "--rtol", "0"], env_v(dict(f, STRATA_VULKAN_TILE_LOG="1"))),
+                            "strata check splitk %s %s" % (prec, f))
+                passed = [ln for ln in r.stdout.splitlines() if ln.endswith("PASS")]
+                if len(passed) < 4:
+                    print(r.stdout + r.stderr)
+                    fail("splitk %s %s: %d outputs passed, expected 4" % (prec, f, len(passed)))
+                splits = [int(m) for m in re.findall(r"split (\d+)", r.stderr)]
+                if not f and not any(s > 1 for s in splits):
+                    print(r.stderr)
+                    fail("the default tile choice split K nowhere: nothing tested split K")
+                print("splitk %s %s: splits %s; %s" % (prec, f or "default", splits, " | ".join(passed)))
+
+
 def probe(strata, runs):
     # the probe makes hazards on purpose: validation messages are expected
     # in rows (a) and (b), and must be absent from (c), strata's barrier
@@ -272,6 +342,8 @@ def main():
         cache(strata, args[0], args[1], args[2])
     elif mode == "kernels":
         kernels(strata)
+    elif mode == "splitk":
+        splitk(strata)
     elif mode == "probe":
         probe(strata, int(args[0]))
     else:

@@ -18,6 +18,10 @@
 //
 // The next step's global loads are issued into registers before the
 // current step's products, so their latency hides behind the arithmetic.
+// The (channel, kernel row, kernel column) of each K index an invocation
+// loads is divided out once and then advanced by counters, TK a step:
+// integer division costs a GPU some twenty instructions, and a 32x32
+// tile does only 64 multiply-adds a step per invocation.
 //   p: [0] N, [1] C, [2] H, [3] W, [4] OC, [5] OH, [6] OW, [7] KH, [8] KW,
 //      [9] sh, [10] sw, [11] ph, [12] pw, [13] dh, [14] dw, [15] groups,
 //      [16] cg, [17] mg, x: [18] off, [19..22] strides n, c, h, w;
@@ -34,30 +38,62 @@ layout(std430, binding = 4) readonly buffer Bb { T bias[]; };
 layout(std430, binding = 5) writeonly buffer Pb { float part[]; };
 
 // what this invocation loads, worked out once (main)
-int H, W, KW, KK, kend, mg, m0, ak, ar, ih0, iw0, xb, wb;
+int H, W, KH, KW, KK, kend, mg, m0, ak, ar, ih0, iw0, xb, wb;
 bool pos_in;
+// a K step as (channels, kernel rows, kernel columns): TK = cstep KK +
+// astep KW + bstep, astep < KH, bstep < KW
+int cstep, astep, bstep;
+// the K index of the A column and of each B row loaded next, as
+// (c, kh, kw) beside it
+int ka, kac, kah, kaw;
+int kb[B_LOADS], kbc[B_LOADS], kbh[B_LOADS], kbw[B_LOADS];
 
-// Column k + ak of the weights (one (c, kh, kw) for all this
-// invocation's rows) and rows k + br + i B_ROW_STEP of the input taps of
-// its position, into registers; zero past M, K's range and the pads.
-void load(int k, int br, out float ra[A_LOADS], out float rb[B_LOADS])
+void split_k(int k, out int c, out int a, out int b)
 {
-    int kw_ = k + ak;
-    int c = kw_ / KK, r = kw_ - c * KK, kh = r / KW, kx = r - kh * KW;
-    int wo = wb + c * p[25] + kh * p[26] + kx * p[27];
+    c = k / KK;
+    int r = k - c * KK;
+    a = r / KW;
+    b = r - a * KW;
+}
+
+// (c, a, b) on by one step of TK: each digit wraps at most once
+void advance(inout int c, inout int a, inout int b)
+{
+    b += bstep;
+    if (b >= KW) {
+        b -= KW;
+        a++;
+    }
+    a += astep;
+    if (a >= KH) {
+        a -= KH;
+        c++;
+    }
+    c += cstep;
+}
+
+// Column ka of the weights (one (c, kh, kw) for all this invocation's
+// rows) and rows kb[i] of the input taps of its position, into
+// registers, zero past M, K's range and the pads; then every index on
+// by a step.
+void load(out float ra[A_LOADS], out float rb[B_LOADS])
+{
+    int wo = wb + kac * p[25] + kah * p[26] + kaw * p[27];
     for (int i = 0; i < A_LOADS; i++) {
         int row = ar + i * A_ROW_STEP;
         ra[i] = 0.0;
-        if (m0 + row < mg && kw_ < kend) ra[i] = float(w[wo + row * p[24]]);
+        if (m0 + row < mg && ka < kend) ra[i] = float(w[wo + row * p[24]]);
     }
+    ka += TK;
+    advance(kac, kah, kaw);
     for (int i = 0; i < B_LOADS; i++) {
-        int kx_ = k + br + i * B_ROW_STEP;
         rb[i] = 0.0;
-        if (pos_in && kx_ < kend) {
-            int c2 = kx_ / KK, r2 = kx_ - c2 * KK, kh2 = r2 / KW, kx2 = r2 - kh2 * KW;
-            int ih = ih0 + kh2 * p[13], iw = iw0 + kx2 * p[14];
-            if (ih >= 0 && ih < H && iw >= 0 && iw < W) rb[i] = float(x[xb + c2 * p[20] + ih * p[21] + iw * p[22]]);
+        if (pos_in && kb[i] < kend) {
+            int ih = ih0 + kbh[i] * p[13], iw = iw0 + kbw[i] * p[14];
+            if (ih >= 0 && ih < H && iw >= 0 && iw < W) rb[i] = float(x[xb + kbc[i] * p[20] + ih * p[21] + iw * p[22]]);
         }
+        kb[i] += TK;
+        advance(kbc[i], kbh[i], kbw[i]);
     }
 }
 
@@ -72,7 +108,11 @@ void main()
     int splits = p[39], z = int(gl_WorkGroupID.z), g = z / splits, s = z - g * splits;
     int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), l = ty * WX + tx;
     int P = p[41];
-    KK = p[7] * KW;
+    KH = p[7];
+    KK = KH * KW;
+    cstep = TK / KK;
+    astep = (TK - cstep * KK) / KW;
+    bstep = TK - cstep * KK - astep * KW;
     int K = cg * KK, kbeg = s * p[40];
     kend = min(K, kbeg + p[40]);
     m0 = int(gl_WorkGroupID.y) * TM;
@@ -97,13 +137,19 @@ void main()
     float acc[RM][RN];
     for (int i = 0; i < RM; i++)
         for (int j = 0; j < RN; j++) acc[i][j] = 0.0;
+    ka = kbeg + ak;
+    split_k(ka, kac, kah, kaw);
+    for (int i = 0; i < B_LOADS; i++) {
+        kb[i] = kbeg + br + i * B_ROW_STEP;
+        split_k(kb[i], kbc[i], kbh[i], kbw[i]);
+    }
     float ra[A_LOADS], rb[B_LOADS];
-    load(kbeg, br, ra, rb);
+    load(ra, rb);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
         for (int i = 0; i < A_LOADS; i++) sa[ak][ar + i * A_ROW_STEP] = ra[i];
         for (int i = 0; i < B_LOADS; i++) sb[br + i * B_ROW_STEP][bn] = rb[i];
         barrier();
-        if (k0 + TK < kend) load(k0 + TK, br, ra, rb);
+        if (k0 + TK < kend) load(ra, rb);
         TILE_FMA(acc, tx, ty)
         barrier();
     }

@@ -117,16 +117,9 @@ static st_status vk_conv(const st_kctx *k)
         return st_vk_dispatch(c, f16 ? ST_VKS_conv_direct_f16 : ST_VKS_conv_direct_f32, p, 40, 4, bind, groups);
     }
     int64_t P = (int64_t)ys[0] * ys[2] * ys[3], K = (int64_t)p[16] * ws[2] * ws[3], OC = ys[1];
-    /* the splits' limits: the work-group count in z (groups x splits),
-     * the partial sums' int32 index, the storage-buffer range and 64 MiB
-     * of scratch (a split pays off only for few outputs anyway) */
-    int64_t plane = OC * P > 0 ? OC * P : 1;
-    int64_t most = (int64_t)c->dev->max_groups[2] / s->group;
-    int64_t lim[3] = {INT32_MAX / plane, (int64_t)(c->dev->max_range / 4) / plane, ((int64_t)64 << 20) / 4 / plane};
-    for (int i = 0; i < 3; i++)
-        if (lim[i] < most) most = lim[i];
     int tile, splits;
-    st_vk_tile_choose(c->dev, p[17], P, K, s->group, most, &tile, &splits);
+    st_vk_tile_choose(c->dev, "CONV", ST_VK_TILES_ALL, p[17], P, K, s->group, st_vk_most_splits(c->dev, OC * P, s->group),
+                      &tile, &splits);
     const st_vk_tile *t = &st_vk_tiles[tile];
     int64_t ksteps = (K + ST_VK_TILE_K - 1) / ST_VK_TILE_K;
     p[39] = splits;

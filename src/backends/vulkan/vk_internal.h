@@ -36,8 +36,8 @@
  * them from src/backends/vulkan/shaders/, one per variant: _f16 ones need
  * shaderFloat16 and 16-bit storage; _b8_ ones write bool (1 byte an
  * element) and need 8-bit storage; _s_ ones are built with a 16-row
- * tile, _tRxC ones with an R x C one; conv_splitk_ adds split K's
- * partial sums).  The order is CMakeLists.txt's VK_SHADERS.
+ * tile, _tRxC ones with an R x C one; conv_splitk_ and gemm_splitk_
+ * add split K's partial sums).  The order is CMakeLists.txt's VK_SHADERS.
  * X(name, the ST_VK_NEED_ features it needs) */
 #define ST_VK_NEED_16 1 /* shaderFloat16 + storageBuffer16BitAccess */
 #define ST_VK_NEED_8 2  /* storageBuffer8BitAccess */
@@ -85,7 +85,9 @@
     X(conv_t32x32_f32, 0)     \
     X(conv_t32x32_f16, 1)     \
     X(conv_splitk_f32, 0)     \
-    X(conv_splitk_f16, 1)
+    X(conv_splitk_f16, 1)     \
+    X(gemm_splitk_f32, 0)     \
+    X(gemm_splitk_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,

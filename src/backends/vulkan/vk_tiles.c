@@ -1,11 +1,12 @@
 /*
- * vk_tiles.c — the tile and split-K choice of Vulkan's tiled Conv
- * (conv.comp), the model OpenCL's cl_tiles.c uses, on Vulkan's numbers.
+ * vk_tiles.c — the tile and split-K choice of Vulkan's two tiled GEMMs,
+ * Conv (conv.comp) and MatMul/Gemm (gemm.comp), the model OpenCL's
+ * cl_tiles.c uses, on Vulkan's numbers.
  *
- * conv.comp runs 16 x 16 invocations that compute RM x RN outputs each,
+ * conv.comp (gemm.comp alike, with the 64x64 and 16x64 tiles only) runs 16 x 16 invocations that compute RM x RN outputs each,
  * so a tile is (16 RM) rows (output channels) x (16 RN) columns (output
  * positions), and K can be split into S ranges whose f32 partial sums
- * conv_splitk.comp adds in a fixed order.  A problem of M rows x N
+ * conv_splitk.comp (gemm_splitk.comp) adds in a fixed order.  A problem of M rows x N
  * columns x Z groups makes ceil(M/TM) ceil(N/TN) Z S work-groups, of
  * which `slots` = compute units x ST_VK_FILL run at once.  Its time is
  * the number of waves times one work-group's K walk, (steps + 2) x
@@ -24,8 +25,10 @@
  *
  * Knobs, so that a GPU run can A/B the choice: STRATA_VULKAN_CONV_TILE
  * (64x64, 64x32, 32x64, 32x32, 16x64) and STRATA_VULKAN_CONV_SPLITK (a
- * count) force either part; STRATA_VULKAN_TILE_LOG=1 prints each Conv's
- * choice to stderr when it is recorded.
+ * count) force either part for Conv, STRATA_VULKAN_GEMM_TILE (64x64,
+ * 16x64) and STRATA_VULKAN_GEMM_SPLITK for MatMul and Gemm;
+ * STRATA_VULKAN_TILE_LOG=1 prints each choice to stderr when it is
+ * recorded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,13 +48,17 @@ const st_vk_tile st_vk_tiles[ST_VK_N_TILES] = {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-void st_vk_tile_choose(const st_vk_device *d, int64_t M, int64_t N, int64_t K, int64_t Z, int64_t max_splits,
-                       int *tile, int *splits)
+void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, int64_t M, int64_t N, int64_t K, int64_t Z,
+                       int64_t max_splits, int *tile, int *splits)
 {
-    const char *ft = getenv("STRATA_VULKAN_CONV_TILE"), *fs = getenv("STRATA_VULKAN_CONV_SPLITK");
+    char name[64];
+    snprintf(name, sizeof name, "STRATA_VULKAN_%s_TILE", op);
+    const char *ft = getenv(name);
+    snprintf(name, sizeof name, "STRATA_VULKAN_%s_SPLITK", op);
+    const char *fs = getenv(name);
     int force_tile = -1;
     for (int t = 0; ft && t < ST_VK_N_TILES; t++)
-        if (strcmp(ft, st_vk_tiles[t].name) == 0) force_tile = t;
+        if (strcmp(ft, st_vk_tiles[t].name) == 0 && (allowed >> t & 1)) force_tile = t;
     int64_t force_split = fs ? atoll(fs) : 0;
     int64_t ksteps = cdiv(K > 0 ? K : 1, ST_VK_TILE_K);
     int64_t slots = (int64_t)(d->cus > 0 ? d->cus : 128) * ST_VK_FILL;
@@ -61,7 +68,7 @@ void st_vk_tile_choose(const st_vk_device *d, int64_t M, int64_t N, int64_t K, i
     *tile = 0;
     *splits = 1;
     for (int t = 0; t < ST_VK_N_TILES; t++) {
-        if (force_tile >= 0 && t != force_tile) continue;
+        if (!(allowed >> t & 1) || (force_tile >= 0 && t != force_tile)) continue;
         int rm = st_vk_tiles[t].rm, rn = st_vk_tiles[t].rn;
         int64_t base = cdiv(M, 16 * rm) * cdiv(N, 16 * rn) * Z;
         /* a split walks at least 4 steps (64 of K), 16 splits at most */
@@ -82,6 +89,16 @@ void st_vk_tile_choose(const st_vk_device *d, int64_t M, int64_t N, int64_t K, i
             }
         }
     }
+}
+
+int64_t st_vk_most_splits(const st_vk_device *d, int64_t plane, int64_t Z)
+{
+    if (plane < 1) plane = 1;
+    int64_t most = (int64_t)d->max_groups[2] / (Z > 0 ? Z : 1);
+    int64_t lim[3] = {INT32_MAX / plane, (int64_t)(d->max_range / 4) / plane, ((int64_t)64 << 20) / 4 / plane};
+    for (int i = 0; i < 3; i++)
+        if (lim[i] < most) most = lim[i];
+    return most > 1 ? most : 1;
 }
 
 bool st_vk_tile_log(void)

@@ -120,8 +120,9 @@ typedef struct st_vk_device {
     uint64_t max_range;               /* maxStorageBufferRange */
     uint32_t max_groups[3];
     /* compute units, for the tiled kernels' work-group counts (vk_tiles.c):
-     * NVIDIA's SM count through VK_NV_shader_sm_builtins, else an assumed
-     * 128 (Vulkan reports no such count); STRATA_VULKAN_CUS overrides */
+     * NVIDIA's SM count through VK_NV_shader_sm_builtins, a CPU device's
+     * cores, else an assumed 128 (Vulkan reports no such count);
+     * STRATA_VULKAN_CUS overrides */
     uint32_t cus;
     bool cus_known;                   /* cus came from the driver */
     uint32_t ts_bits;                 /* the queue's timestampValidBits; 0: no timestamps (no --profile times) */

@@ -17,8 +17,8 @@
  * a GPU of 132 SMs, each walking 144 steps alone; smaller tiles and
  * splits give every SM work.
  *
- * Compute units: vulkan.c's d->cus (NVIDIA's SM count, else an assumed
- * 128).  ST_VK_FILL is 4: a work-group is 256 invocations (8 warps)
+ * Compute units: vulkan.c's d->cus (NVIDIA's SM count, a CPU device's
+ * cores, else an assumed 128).  ST_VK_FILL is 4: a work-group is 256 invocations (8 warps)
  * with about 8.5 KB of shared memory, so an SM of NVIDIA's (64 warps,
  * 228 KB) holds several, and 4 a unit keeps the waves from being counted
  * as full while the device has room for more.

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/kernels.h"
@@ -432,8 +433,14 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
      * count, so the tile choice assumes 128, a large discrete GPU's order,
      * which errs towards more, smaller work-groups: on a smaller GPU that
      * costs a few waves, where assuming too few would leave most of a
-     * large one idle */
+     * large one idle.  A CPU device (lavapipe) runs work-groups on its
+     * threads, one per core, where many small work-groups and split K's
+     * extra pass only cost: there the count is the cores */
     d->cus = 128;
+    if (props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        d->cus = n > 0 ? (uint32_t)n : 1;
+    }
     if (device_ext(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
         VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV,
                                                            NULL};

@@ -146,20 +146,20 @@ void main()
     float ra[A_LOADS], rb[B_LOADS];
     load(ra, rb);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
-        for (int i = 0; i < A_LOADS; i++) sa[ak][ar + i * A_ROW_STEP] = ra[i];
-        for (int i = 0; i < B_LOADS; i++) sb[br + i * B_ROW_STEP][bn] = rb[i];
+        for (int i = 0; i < A_LOADS; i++) SA_SET(ak, ar + i * A_ROW_STEP, ra[i]);
+        for (int i = 0; i < B_LOADS; i++) SB_SET(br + i * B_ROW_STEP, bn, rb[i]);
         barrier();
         if (k0 + TK < kend) load(ra, rb);
         TILE_FMA(acc, tx, ty)
         barrier();
     }
     for (int j = 0; j < RN; j++) {
-        int pos = n0 + tx + j * WX;
+        int pos = n0 + OUT_COL(tx, j);
         if (pos >= P) break;
         int ow = pos % OW, t = pos / OW, oh = t % OH, n = t / OH;
         int yo = p[28] + n * p[29] + oh * p[31] + ow * p[32];
         for (int i = 0; i < RM; i++) {
-            int m = m0 + ty + i * WY;
+            int m = m0 + OUT_ROW(ty, i);
             if (m >= mg) break;
             int oc = g * mg + m;
             float v = acc[i][j];

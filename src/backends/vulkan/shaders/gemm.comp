@@ -54,13 +54,13 @@ void main()
             int r = ar + i * A_ROW_STEP, gm = m0 + r;
             float v = 0.0;
             if (gm < M && ka < kend) v = float(a[ao + gm * sam + ka * sak]);
-            sa[ak][r] = v;
+            SA_SET(ak, r, v);
         }
         for (int i = 0; i < B_LOADS; i++) {
             int r = br + i * B_ROW_STEP, gk = k0 + r;
             float v = 0.0;
             if (bn_in && gk < kend) v = float(b[bcol + gk * sbk]);
-            sb[r][bn] = v;
+            SB_SET(r, bn, v);
         }
         barrier();
         TILE_FMA(acc, tx, ty)
@@ -68,10 +68,10 @@ void main()
     }
     float alpha = pf(33), beta = pf(34);
     for (int i = 0; i < RM; i++) {
-        int row = m0 + ty + i * WY;
+        int row = m0 + OUT_ROW(ty, i);
         if (row >= M) break;
         for (int j = 0; j < RN; j++) {
-            int col = n0 + tx + j * WX;
+            int col = n0 + OUT_COL(tx, j);
             if (col >= N) break;
             if (splits > 1) {
                 part[((s * p[40] + batch) * M + row) * N + col] = acc[i][j];

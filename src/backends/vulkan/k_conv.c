@@ -126,9 +126,9 @@ static st_status vk_conv(const st_kctx *k)
     p[40] = (int32_t)((ksteps + splits - 1) / splits * ST_VK_TILE_K);
     p[41] = (int32_t)P;
     if (st_vk_tile_log())
-        fprintf(stderr, "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: tile %s, split %d (%u compute units%s)\n",
+        fprintf(stderr, "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: tile %s, split %d (%u compute units, %s)\n",
                 k->node->name, p[17], (long long)P, (long long)K, p[15], t->name, splits, c->dev->cus,
-                c->dev->cus_known ? "" : ", assumed");
+                c->dev->cus_from);
     uint32_t tm = 16 * (uint32_t)t->rm, tn = 16 * (uint32_t)t->rn;
     uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm),
                           (uint32_t)(s->group * splits)};

@@ -124,7 +124,7 @@ typedef struct st_vk_device {
      * cores, else an assumed 128 (Vulkan reports no such count);
      * STRATA_VULKAN_CUS overrides */
     uint32_t cus;
-    bool cus_known;                   /* cus came from the driver */
+    const char *cus_from;             /* "SM count", "cores", "assumed" or "STRATA_VULKAN_CUS" */
     uint32_t ts_bits;                 /* the queue's timestampValidBits; 0: no timestamps (no --profile times) */
     double ts_period;                 /* ns per timestamp tick */
     char name[256];

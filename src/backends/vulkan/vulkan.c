@@ -437,9 +437,11 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
      * threads, one per core, where many small work-groups and split K's
      * extra pass only cost: there the count is the cores */
     d->cus = 128;
+    d->cus_from = "assumed";
     if (props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         d->cus = n > 0 ? (uint32_t)n : 1;
+        d->cus_from = "cores";
     }
     if (device_ext(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
         VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV,
@@ -448,11 +450,14 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
         vkGetPhysicalDeviceProperties2(phys, &p2);
         if (sm.shaderSMCount > 0) {
             d->cus = sm.shaderSMCount;
-            d->cus_known = true;
+            d->cus_from = "SM count";
         }
     }
     const char *cus_env = getenv("STRATA_VULKAN_CUS");
-    if (cus_env && atoi(cus_env) > 0) d->cus = (uint32_t)atoi(cus_env);
+    if (cus_env && atoi(cus_env) > 0) {
+        d->cus = (uint32_t)atoi(cus_env);
+        d->cus_from = "STRATA_VULKAN_CUS";
+    }
     /* the one pipeline layout binds ST_VK_MAX_BIND storage buffers */
     if (props.properties.limits.maxPerStageDescriptorStorageBuffers < ST_VK_MAX_BIND)
         return st_error(ST_ERR_UNSUPPORTED, "vulkan: '%s' binds %u storage buffers a stage, strata's shaders need %d",

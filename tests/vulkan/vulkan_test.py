@@ -42,7 +42,8 @@ SKIP_RETURN_CODE) when the machine has no Vulkan device.
       the choice of vk_tiles.c (the device's, and an H200's 132 SMs,
       which must split K somewhere) and with tiles and splits forced.  The same for gemm.comp's
       split K: MatMul of a vector, a broadcast batch and a transposed
-      view, Gemm with transA, alpha, beta and a bias, K up to 4100.
+      view, Gemm with transA, alpha, beta and a bias, K up to 4100.  With
+      the H200's choice, random schedules give bit-identical outputs.
   vulkan_test.py STRATA probe RUNS
       `strata probe --backend vulkan` completes and prints its table.
 """
@@ -299,6 +300,7 @@ def splitk(strata):
         forced += [{"STRATA_VULKAN_CONV_TILE": t, "STRATA_VULKAN_CONV_SPLITK": "5"}
                    for t in ["64x64", "64x32", "32x64", "32x32", "16x64"]]
         check_forced(strata, "conv", path, feeds, rdir, forced, len(ref))
+        same_bits(strata, "conv", path, feeds)
 
         # MatMul and Gemm: few outputs, long K (a vector times a matrix, a
         # broadcast batch, a transposed view, Gemm's transA, alpha, beta
@@ -325,6 +327,23 @@ def splitk(strata):
                   {"STRATA_VULKAN_GEMM_TILE": "64x64", "STRATA_VULKAN_GEMM_SPLITK": "3"},
                   {"STRATA_VULKAN_GEMM_TILE": "16x64", "STRATA_VULKAN_GEMM_SPLITK": "16"}]
         check_forced(strata, "matmul", path, feeds, rdir, forced, len(ref))
+        same_bits(strata, "matmul", path, feeds)
+
+
+def same_bits(strata, what, path, feeds):
+    """Split K's sum has a fixed order: the H200's choice (132 SMs) gives
+    bit-identical outputs over runs recorded in random schedules (other
+    barriers, other dispatch overlap)."""
+    os.environ["STRATA_VULKAN_CUS"] = "132"
+    try:
+        base = outputs(strata, [path] + feeds, ["--backend", "vulkan"])
+        for seed in range(1, 4):
+            got = outputs(strata, [path] + feeds, ["--backend", "vulkan", "--schedule", "random", "--seed", str(seed)])
+            if got != base:
+                fail("splitk %s: random schedule with seed %d changed the outputs' bits" % (what, seed))
+    finally:
+        del os.environ["STRATA_VULKAN_CUS"]
+    print("splitk %s: 3 random schedules, outputs bit-identical" % what)
 
 
 def check_forced(strata, what, path, feeds, rdir, forced, n_out):

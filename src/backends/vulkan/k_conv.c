@@ -1,7 +1,10 @@
 /*
  * k_conv.c — the windowed ops on Vulkan: Conv with 1 or 2 spatial dims as
  * an implicit GEMM, register-blocked and tiled through shared memory
- * (conv.comp: the im2col columns are never stored), or one output per
+ * (conv.comp: the im2col columns are never stored) with a tile and a
+ * split of K chosen per problem (vk_tiles.c; a split's partial sums go
+ * to the command's scratch, st_vk_scratch, and conv_splitk.comp adds
+ * them in a fixed order), or one output per
  * work-item for depthwise-like convs (conv_direct.comp), bias and the
  * fused activation (st_conv_state's epilogue) applied before the one
  * store; MaxPool, AveragePool and their global forms over 1 or 2 spatial
@@ -9,11 +12,13 @@
  * into its slot of a Concat.  3-D windows, ConvTranspose and MaxPool's
  * Indices run on the CPU.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/vulkan/kernels.h"
 #include "backends/vulkan/shaders/codes.h"
 #include "backends/vulkan/vk_internal.h"
+#include "backends/vulkan/vk_tiles.h"
 #include "core/status.h"
 #include "ops/conv.h"
 
@@ -58,14 +63,14 @@ static st_status vk_conv(const st_kctx *k)
     const st_view *x = &k->views[0], *w = &k->views[1], *y = &k->views[k->n_in];
     const st_view *b = k->n_in > 2 && k->in[2].data ? &k->views[2] : NULL;
     if (st_view_numel(y) == 0) return ST_OK;
-    st_vk_bind bind[4];
+    st_vk_bind bind[5];
     ST_TRY(st_vk_bind_view(c, y, true, &bind[0]));
     ST_TRY(st_vk_bind_view(c, x, false, &bind[1]));
     ST_TRY(st_vk_bind_view(c, w, false, &bind[2]));
     bind[3] = (st_vk_bind){0};
     if (b) ST_TRY(st_vk_bind_view(c, b, false, &bind[3]));
     int nsp = s->nsp, h = nsp == 2 ? 0 : -1; /* index of the H dim in s->k etc, -1: none */
-    int32_t p[40];
+    int32_t p[42];
     memset(p, 0, sizeof p);
     int32_t xs[4], xst[4], ys[4], yst[4], ws[4], wst[4];
     nchw(x, nsp, xs, xst);
@@ -111,12 +116,37 @@ static st_status vk_conv(const st_kctx *k)
         st_vk_grid1(c, p[39], 256, groups);
         return st_vk_dispatch(c, f16 ? ST_VKS_conv_direct_f16 : ST_VKS_conv_direct_f32, p, 40, 4, bind, groups);
     }
-    int64_t positions = (int64_t)ys[0] * ys[2] * ys[3];
-    bool small = p[17] <= 16;
-    uint32_t tm = small ? 16 : 64;
-    uint32_t groups[3] = {(uint32_t)((positions + 63) / 64), (uint32_t)((p[17] + tm - 1) / tm), (uint32_t)s->group};
-    st_vks id = small ? (f16 ? ST_VKS_conv_s_f16 : ST_VKS_conv_s_f32) : (f16 ? ST_VKS_conv_f16 : ST_VKS_conv_f32);
-    return st_vk_dispatch(c, id, p, 39, 4, bind, groups);
+    int64_t P = (int64_t)ys[0] * ys[2] * ys[3], K = (int64_t)p[16] * ws[2] * ws[3], OC = ys[1];
+    int tile, splits;
+    st_vk_tile_choose(c->dev, "CONV", ST_VK_TILES_ALL, p[17], P, K, s->group, st_vk_most_splits(c->dev, OC * P, s->group),
+                      &tile, &splits);
+    const st_vk_tile *t = &st_vk_tiles[tile];
+    int64_t ksteps = (K + ST_VK_TILE_K - 1) / ST_VK_TILE_K;
+    p[39] = splits;
+    p[40] = (int32_t)((ksteps + splits - 1) / splits * ST_VK_TILE_K);
+    p[41] = (int32_t)P;
+    if (st_vk_tile_log())
+        fprintf(stderr, "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: tile %s, split %d (%u compute units, %s)\n",
+                k->node->name, p[17], (long long)P, (long long)K, p[15], t->name, splits, c->dev->cus,
+                c->dev->cus_from);
+    uint32_t tm = 16 * (uint32_t)t->rm, tn = 16 * (uint32_t)t->rn;
+    uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm),
+                          (uint32_t)(s->group * splits)};
+    st_vks id = f16 ? t->f16 : t->f32;
+    if (splits == 1) {
+        bind[4] = (st_vk_bind){0};
+        return st_vk_dispatch(c, id, p, 42, 5, bind, groups);
+    }
+    /* pass 1 writes every partial sum of every split (each work-group
+     * all of its in-range outputs), so pass 2 never reads stale bytes */
+    int64_t part_bytes = (int64_t)splits * OC * P * 4;
+    ST_TRY(st_vk_scratch(c, part_bytes, true, &bind[4]));
+    ST_TRY(st_vk_dispatch(c, id, p, 42, 5, bind, groups));
+    st_vk_bind b2[3] = {bind[0], {0}, bind[3]};
+    ST_TRY(st_vk_scratch(c, part_bytes, false, &b2[1]));
+    uint32_t g2[3];
+    st_vk_grid1(c, OC * P, 256, g2);
+    return st_vk_dispatch(c, f16 ? ST_VKS_conv_splitk_f16 : ST_VKS_conv_splitk_f32, p, 42, 3, b2, g2);
 }
 
 static st_status vk_pool(const st_kctx *k)

@@ -91,6 +91,7 @@ typedef struct dag_state {
     uint64_t last;             /* the value of its latest run's last segment */
     bool timed;                /* recorded with timestamp queries (profiling) */
     VkQueryPool qpool;         /* 2 per command (start, end), then 1 for the clock offset */
+    st_storage **scratch;      /* per command: its private scratch (st_vk_scratch), or NULL */
 } dag_state;
 
 struct st_vk_rec {
@@ -251,6 +252,25 @@ st_status st_vk_dispatch(st_vk_ctx *c, st_vks id, const int32_t *p, int np, int 
     return ST_OK;
 }
 
+st_status st_vk_scratch(st_vk_ctx *c, int64_t bytes, bool write, st_vk_bind *out)
+{
+    st_storage **s = &c->rec->st->scratch[c->cmd];
+    if (bytes <= 0) return st_error(ST_ERR_INTERNAL, "vulkan: a scratch range of %lld bytes", (long long)bytes);
+    /* a recording never runs while an earlier one of the DAG is pending,
+     * so a smaller buffer is no longer in use when it is replaced */
+    if (*s && (int64_t)(*s)->size < bytes) {
+        st_storage_release(*s);
+        *s = NULL;
+    }
+    if (!*s) {
+        char label[64];
+        snprintf(label, sizeof label, "scratch of command %d", c->cmd);
+        ST_TRY(c->dev->base.storage_alloc(&c->dev->base, (uint64_t)bytes, label, s));
+    }
+    *out = (st_vk_bind){*s, 0, bytes, 0, write};
+    return ST_OK;
+}
+
 st_status st_vk_copy_buffer(st_vk_ctx *c, const st_storage *src, int64_t src_off, const st_storage *dst, int64_t dst_off,
                             int64_t n)
 {
@@ -291,6 +311,10 @@ static void state_free(vk_exec *e, dag_state *st)
         st_vk_buffer_free(e->dev, st->chunks[i].buf);
     }
     free(st->chunks);
+    if (st->scratch)
+        for (int i = 0; i < st->dag->n_cmds; i++)
+            if (st->scratch[i]) st_storage_release(st->scratch[i]);
+    free(st->scratch);
     free(st->anc);
     free(st->order);
     free(st->seg_of);
@@ -320,7 +344,8 @@ static st_status state_get(vk_exec *e, const st_dag *d, dag_state **out)
     st->order = calloc((size_t)n, sizeof *st->order);
     st->seg_of = calloc((size_t)n, sizeof *st->seg_of);
     st->segs = calloc((size_t)n, sizeof *st->segs);
-    st_status r = st->order && st->seg_of && st->segs ? ST_OK : st_error(ST_ERR_NOMEM, "out of memory in the Vulkan executor");
+    st->scratch = calloc((size_t)n, sizeof *st->scratch);
+    st_status r = st->order && st->seg_of && st->segs && st->scratch ? ST_OK : st_error(ST_ERR_NOMEM, "out of memory in the Vulkan executor");
     if (r == ST_OK) r = st_vk_ancestors(d, &st->anc, &st->words);
     if (r == ST_OK) {
         VkCommandPoolCreateInfo pi = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, NULL,

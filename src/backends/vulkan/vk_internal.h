@@ -36,7 +36,8 @@
  * them from src/backends/vulkan/shaders/, one per variant: _f16 ones need
  * shaderFloat16 and 16-bit storage; _b8_ ones write bool (1 byte an
  * element) and need 8-bit storage; _s_ ones are built with a 16-row
- * tile).  The order is CMakeLists.txt's VK_SHADERS.
+ * tile, _tRxC ones with an R x C one; conv_splitk_ and gemm_splitk_
+ * add split K's partial sums).  The order is CMakeLists.txt's VK_SHADERS.
  * X(name, the ST_VK_NEED_ features it needs) */
 #define ST_VK_NEED_16 1 /* shaderFloat16 + storageBuffer16BitAccess */
 #define ST_VK_NEED_8 2  /* storageBuffer8BitAccess */
@@ -76,7 +77,17 @@
     X(affine_rt_f32, 0)       \
     X(affine_rt_f16, 1)       \
     X(unary_clip_rt_f32, 0)   \
-    X(unary_clip_rt_f16, 1)
+    X(unary_clip_rt_f16, 1)   \
+    X(conv_t64x32_f32, 0)     \
+    X(conv_t64x32_f16, 1)     \
+    X(conv_t32x64_f32, 0)     \
+    X(conv_t32x64_f16, 1)     \
+    X(conv_t32x32_f32, 0)     \
+    X(conv_t32x32_f16, 1)     \
+    X(conv_splitk_f32, 0)     \
+    X(conv_splitk_f16, 1)     \
+    X(gemm_splitk_f32, 0)     \
+    X(gemm_splitk_f16, 1)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,
@@ -108,6 +119,12 @@ typedef struct st_vk_device {
     uint64_t align;                   /* minStorageBufferOffsetAlignment */
     uint64_t max_range;               /* maxStorageBufferRange */
     uint32_t max_groups[3];
+    /* compute units, for the tiled kernels' work-group counts (vk_tiles.c):
+     * NVIDIA's SM count through VK_NV_shader_sm_builtins, a CPU device's
+     * cores, else an assumed 128 (Vulkan reports no such count);
+     * STRATA_VULKAN_CUS overrides */
+    uint32_t cus;
+    const char *cus_from;             /* "SM count", "cores", "assumed" or "STRATA_VULKAN_CUS" */
     uint32_t ts_bits;                 /* the queue's timestampValidBits; 0: no timestamps (no --profile times) */
     double ts_period;                 /* ns per timestamp tick */
     char name[256];
@@ -267,6 +284,14 @@ bool st_vk_accepts_float(const st_knode *n, char *why, size_t len);
 bool st_vk_accepts_to_bool(const st_knode *n, char *why, size_t len);
 /* f32 / f16 of the type operand: which shader variant. */
 static inline bool st_vk_is_f16(const st_view *v) { return v->dtype == ST_F16; }
+
+/* A scratch range of `bytes` private to the command being recorded (kept
+ * by the executor per DAG and command, grown when a recording asks for
+ * more), bound as out.  Only that command's dispatches touch it, and they
+ * bind it like any operand, so the barrier builder orders them (its
+ * accesses are the command's own); successive runs are ordered by the
+ * timeline semaphore between submissions.  Split K's partial sums. */
+st_status st_vk_scratch(st_vk_ctx *c, int64_t bytes, bool write, st_vk_bind *out);
 
 /* Records a copy of n bytes between two storages' buffers (a transfer). */
 st_status st_vk_copy_buffer(st_vk_ctx *c, const st_storage *src, int64_t src_off, const st_storage *dst, int64_t dst_off,

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/kernels.h"
@@ -427,6 +428,36 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     d->max_range = props.properties.limits.maxStorageBufferRange;
     d->ts_period = props.properties.limits.timestampPeriod;
     for (int i = 0; i < 3; i++) d->max_groups[i] = props.properties.limits.maxComputeWorkGroupCount[i];
+    /* compute units: NVIDIA says how many SMs through VK_NV_shader_sm_builtins
+     * (a property query, nothing to enable); other drivers report no such
+     * count, so the tile choice assumes 128, a large discrete GPU's order,
+     * which errs towards more, smaller work-groups: on a smaller GPU that
+     * costs a few waves, where assuming too few would leave most of a
+     * large one idle.  A CPU device (lavapipe) runs work-groups on its
+     * threads, one per core, where many small work-groups and split K's
+     * extra pass only cost: there the count is the cores */
+    d->cus = 128;
+    d->cus_from = "assumed";
+    if (props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        d->cus = n > 0 ? (uint32_t)n : 1;
+        d->cus_from = "cores";
+    }
+    if (device_ext(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV,
+                                                           NULL};
+        VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sm};
+        vkGetPhysicalDeviceProperties2(phys, &p2);
+        if (sm.shaderSMCount > 0) {
+            d->cus = sm.shaderSMCount;
+            d->cus_from = "SM count";
+        }
+    }
+    const char *cus_env = getenv("STRATA_VULKAN_CUS");
+    if (cus_env && atoi(cus_env) > 0) {
+        d->cus = (uint32_t)atoi(cus_env);
+        d->cus_from = "STRATA_VULKAN_CUS";
+    }
     /* the one pipeline layout binds ST_VK_MAX_BIND storage buffers */
     if (props.properties.limits.maxPerStageDescriptorStorageBuffers < ST_VK_MAX_BIND)
         return st_error(ST_ERR_UNSUPPORTED, "vulkan: '%s' binds %u storage buffers a stage, strata's shaders need %d",

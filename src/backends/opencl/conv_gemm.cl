@@ -94,15 +94,52 @@ inline void cg_store(gp y, gcp bias, const st_cg_p *p, int z, int m, int q, floa
     cg_st(y, p->yo + n * p->ys0 + oc * p->ys1 + oy * p->ys3 + ox * p->ys4, DT, p->y_dt, act_f(p->act, v, p->act_a, p->act_b));
 }
 
+/* R consecutive floats of local memory (R = 1, 2 or 4, a literal; p
+ * aligned to R floats) to and from registers, as one vector access: a
+ * GPU issues one wide local load where R scalar ones would each cost an
+ * instruction, and the local loads, not the FMAs, bound the inner loop. */
+inline void cg_put(local float *p, const int R, const float *v)
+{
+    if (R == 4)
+        *(local float4 *)p = (float4)(v[0], v[1], v[2], v[3]);
+    else if (R == 2)
+        *(local float2 *)p = (float2)(v[0], v[1]);
+    else
+        p[0] = v[0];
+}
+
+inline void cg_get(const local float *p, const int R, float *v)
+{
+    if (R == 4) {
+        float4 t = *(const local float4 *)p;
+        v[0] = t.x;
+        v[1] = t.y;
+        v[2] = t.z;
+        v[3] = t.w;
+    } else if (R == 2) {
+        float2 t = *(const local float2 *)p;
+        v[0] = t.x;
+        v[1] = t.y;
+    } else {
+        v[0] = p[0];
+    }
+}
+
 /* The body of every tile kernel; RM, RN and DT (the dtype of x, w and y,
  * 0 when they differ) are literals at each call, so the arrays below
- * become registers and the loads and stores have no dtype switch.  As is [CG_K][16 RM + 1] and Bs
- * [CG_K][16 RN + 1] (the +1 keeps the transposed writes of As off one
- * bank). */
+ * become registers and the loads and stores have no dtype switch.
+ *
+ * As is [CG_K][16 RM + 4] and Bs [CG_K][16 RN + 4], each row permuted:
+ * tile row r = l + 16 i (l < 16, i < RM) sits at l RM + i, so the RM rows
+ * one work-item multiplies (and the RM it loads from global memory) are
+ * adjacent, one vector access each.  The rows a work-item owns stay
+ * l + 16 i, so neighbouring work-items still store neighbouring outputs.
+ * The +4 keeps rows 16-byte aligned and puts the 8 work-items of a
+ * 128-bit access phase on different banks. */
 inline void conv_tile(gp y, gcp x, gcp w, gcp bias, global float *part, const st_cg_p *p, const int RM, const int RN,
                       const int DT, local float *As, local float *Bs)
 {
-    const int TM = CG_W * RM, TN = CG_W * RN, AS = TM + 1, BS = TN + 1;
+    const int TM = CG_W * RM, TN = CG_W * RN, AS = TM + 4, BS = TN + 4;
     int lx = get_local_id(0), ly = get_local_id(1), tid = ly * CG_W + lx;
     int row0 = get_group_id(1) * TM, col0 = get_group_id(0) * TN;
     int zs = get_group_id(2), z = zs / p->splits, s = zs - z * p->splits;
@@ -162,14 +199,14 @@ inline void conv_tile(gp y, gcp x, gcp w, gcp bias, global float *part, const st
 
     CG_LOAD();
     for (int k0 = kbeg; k0 < kend; k0 += CG_K) {
-        for (int i = 0; i < RM; i++) As[ka * AS + ra + CG_W * i] = ra_[i];
-        for (int j = 0; j < RN; j++) Bs[kb * BS + cb + CG_W * j] = rb_[j];
+        cg_put(As + ka * AS + ra * RM, RM, ra_);
+        cg_put(Bs + kb * BS + cb * RN, RN, rb_);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + CG_K < kend) CG_LOAD();
         for (int kk = 0; kk < CG_K; kk++) {
             float av[4], bv[4];
-            for (int i = 0; i < RM; i++) av[i] = As[kk * AS + ly + CG_W * i];
-            for (int j = 0; j < RN; j++) bv[j] = Bs[kk * BS + lx + CG_W * j];
+            cg_get(As + kk * AS + ly * RM, RM, av);
+            cg_get(Bs + kk * BS + lx * RN, RN, bv);
             for (int i = 0; i < RM; i++)
                 for (int j = 0; j < RN; j++) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
         }
@@ -195,9 +232,9 @@ inline void conv_tile(gp y, gcp x, gcp w, gcp bias, global float *part, const st
     kernel __attribute__((reqd_work_group_size(CG_W, CG_W, 1))) void name(gp y, gcp x, gcp w, gcp bias,       \
                                                                           global float *part, st_cg_p p)      \
     {                                                                                                          \
-        local float As[CG_K * (CG_W * RM + 1)];                                                                \
-        local float Bs[CG_K * (CG_W * RN + 1)];                                                                \
-        conv_tile(y, x, w, bias, part, &p, RM, RN, DT, As, Bs);                                                \
+        local float4 As[CG_K * (CG_W * RM + 4) / 4]; /* float4: 16-byte aligned */                            \
+        local float4 Bs[CG_K * (CG_W * RN + 4) / 4];                                                           \
+        conv_tile(y, x, w, bias, part, &p, RM, RN, DT, (local float *)As, (local float *)Bs);                  \
     }
 
 /* Every tile in four variants: x, w and y all f32, all f16, all bf16

@@ -160,7 +160,7 @@ void st_cl_release_mem(void *mem);
 typedef struct st_cl_ctx {
     st_cl_device *dev;
     cl_command_queue queue;
-    cl_kernel *kernels;               /* the executor's, created on first use */
+    cl_kernel *kernels;               /* the executor's, all created with it */
     const cl_event *wait;             /* the DAG predecessors' events */
     cl_uint n_wait;
     cl_event *tails;                  /* events the command's successors must wait for */

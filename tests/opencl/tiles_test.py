@@ -8,8 +8,10 @@ One model holds convs chosen to reach the kernels' edges: a deep conv over
 a small image (YOLOv8n's head: 256 -> 80 channels, 3x3, 20x20, fused SiLU),
 a batch of 2 with stride, dilation and asymmetric pads whose output is a
 strided view (a Concat along W), a grouped 1-D conv, a 1x1 conv over a
-strided input view (a Slice with steps), and a stem conv (3 -> 16
-channels, K = 27, not a multiple of the 16-wide K step); a MatMul over a
+strided input view (a Slice with steps), a stem conv (3 -> 16
+channels, K = 27, not a multiple of the 16-wide K step), and two convs
+over the chunks of a channel Split that fill a channel Concat (inputs
+and outputs at channel offsets: the seed report's views); a MatMul over a
 transposed view with batches, a deep one (K = 1000) with broadcast batch
 dims, and a Gemm with transB, alpha, beta and a broadcast C.  Inputs and
 weights are fresh random draws; each run has --sanitize (fresh memory is
@@ -19,9 +21,13 @@ Each run forces STRATA_OPENCL_CONV=tiled with one tile
 (STRATA_OPENCL_{CONV,GEMM}_TILE) and one split (..._SPLITK), or the
 model's own choice for a 132-compute-unit GPU (STRATA_OPENCL_CUS), and
 STRATA_OPENCL_TILE_LOG=1 proves from stderr that every node ran the tile
-and split asked for.  Every output element is compared with a float64
-reference computed here: f32 within 1e-5 of the output's max |ref|, f16
-storage within 1e-2 of it.  Exits 77 without an OpenCL device.
+and split asked for, and that each Conv ran the kernel compiled for its
+dtype (st_conv_t*_f32, _f16, _bf16; or the generic one, forced by
+STRATA_OPENCL_CONV_GENERIC=1).  Every output element is compared with a
+float64 reference computed here: f32 within 1e-5 of the output's max
+|ref|, f16 storage within 1e-2 of it, bf16 (8 bits of mantissa, each
+input, weight and output rounded) within 3e-2.  Exits 77 without an
+OpenCL device.
 """
 import os
 import re
@@ -118,6 +124,17 @@ def build(tmp, rng):
     ins["x5"] = x5
     refs["c_stem"] = conv("stem", "x5", x5, w(16, 3, 3, 3), w(16, 1)[:, 0], [2, 2], [1, 1, 1, 1], [1, 1], 1)
     outs.append("c_stem")
+    # a channel Split's chunks (views at channel offsets) into two convs
+    # whose outputs fill a channel Concat (views at channel offsets)
+    x9 = rng.standard_normal((1, 48, 17, 19)).astype(np.float32)
+    ins["x9"] = x9
+    inits["split9"] = np.array([16, 32], np.int64)
+    nodes.append(helper.make_node("Split", ["x9", "split9"], ["x9a", "x9b"], axis=1))
+    rsa = conv("chunk_a", "x9a", x9[:, :16], w(24, 16, 3, 3), w(24, 1)[:, 0], [1, 1], [1, 1, 1, 1], [1, 1], 1)
+    rsb = conv("chunk_b", "x9b", x9[:, 16:], w(40, 32, 1, 1), None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    nodes.append(helper.make_node("Concat", ["c_chunk_a", "x9a", "c_chunk_b"], ["chunks"], axis=1))
+    outs.append("chunks")
+    refs["chunks"] = np.concatenate([rsa, x9[:, :16].astype(np.float64), rsb], axis=1)
 
     # MatMul over a transposed view, 3 batches
     x6 = rng.standard_normal((3, 70, 45)).astype(np.float32)
@@ -168,6 +185,7 @@ def expected_split(k, forced):
 
 
 LOG = re.compile(r"opencl \w+ '(\S+)': M (\d+), N (\d+), K (\d+), Z (\d+): tile (\S+), split (\d+)")
+KLOG = re.compile(r"opencl Conv '(\S+)': kernel (\S+)")
 
 
 def main():
@@ -177,15 +195,21 @@ def main():
     strata = sys.argv[1]
     rng = np.random.default_rng(int(time.time() * 1e6) % (1 << 32))
     runs = [(t, s, None, "f32") for t in TILES for s in (1, 3)]
-    runs += [("64x32", 16, None, "f32"), ("16x64", 5, None, "f32"), (None, None, 132, "f32"), (None, None, None, "f32"),
-             ("32x32", 4, None, "f16"), (None, None, 132, "f16")]
+    runs = [r + (False,) for r in runs]
+    runs += [("64x32", 16, None, "f32", False), ("16x64", 5, None, "f32", False), (None, None, 132, "f32", False),
+             (None, None, None, "f32", False), (None, None, 132, "f16", False), (None, None, 132, "bf16", False),
+             ("32x32", 4, None, "f16", True), ("64x64", 1, None, "bf16", True), (None, None, 132, "f32", True)]
+    # every tile in f16 and bf16, split and not
+    runs += [(t, s, None, p, False) for i, t in enumerate(TILES) for p in ("f16", "bf16") for s in (1, 3 + i)]
     worst = {}
     with tempfile.TemporaryDirectory() as tmp:
         path, feeds, refs, convs = build(tmp, rng)
-        for tile, split, cus, prec in runs:
+        for tile, split, cus, prec, generic in runs:
             env = dict(os.environ, STRATA_OPENCL_CONV="tiled", STRATA_OPENCL_TILE_LOG="1")
-            for k in ("CONV_TILE", "CONV_SPLITK", "GEMM_TILE", "GEMM_SPLITK", "CUS", "FILL"):
+            for k in ("CONV_TILE", "CONV_SPLITK", "GEMM_TILE", "GEMM_SPLITK", "CUS", "FILL", "CONV_GENERIC"):
                 env.pop("STRATA_OPENCL_" + k, None)
+            if generic:
+                env["STRATA_OPENCL_CONV_GENERIC"] = "1"
             for op in ("CONV", "GEMM"):
                 if tile:
                     env["STRATA_OPENCL_%s_TILE" % op] = tile
@@ -193,7 +217,8 @@ def main():
                     env["STRATA_OPENCL_%s_SPLITK" % op] = str(split)
             if cus:
                 env["STRATA_OPENCL_CUS"] = str(cus)
-            what = "tile %s split %s cus %s %s" % (tile or "auto", split or "auto", cus or "device", prec)
+            what = "tile %s split %s cus %s %s%s" % (tile or "auto", split or "auto", cus or "device", prec,
+                                                     " generic" if generic else "")
             out = os.path.join(tmp, "out")
             os.makedirs(out, exist_ok=True)
             r = subprocess.run([strata, "run", path] + feeds + ["--backend", "opencl", "--sanitize", "--no-fallback",
@@ -206,6 +231,7 @@ def main():
                 print(r.stdout + r.stderr)
                 fail("strata run (%s) returned %d" % (what, r.returncode))
             seen = {m.group(1): m for m in LOG.finditer(r.stderr)}
+            kernels = {m.group(1): m.group(2) for m in KLOG.finditer(r.stderr)}
             choices = []
             for name, k in convs:
                 node = next((n for n in seen if name in n), None)
@@ -215,10 +241,14 @@ def main():
                     fail("%s: no tile choice logged for node %s (did it run st_conv_gemm or st_conv_rows?)" % (what, name))
                 if tile and m.group(6) != tile:
                     fail("%s: node %s ran tile %s" % (what, name, m.group(6)))
+                if name.startswith("conv_"):
+                    want = "st_conv_t%s%s" % (m.group(6), "" if generic else "_" + prec)
+                    if kernels.get(node) != want:
+                        fail("%s: node %s ran kernel %s, expected %s" % (what, name, kernels.get(node), want))
                 if split and int(m.group(7)) != expected_split(k, split):
                     fail("%s: node %s ran split %s, expected %d" % (what, name, m.group(7), expected_split(k, split)))
                 choices.append("%s %s/%s" % (name.replace("conv_", ""), m.group(6), m.group(7)))
-            tol = 1e-5 if prec == "f32" else 1e-2
+            tol = {"f32": 1e-5, "f16": 1e-2, "bf16": 3e-2}[prec]
             errs = []
             for name, ref in refs.items():
                 got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)

@@ -48,10 +48,25 @@
     X(conv_gemm)             \
     X(conv_rows)             \
     X(conv_t64x64)           \
+    X(conv_t64x64_f32)       \
+    X(conv_t64x64_f16)       \
+    X(conv_t64x64_bf16)      \
     X(conv_t64x32)           \
+    X(conv_t64x32_f32)       \
+    X(conv_t64x32_f16)       \
+    X(conv_t64x32_bf16)      \
     X(conv_t32x64)           \
+    X(conv_t32x64_f32)       \
+    X(conv_t32x64_f16)       \
+    X(conv_t32x64_bf16)      \
     X(conv_t32x32)           \
+    X(conv_t32x32_f32)       \
+    X(conv_t32x32_f16)       \
+    X(conv_t32x32_bf16)      \
     X(conv_t16x64)           \
+    X(conv_t16x64_f32)       \
+    X(conv_t16x64_f16)       \
+    X(conv_t16x64_bf16)      \
     X(conv_splitk)           \
     X(conv_direct)           \
     X(pool)                  \
@@ -112,6 +127,7 @@ typedef struct st_cl_device {
     int fill;                         /* resident work-groups per compute unit */
     st_cl_tiling conv_force, gemm_force;
     bool tile_log;                    /* print each Conv's and GEMM's choice to stderr */
+    bool conv_generic;                /* STRATA_OPENCL_CONV_GENERIC=1: tiled Conv's dtype-generic kernels (tests) */
     bool fp16, fp64, is_gpu;
     bool unified;                     /* host-unified memory (opencl.c): storages are mapped, not copied */
     bool exact_div;             /* -cl-fp32-correctly-rounded-divide-sqrt is offered */
@@ -144,7 +160,7 @@ void st_cl_release_mem(void *mem);
 typedef struct st_cl_ctx {
     st_cl_device *dev;
     cl_command_queue queue;
-    cl_kernel *kernels;               /* the executor's, created on first use */
+    cl_kernel *kernels;               /* the executor's, all created with it */
     const cl_event *wait;             /* the DAG predecessors' events */
     cl_uint n_wait;
     cl_event *tails;                  /* events the command's successors must wait for */

@@ -7,7 +7,11 @@
  * The tile and split come from cl_tiles.c's model (rows = output
  * channels, columns = pixels); STRATA_OPENCL_CONV_TILE and
  * STRATA_OPENCL_CONV_SPLITK force them, STRATA_OPENCL_TILE_LOG=1 prints
- * each Conv's choice to stderr, once per command.
+ * each Conv's choice and kernel to stderr, once per command.  Each tile
+ * has kernels specialized for one dtype of x, w and y (f32, f16, bf16):
+ * with the dtype a run-time value, f16 ran 1.3-1.7x slower than f32 on
+ * an H200 (a dtype switch on every gathered element); the generic kernel
+ * serves mixed dtypes, and STRATA_OPENCL_CONV_GENERIC=1 forces it (tests).
  *
  * Every offset must fit 32 bits for the kernel's int math; where
  * one does not, st_cl_conv_tiled says so and k_conv.c runs the 64-bit
@@ -39,9 +43,32 @@ typedef struct st_cl_cg_p {
 } st_cl_cg_p;
 _Static_assert(sizeof(st_cl_cg_p) == 48 * 4, "st_cl_cg_p has no padding");
 
-/* The tile kernels, by st_cl_tiles' index. */
-static const st_clk TILE_KERNELS[ST_CL_N_TILES] = {ST_CLK_conv_t64x64, ST_CLK_conv_t64x32, ST_CLK_conv_t32x64,
-                                                   ST_CLK_conv_t32x32, ST_CLK_conv_t16x64};
+/* The tile kernels, by variant (the operands' one dtype, compiled in, or
+ * generic) and st_cl_tiles' index. */
+enum { V_GENERIC, V_F32, V_F16, V_BF16, N_VARIANTS };
+static const st_clk TILE_KERNELS[N_VARIANTS][ST_CL_N_TILES] = {
+    {ST_CLK_conv_t64x64, ST_CLK_conv_t64x32, ST_CLK_conv_t32x64, ST_CLK_conv_t32x32, ST_CLK_conv_t16x64},
+    {ST_CLK_conv_t64x64_f32, ST_CLK_conv_t64x32_f32, ST_CLK_conv_t32x64_f32, ST_CLK_conv_t32x32_f32,
+     ST_CLK_conv_t16x64_f32},
+    {ST_CLK_conv_t64x64_f16, ST_CLK_conv_t64x32_f16, ST_CLK_conv_t32x64_f16, ST_CLK_conv_t32x32_f16,
+     ST_CLK_conv_t16x64_f16},
+    {ST_CLK_conv_t64x64_bf16, ST_CLK_conv_t64x32_bf16, ST_CLK_conv_t32x64_bf16, ST_CLK_conv_t32x32_bf16,
+     ST_CLK_conv_t16x64_bf16},
+};
+
+/* The variant for x, w and y: a dtype-specialized kernel when all three
+ * share one (the common case: a model run in one precision), whose loads
+ * and stores have no run-time dtype switch; else the generic one. */
+static int variant(st_dtype x, st_dtype w, st_dtype y)
+{
+    if (x != w || x != y) return V_GENERIC;
+    switch (x) {
+    case ST_F32: return V_F32;
+    case ST_F16: return V_F16;
+    case ST_BF16: return V_BF16;
+    default: return V_GENERIC;
+    }
+}
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -88,6 +115,7 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
 
     int tile, splits;
     cl_mem pm;
+    bool first = c->slot->data == NULL; /* the command's first run: st_cl_tile_slot makes its slot */
     ST_TRY(st_cl_tile_slot(c, &c->dev->conv_force, k->node, M, P, K, Z, &tile, &splits, &pm));
 
     st_cl_cg_p p;
@@ -147,10 +175,16 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
     p.bstep = (cl_int)(CG_K % (kh * kw) % kw);
 
     const st_cl_tile *t = &st_cl_tiles[tile];
-    st_clk id = TILE_KERNELS[tile];
+    st_clk id = TILE_KERNELS[c->dev->conv_generic ? V_GENERIC : variant(x->dtype, w->dtype, y->dtype)][tile];
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), wm = st_cl_mem(w), bm = b ? st_cl_mem(b) : NULL;
-    cl_kernel kern;
+    cl_kernel kern, skern = NULL;
+    /* both kernels before the first is queued: a first use's creation (a
+     * driver may compile then) must not fall between the two launches,
+     * where a profile would count it as the command's device time */
     ST_TRY(st_cl_kernel(c, id, &kern));
+    if (splits > 1) ST_TRY(st_cl_kernel(c, ST_CLK_conv_splitk, &skern));
+    if (c->dev->tile_log && first)
+        fprintf(stderr, "strata: opencl Conv '%s': kernel %s\n", k->node->name, st_clk_names[id]);
     st_cl_arg args[] = {ST_CLA(ym), ST_CLA(xm), ST_CLA(wm), ST_CLA(bm), ST_CLA(pm), {sizeof p, &p}};
     ST_TRY(st_cl_set_args(kern, id, 6, args));
     size_t global[3] = {(size_t)(cdiv(P, CG_W * t->rn) * CG_W), (size_t)(cdiv(M, CG_W * t->rm) * CG_W),
@@ -158,11 +192,10 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
     size_t local[3] = {CG_W, CG_W, 1};
     ST_TRY(st_cl_run(c, kern, id, 3, global, local, true));
     if (splits > 1) {
-        ST_TRY(st_cl_kernel(c, ST_CLK_conv_splitk, &kern));
         st_cl_arg sargs[] = {ST_CLA(ym), ST_CLA(bm), ST_CLA(pm), {sizeof p, &p}};
-        ST_TRY(st_cl_set_args(kern, ST_CLK_conv_splitk, 4, sargs));
+        ST_TRY(st_cl_set_args(skern, ST_CLK_conv_splitk, 4, sargs));
         size_t g2[3] = {(size_t)P, (size_t)M, (size_t)Z};
-        ST_TRY(st_cl_run(c, kern, ST_CLK_conv_splitk, 3, g2, NULL, true));
+        ST_TRY(st_cl_run(c, skern, ST_CLK_conv_splitk, 3, g2, NULL, true));
     }
     *ran = true;
     return ST_OK;

@@ -401,6 +401,8 @@ static st_status conv_knobs(st_cl_device *d, const cand *c)
     ST_TRY(tiling_knobs("GEMM", &d->gemm_force));
     const char *log = getenv("STRATA_OPENCL_TILE_LOG");
     d->tile_log = log && strcmp(log, "1") == 0;
+    const char *gen = getenv("STRATA_OPENCL_CONV_GENERIC");
+    d->conv_generic = gen && strcmp(gen, "1") == 0;
     return ST_OK;
 }
 

@@ -132,6 +132,25 @@ def check_out(d, case, backend, prec="f32", b=1):
     return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30)), ""
 
 
+HEADER = "%-14s %-6s %3s %-7s %9s %-38s %9s %6s %8s %9s %9s" % ("case", "prec", "b", "backend", "strata", "peer", "peer ms", "ratio",
+                                                               "floor", "strata MB", "peer MB")
+
+
+def row_line(r):
+    ratio = r["strata_ms"] / r["peer_ms"] if r.get("strata_ms") and r.get("peer_ms") else float("nan")
+    return "%-14s %-6s %3d %-7s %9s %-38s %9s %6.2f %8.3f %9s %9s" % (
+        r["case"], r["precision"], r["batch"], r["backend"],
+        "%.3f" % r["strata_ms"] if r.get("strata_ms") else "ERR", (r.get("peer") or "-")[:38],
+        "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-", ratio, r["floor_ms"],
+        "%.0f" % (r["strata_peak_bytes"] / 1e6) if r.get("strata_peak_bytes") else "-",
+        "%.0f" % (r["peer_held_bytes"] / 1e6) if r.get("peer_held_bytes") else "-")
+
+
+def save(out_dir, bw, tf, rows):
+    with open(os.path.join(out_dir, "latest.json"), "w") as f:
+        json.dump({"floors": {"copy_gbps": bw, "f16_tflops": tf}, "rows": rows}, f, indent=1)
+
+
 def main():
     cases = arg("--cases", ",".join(suite_models.CASES)).split(",")
     comp = arg("--compile", "both")
@@ -144,6 +163,7 @@ def main():
     bw, tf = floors()
     print("floor: device copy %.0f GB/s (read + write), f16 matmul %.0f TFLOP/s" % (bw, tf), flush=True)
     rows = []
+    done_rows = 0
     for case in cases:
         rc, o, e = sh([sys.executable, os.path.join(HERE, "suite_models.py"), d, "--cases", case], timeout=900)
         if rc != 0:
@@ -180,6 +200,12 @@ def main():
                         rows.append(r)
                 if not any(p.get("batch") == b and "ms" in p for p in peer):
                     rows.append(dict(base, peer=None, peer_ms=None))
+        # each case's rows as soon as they are measured, so a call cut
+        # short by its time limit still reports the cases it finished
+        for r in rows[done_rows:]:
+            print("row " + row_line(r), flush=True)
+        done_rows = len(rows)
+        save(out_dir, bw, tf, rows)
     if comp == "par":
         done = [c for c in cases if any(r["case"] == c for r in rows)]
         rc, o, e = sh([sys.executable, os.path.join(HERE, "compile_peer.py"), d, ",".join(done), "--batch",
@@ -197,18 +223,10 @@ def main():
                                  compile_s=p.get("compile_s")))
         if rc != 0:
             print("compile_peer: %s" % e[-500:], flush=True)
-    with open(os.path.join(out_dir, "latest.json"), "w") as f:
-        json.dump({"floors": {"copy_gbps": bw, "f16_tflops": tf}, "rows": rows}, f, indent=1)
-    print("\n%-14s %-6s %3s %-7s %9s %-38s %9s %6s %8s %9s %9s" % ("case", "prec", "b", "backend", "strata", "peer",
-                                                                  "peer ms", "ratio", "floor", "strata MB", "peer MB"))
+    save(out_dir, bw, tf, rows)
+    print("\n" + HEADER)
     for r in rows:
-        ratio = r["strata_ms"] / r["peer_ms"] if r.get("strata_ms") and r.get("peer_ms") else float("nan")
-        print("%-14s %-6s %3d %-7s %9s %-38s %9s %6.2f %8.3f %9s %9s" % (
-            r["case"], r["precision"], r["batch"], r["backend"],
-            "%.3f" % r["strata_ms"] if r.get("strata_ms") else "ERR", (r.get("peer") or "-")[:38],
-            "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-", ratio, r["floor_ms"],
-            "%.0f" % (r["strata_peak_bytes"] / 1e6) if r.get("strata_peak_bytes") else "-",
-            "%.0f" % (r["peer_held_bytes"] / 1e6) if r.get("peer_held_bytes") else "-"))
+        print(row_line(r))
 
 
 if __name__ == "__main__":

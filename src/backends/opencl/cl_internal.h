@@ -23,6 +23,7 @@
 #include "backends/opencl/kernels.h"
 #include "ops/kernel.h"
 #include "ops/lower_elementwise.h"
+#include "ops/lower_tiles.h"
 #include "core/view.h"
 
 /* Every kernel of the program, by the name after "st_" in the .cl files. */
@@ -105,7 +106,7 @@ typedef enum st_clk {
 
 extern const char *const st_clk_names[ST_CLK_COUNT];
 
-/* A forced tile (an index of st_cl_tiles) and K split; -1 and 0: the model's. */
+/* A forced tile (an index of st_tile_shapes) and K split; -1 and 0: the model's. */
 typedef struct st_cl_tiling {
     int tile, splitk;
 } st_cl_tiling;
@@ -251,18 +252,12 @@ st_storage *st_cl_resolve(st_backend *b, cl_mem m, uint64_t off, uint64_t *stora
 
 /* ---- the tiled GEMMs' tiles (cl_tiles.c) ---- */
 
-/* A tile: 16x16 work-items of rm x rn outputs each; name "64x32" is rows
- * (output channels) x columns (pixels). */
-typedef struct st_cl_tile {
-    int rm, rn;
-    const char *name;
-} st_cl_tile;
-#define ST_CL_N_TILES 5
+/* The tiles are ops/lower_tiles.h's st_tile_shapes (16x16 work-items of
+ * rm x rn outputs each; "64x32" is rows (output channels) x columns
+ * (pixels)); the kernel tables list them in that order. */
+#define ST_CL_N_TILES ST_N_TILES
 #define ST_CL_TILE_K 16 /* K per step of every tile kernel */
 #define ST_CL_TILE_NAMES "64x64, 64x32, 32x64, 32x32 or 16x64"
-extern const st_cl_tile st_cl_tiles[ST_CL_N_TILES];
-/* The index of a tile name, or -1. */
-int st_cl_tile_index(const char *name);
 /* The tile and K split for an M x N x K product over Z batches. */
 void st_cl_tile_choose(const st_cl_device *d, const st_cl_tiling *force, int64_t M, int64_t N, int64_t K, int64_t Z,
                        int *tile, int *splits);

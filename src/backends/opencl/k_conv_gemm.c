@@ -44,7 +44,7 @@ typedef struct st_cl_cg_p {
 _Static_assert(sizeof(st_cl_cg_p) == 48 * 4, "st_cl_cg_p has no padding");
 
 /* The tile kernels, by variant (the operands' one dtype, compiled in, or
- * generic) and st_cl_tiles' index. */
+ * generic) and st_tile_shapes' index. */
 enum { V_GENERIC, V_F32, V_F16, V_BF16, N_VARIANTS };
 static const st_clk TILE_KERNELS[N_VARIANTS][ST_CL_N_TILES] = {
     {ST_CLK_conv_t64x64, ST_CLK_conv_t64x32, ST_CLK_conv_t32x64, ST_CLK_conv_t32x32, ST_CLK_conv_t16x64},
@@ -174,7 +174,7 @@ st_status st_cl_conv_tiled(const st_kctx *k, bool *ran)
     p.astep = (cl_int)(CG_K % (kh * kw) / kw);
     p.bstep = (cl_int)(CG_K % (kh * kw) % kw);
 
-    const st_cl_tile *t = &st_cl_tiles[tile];
+    const st_tile_shape *t = &st_tile_shapes[tile];
     st_clk id = TILE_KERNELS[c->dev->conv_generic ? V_GENERIC : variant(x->dtype, w->dtype, y->dtype)][tile];
     cl_mem ym = st_cl_mem(y), xm = st_cl_mem(x), wm = st_cl_mem(w), bm = b ? st_cl_mem(b) : NULL;
     cl_kernel kern, skern = NULL;

@@ -32,7 +32,7 @@ typedef struct st_cl_gemm_p {
 } st_cl_gemm_p;
 _Static_assert(sizeof(st_cl_gemm_p) == 51 * 8 + 16, "st_cl_gemm_p has no padding");
 
-/* The tile kernels, by st_cl_tiles' index. */
+/* The tile kernels, by st_tile_shapes' index. */
 static const st_clk TILE_KERNELS[ST_CL_N_TILES] = {ST_CLK_gemm_t64x64, ST_CLK_gemm_t64x32, ST_CLK_gemm_t32x64,
                                                    ST_CLK_gemm_t32x32, ST_CLK_gemm_t16x64};
 
@@ -51,7 +51,7 @@ static st_status launch(const st_kctx *k, st_cl_gemm_p *p, cl_mem y, cl_mem a, c
     p->batches = batches;
     p->splits = splits;
     p->kchunk = cdiv(cdiv(p->k, ST_CL_TILE_K), splits) * ST_CL_TILE_K;
-    const st_cl_tile *t = &st_cl_tiles[tile];
+    const st_tile_shape *t = &st_tile_shapes[tile];
     st_clk id = TILE_KERNELS[tile];
     cl_kernel kern;
     ST_TRY(st_cl_kernel(c, id, &kern));

@@ -370,7 +370,7 @@ static st_status tiling_knobs(const char *what, st_cl_tiling *f)
     snprintf(name, sizeof name, "STRATA_OPENCL_%s_TILE", what);
     const char *tile = getenv(name);
     if (tile && *tile) {
-        f->tile = st_cl_tile_index(tile);
+        f->tile = st_tile_index(tile);
         if (f->tile < 0) return st_error(ST_ERR_INVALID_ARG, "opencl: %s=%s: expected %s", name, tile, ST_CL_TILE_NAMES);
     }
     return ST_OK;

@@ -121,15 +121,16 @@ static st_status vk_conv(const st_kctx *k)
     st_vk_tile_choose(c->dev, "CONV", ST_VK_TILES_ALL, p[17], P, K, s->group, st_vk_most_splits(c->dev, OC * P, s->group),
                       &tile, &splits);
     const st_vk_tile *t = &st_vk_tiles[tile];
+    const st_tile_shape *sh = &st_tile_shapes[tile];
     int64_t ksteps = (K + ST_VK_TILE_K - 1) / ST_VK_TILE_K;
     p[39] = splits;
     p[40] = (int32_t)((ksteps + splits - 1) / splits * ST_VK_TILE_K);
     p[41] = (int32_t)P;
     if (st_vk_tile_log())
         fprintf(stderr, "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: tile %s, split %d (%u compute units, %s)\n",
-                k->node->name, p[17], (long long)P, (long long)K, p[15], t->name, splits, c->dev->cus,
+                k->node->name, p[17], (long long)P, (long long)K, p[15], sh->name, splits, c->dev->cus,
                 c->dev->cus_from);
-    uint32_t tm = 16 * (uint32_t)t->rm, tn = 16 * (uint32_t)t->rn;
+    uint32_t tm = 16 * (uint32_t)sh->rm, tn = 16 * (uint32_t)sh->rn;
     uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm),
                           (uint32_t)(s->group * splits)};
     st_vks id = f16 ? t->f16 : t->f32;

@@ -48,9 +48,9 @@ static st_status launch(const st_kctx *k, st_vk_ctx *c, const st_view *y, int32_
     p[40] = (int32_t)batches;
     if (st_vk_tile_log())
         fprintf(stderr, "strata: vulkan %s '%s': M %d, N %d, K %d, batches %lld: tile %s, split %d (%u compute units, %s)\n",
-                k->node->op_type, k->node->name, p[0], p[1], p[2], (long long)batches, st_vk_tiles[tile].name, splits,
+                k->node->op_type, k->node->name, p[0], p[1], p[2], (long long)batches, st_tile_shapes[tile].name, splits,
                 c->dev->cus, c->dev->cus_from);
-    uint32_t tm = tile == 4 ? 16 : 64;
+    uint32_t tm = 16 * (uint32_t)st_tile_shapes[tile].rm;
     uint32_t groups[3] = {(uint32_t)((p[1] + 63) / 64), (uint32_t)((p[0] + tm - 1) / tm), (uint32_t)(batches * splits)};
     st_vks id = tile == 4 ? (f16 ? ST_VKS_gemm_s_f16 : ST_VKS_gemm_s_f32) : (f16 ? ST_VKS_gemm_f16 : ST_VKS_gemm_f32);
     if (splits == 1) {

@@ -9,16 +9,16 @@
 #include <stdint.h>
 
 #include "backends/vulkan/vk_internal.h"
+#include "ops/lower_tiles.h"
 
 #define ST_VK_TILE_K 16 /* K per step: tile.glsl's TK */
-#define ST_VK_N_TILES 5
+#define ST_VK_N_TILES ST_N_TILES
 
-/* A tile of conv.comp: RM x RN outputs per invocation of a 16 x 16
- * work-group, so 16 RM rows x 16 RN columns; its two shader variants.
- * gemm.comp is built with tiles 0 and 4 (64x64, 16x64) only. */
+/* conv.comp's two shader variants for each tile of ops/lower_tiles.h's
+ * st_tile_shapes (in its order: RM x RN outputs per invocation of a
+ * 16 x 16 work-group).  gemm.comp is built with tiles 0 and 4 (64x64,
+ * 16x64) only. */
 typedef struct st_vk_tile {
-    int rm, rn;
-    const char *name;
     st_vks f32, f16;
 } st_vk_tile;
 
@@ -27,7 +27,7 @@ extern const st_vk_tile st_vk_tiles[ST_VK_N_TILES];
 #define ST_VK_TILES_ALL 0x1fu
 #define ST_VK_TILES_GEMM 0x11u /* 64x64, 16x64 */
 
-/* The tile (index into st_vk_tiles, one of the bits of `allowed`) and the
+/* The tile (index into st_tile_shapes and st_vk_tiles, one of the bits of `allowed`) and the
  * number of K splits (1: none, at most max_splits) for M rows x N columns
  * x K x Z groups or batches on d; op ("CONV", "GEMM") names the env
  * knobs that force them. */

@@ -48,7 +48,8 @@ cp -r "$B/models/seed" "$D/models/"
 /usr/bin/python3 "$ROOT/tests/models/cond_loop.py" "$D/models/cond"
 # YOLO_MODELS / NODE_TESTS narrow or widen what travels (64 MB in all)
 # ZOO_ALL=1: every small model of the zoo instead (43 MB; for
-# scripts/device/parity_tests.sh zoo), so no YOLOs then
+# scripts/device/parity_tests.sh zoo), so no YOLOs then; ZOO_IDS="id ..."
+# narrows that to the models named (half the zoo a call)
 [ "${ZOO_ALL:-0}" = 1 ] ||
   for m in ${YOLO_MODELS:-yolov8n yolo11n yolov5n}; do cp "$B/models/yolo/$m.onnx" "$D/models/yolo/"; done
 if [ "${NODE_TESTS:-}" = all ]; then
@@ -73,7 +74,7 @@ if [ "${ZOO_ALL:-0}" = 1 ]; then
   /usr/bin/python3 -c "
 import json, shutil
 for m in json.load(open('$ROOT/tests/zoo/models.json'))['models']:
-    if m['size'] == 'small' and 'file' in m:
+    if m['size'] == 'small' and 'file' in m and (not '${ZOO_IDS:-}' or m['id'] in '${ZOO_IDS:-}'.split()):
         shutil.copy('$ROOT/node_modules/%s/%s' % (m['package'], m['file']), '$D/models/zoo/%s.onnx' % m['id'])
 "
 fi

@@ -34,6 +34,7 @@
 
 #include "backends/cuda/conv_fused.h"
 #include "backends/cuda/conv_tune.h"
+#include "backends/cuda/ew_rows.cuh"
 #include "backends/cuda/rows.cuh"
 extern "C" {
 #include "backends/cuda/cuda_internal.h"
@@ -1730,30 +1731,18 @@ static st_status conv_run(const st_kctx *k, bool *res_done)
     }
 }
 
-/* Y = epi2(Y + R) over Y's elements (a residual that the conv's path did
- * not add): the separate Add it replaces, with the activation after it
- * in the same pass.  Each thread reads its element of Y before writing
- * it, and R never shares Y's bytes (passes/fuse_conv_add.c). */
-struct res_args {
-    const void *r;
-    void *y;
-    st_dtype t;
-    int rank;
-    int64_t n, size[ST_MAX_RANK], ys[ST_MAX_RANK], rs[ST_MAX_RANK];
-    st_epilogue epi;
-};
-
-__global__ void residual_kernel(res_args a)
+/* Y = epi2(Y + R) (a residual that the conv's path did not add): the
+ * separate Add it replaces, on the element-wise layer's walk (merged
+ * dims, ew_rows.cuh's vectorized fast path when no activation follows),
+ * with the activation in the same pass otherwise.  Each element of Y is
+ * read before it is written, and R never shares Y's bytes
+ * (passes/fuse_conv_add.c). */
+__global__ void residual_kernel(st_walk w, void *y, const void *r, st_dtype t, st_epilogue epi)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t q = i, yo = 0, ro = 0;
-        for (int d = a.rank - 1; d >= 0; d--) {
-            int64_t c = q % a.size[d];
-            q /= a.size[d];
-            yo += c * a.ys[d];
-            ro += c * a.rs[d];
-        }
-        st_stf(a.t, a.y, yo, st_epilogue_f(a.epi, st_ldf(a.t, a.y, yo) + st_ldf(a.t, a.r, ro)));
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_CUDA_MAXOPS];
+        st_walk_offsets(w, i, off);
+        st_stf(t, y, off[0], st_epilogue_f(epi, st_ldf(t, y, off[1]) + st_ldf(t, r, off[2])));
     }
 }
 
@@ -1764,16 +1753,12 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
     ST_TRY(conv_run(k, &res_done));
     if (!s->residual || res_done) return ST_OK;
     const st_operand *y = &k->out[0], *r = &k->in[3];
-    res_args a;
-    memset(&a, 0, sizeof a);
-    a.r = r->data;
-    a.y = y->data;
-    a.t = y->dtype;
-    a.rank = y->rank;
-    for (int d = 0; d < y->rank; d++) a.size[d] = y->sizes[d], a.ys[d] = y->strides[d], a.rs[d] = r->strides[d];
-    a.n = st_operand_numel(y);
-    a.epi = s->epi2;
-    if (a.n) residual_kernel<<<st_blocks(a.n, THREADS), THREADS, 0, st_stream(k)>>>(a);
+    const st_operand *in[2] = {y, r};
+    st_walk w = st_walk_ew(y, 2, in);
+    if (w.n == 0) return ST_OK;
+    void *ptr[3] = {y->data, y->data, r->data};
+    if (!s->epi2.act && st_ew_fast(st_stream(k), y->dtype, 2, w, ptr, ST_B_ADD, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f)) return ST_OK;
+    residual_kernel<<<st_blocks(w.n, THREADS), THREADS, 0, st_stream(k)>>>(w, y->data, r->data, y->dtype, s->epi2);
     return ST_OK;
 }
 
@@ -2343,6 +2328,8 @@ static bool conv_accepts(const st_knode *n, char *why, size_t len)
     const st_conv_state *s = (const st_conv_state *)n->state;
     if (s && (s->ch_scale || s->ch_shift || s->post_scale || s->post_shift))
         return st_kernel_refuse(why, len, "a per-channel affine epilogue");
+    /* the residual (passes/fuse_conv_add.c) is st_cuda_conv's alone */
+    if (s && s->residual && strcmp(n->op->name, "Conv") != 0) return st_kernel_refuse(why, len, "a residual operand");
     return st_cuda_accepts_no_f64(n, why, len);
 }
 

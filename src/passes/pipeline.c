@@ -56,10 +56,20 @@ static st_status fuse_conv_add(st_plan *p)
     return st_pass_fuse_conv_add(p, ST_DT(ST_F32) | ST_DT(ST_F16) | ST_DT(ST_BF16));
 }
 
+/* the affine ops around a Conv's activation into its epilogue
+ * (ST_CAP_CONV_AFFINE); STRATA_CONV_AFFINE=0 keeps them as written, to
+ * measure what folding them gains */
+static st_status fuse_affine(st_plan *p)
+{
+    const char *e = getenv("STRATA_CONV_AFFINE");
+    if (e && strcmp(e, "0") == 0) return ST_OK;
+    return st_pass_fuse_affine(p);
+}
+
 static const st_pass PASSES[] = {
     {"sequence_outputs", 0, NULL, st_sequence_outputs},
     {"fuse", 0, NULL, st_pass_fuse},
-    {"fuse_affine", ST_CAP_CONV_AFFINE, NULL, st_pass_fuse_affine},
+    {"fuse_affine", ST_CAP_CONV_AFFINE, NULL, fuse_affine},
     {"fuse_conv_add", ST_CAP_CONV_RESIDUAL, NULL, fuse_conv_add},
     {"fuse_qdq", ST_CAP_QDQ, NULL, st_pass_fuse_qdq},
     {"fuse_attention", 0, attention_gate, fuse_attention},

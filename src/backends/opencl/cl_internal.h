@@ -70,6 +70,7 @@
     X(conv_t16x64_bf16)      \
     X(conv_splitk)           \
     X(conv_direct)           \
+    X(conv_affine)           \
     X(pool)                  \
     X(pool_global)           \
     X(conv_transpose)        \

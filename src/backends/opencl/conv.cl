@@ -214,6 +214,24 @@ kernel void st_conv_direct(gp y, gcp x, gcp w, gcp bias, st_win_p p)
     st_f(y, yo, (int)p.y_dt, act_f((int)p.act, acc, p.act_a, p.act_b));
 }
 
+/* A Conv's per-channel affine epilogue (passes/fuse_affine.c) over its
+ * output, which holds conv + bias: y = act(y S[m] + T[m]) PS[m] + PT[m],
+ * one element per work-item, in one pass instead of one per op of the
+ * chain.  aff holds S, T, PS, PT, M floats each (k_conv.c); pre and post
+ * say which pair applies. */
+kernel void st_conv_affine(gp y, global const float *aff, st_win_p p, int pre, int post)
+{
+    long i = get_global_id(0), n, m, o[3], M = p.groups * p.mg;
+    win_index(&p, M, i, &n, &m, o);
+    if (n >= p.nimg) return;
+    long yo = p.yo + n * p.ys[0] + m * p.ys[1] + o[0] * p.ys[2] + o[1] * p.ys[3] + o[2] * p.ys[4];
+    float v = ld_f(y, yo, (int)p.y_dt);
+    if (pre) v = fma(v, aff[m], aff[M + m]);
+    v = act_f((int)p.act, v, p.act_a, p.act_b);
+    if (post) v = fma(v, aff[2 * M + m], aff[3 * M + m]);
+    st_f(y, yo, (int)p.y_dt, v);
+}
+
 /* ConvTranspose, one output element per work-item: the input positions
  * whose stride-spread taps land on it.  W is [C, M/g, k...]. */
 kernel void st_conv_transpose(gp y, gcp x, gcp w, gcp bias, st_win_p p)

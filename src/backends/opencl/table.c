@@ -15,8 +15,9 @@ static const st_kernel *const FAMILIES[] = {
 const st_kernel_table st_cl_kernel_table = {
     "opencl",
     /* every op a QDQ fusion makes has a kernel here (k_qint.c,
-     * k_qlinear.c), and FusedAttention (k_attention.c) */
-    ST_CAP_QDQ | ST_CAP_ATTENTION,
+     * k_qlinear.c), and FusedAttention (k_attention.c); the affine ops
+     * around a conv's activation run as one pass after it (k_conv.c) */
+    ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,
 };

@@ -98,8 +98,10 @@ if [ "$what" = zoo ] || [ "$what" = all ]; then
   else
     for b in ${PARITY_BACKENDS:-cuda opencl}; do
       # f32, f32 under --sanitize, and f16 (the mixed-precision policy,
-      # judged at 1% of each output's max|ref|, as zoo.py does)
-      for san in "" --sanitize --precision=f16; do
+      # judged at 1% of each output's max|ref|, as zoo.py does);
+      # PARITY_MODES="--sanitize --precision=f16" leaves out plain f32
+      # (no empty word can be given there)
+      for san in ${PARITY_MODES:-"" --sanitize --precision=f16}; do
         tag=${san#--}; tag=${tag/=/_}
         python3 scripts/device/zoo_device.py $S $D/models/zoo $OUT/zoo_parity $b --no-fallback $san $ids > "$OUT/zoo_${b}_strict_${tag}.log" 2>&1
         r=$?

@@ -367,3 +367,10 @@ const st_op_def st_ops_conv[] = {
     {"DeformConv", "", 19, 0, infer_deform_conv, NULL, NULL, .types = ST_DT_FLOATS},
     {NULL, NULL, 0, 0, NULL, NULL, NULL}
 };
+
+void st_conv_affine_table(const st_conv_state *s, int64_t m, float *out)
+{
+    const float *src[4] = {s->ch_scale, s->ch_shift, s->post_scale, s->post_shift};
+    for (int k = 0; k < 4; k++)
+        for (int64_t i = 0; i < m; i++) out[k * m + i] = src[k] ? src[k][i] : (k % 2 == 0 ? 1.0f : 0.0f);
+}

@@ -32,4 +32,15 @@ typedef struct st_conv_state {
     st_epilogue epi2;
 } st_conv_state;
 
+/* Whether the state carries a per-channel affine epilogue. */
+static inline bool st_conv_has_affine(const st_conv_state *s)
+{
+    return s->ch_scale || s->ch_shift || s->post_scale || s->post_shift;
+}
+
+/* The affine epilogue as one table of 4 m floats, S, T, PS, PT, the
+ * identity (1, 0) where a pair is absent: what the GPU backends upload
+ * once and index by channel. */
+void st_conv_affine_table(const st_conv_state *s, int64_t m, float *out);
+
 #endif

@@ -83,7 +83,7 @@ static bool fuse_at(st_plan *p, const int *count, int i, uint32_t dts)
     st_conv_state *cs = p->nodes[i].state;
     int n_in;
     const int *in = st_plan_in(p, &g->nodes[i], i, &n_in);
-    if (!cs || cs->residual || cs->ch_scale || cs->ch_shift || cs->post_scale || cs->post_shift || n_in < 2 || n_in > 3)
+    if (!cs || cs->residual || st_conv_has_affine(cs) || n_in < 2 || n_in > 3)
         return true;
     int y = p->nodes[i].out0 >= 0 ? p->nodes[i].out0 : g->nodes[i].out[0];
     if (y < 0 || g->values[y].is_output || !(ST_DT(p->values[y].t.dtype) & dts) || p->values[y].t.rank != 4) return true;

@@ -242,7 +242,7 @@ static bool fuse_conv(st_plan *p, const int *count, int i, st_status *err)
     if (!is_op(p, i, "Conv") || p->nodes[i].out0 >= 0 || n_in < 2 || n->out[0] < 0) return false;
     if (!backend_has(p, "", "QLinearConv")) return false;
     const st_conv_state *cs = p->nodes[i].state;
-    if (!cs || cs->epi.act || cs->ch_scale || cs->ch_shift || cs->post_scale || cs->post_shift) return false;
+    if (!cs || cs->epi.act || st_conv_has_affine(cs)) return false;
     qparam x, w, y;
     if (!dq_of(p, in0[0], &x) || x.axis >= 0 || !is8(x.type)) return false;
     if (!dq_of(p, in0[1], &w) || !is_const(p, w.codes) || !is8(w.type) || w.axis > 0) return false;

@@ -1781,8 +1781,6 @@ __global__ void affine_kernel(st_walk w, void *y, st_dtype t, const float *aff, 
     }
 }
 
-static bool has_affine(const st_conv_state *s) { return s->ch_scale || s->ch_shift || s->post_scale || s->post_shift; }
-
 /* The affine arrays on the device, uploaded on the command's first run
  * (never captured) into its cache; the identity where a pair is absent. */
 static st_status affine_upload(conv_cache *c, const st_conv_state *s, int64_t m, cudaStream_t stream)
@@ -1790,9 +1788,7 @@ static st_status affine_upload(conv_cache *c, const st_conv_state *s, int64_t m,
     size_t bytes = (size_t)m * 4 * sizeof(float);
     float *h = (float *)malloc(bytes);
     if (!h) return st_error(ST_ERR_NOMEM, "out of memory");
-    const float *src[4] = {s->ch_scale, s->ch_shift, s->post_scale, s->post_shift};
-    for (int k = 0; k < 4; k++)
-        for (int64_t i = 0; i < m; i++) h[k * m + i] = src[k] ? src[k][i] : (k % 2 == 0 ? 1.0f : 0.0f);
+    st_conv_affine_table(s, m, h);
     st_cuda_exclusive_lock();
     cudaError_t err = cudaMalloc(&c->aff, bytes);
     st_cuda_exclusive_unlock();
@@ -1843,7 +1839,7 @@ static st_status conv_affine(const st_kctx *k, const st_conv_state *s)
 extern "C" st_status st_cuda_conv(const st_kctx *k)
 {
     const st_conv_state *s = (const st_conv_state *)k->state;
-    if (has_affine(s)) return conv_affine(k, s);
+    if (st_conv_has_affine(s)) return conv_affine(k, s);
     bool res_done = false;
     ST_TRY(conv_run(k, s, &res_done));
     if (!s->residual || res_done) return ST_OK;
@@ -2425,7 +2421,7 @@ static bool conv_accepts(const st_knode *n, char *why, size_t len)
     /* the affine epilogue (passes/fuse_affine.c) and the residual
      * (passes/fuse_conv_add.c) are st_cuda_conv's alone; the affine one
      * does not also take a residual (the pass never makes both) */
-    if (s && has_affine(s) && (strcmp(n->op->name, "Conv") != 0 || s->residual))
+    if (s && st_conv_has_affine(s) && (strcmp(n->op->name, "Conv") != 0 || s->residual))
         return st_kernel_refuse(why, len, "a per-channel affine epilogue");
     /* the residual (passes/fuse_conv_add.c) is st_cuda_conv's alone */
     if (s && s->residual && strcmp(n->op->name, "Conv") != 0) return st_kernel_refuse(why, len, "a residual operand");

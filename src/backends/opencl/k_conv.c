@@ -40,8 +40,6 @@ _Static_assert(sizeof(st_cl_win_p) == 62 * 8 + 8, "st_cl_win_p has no padding");
 
 static bool f32_family(st_dtype t) { return t == ST_F32 || t == ST_F16 || t == ST_BF16; }
 
-static bool has_affine(const st_conv_state *s) { return s->ch_scale || s->ch_shift || s->post_scale || s->post_shift; }
-
 /* The windowed ops' accepts: f32, f16 and bf16 (MaxPool also int8 and
  * uint8, and int64 Indices); the per-channel affine epilogue (set only
  * for backends that declare ST_CAP_CONV_AFFINE) on Conv alone. */
@@ -58,7 +56,7 @@ static bool win_accepts(const st_knode *n, char *why, size_t len)
             return st_kernel_refuse(why, len, "%s of %s data is not implemented on OpenCL (f32, f16, bf16 are)",
                                     n->op->name, st_dtype_name(v->dtype));
     }
-    if (s && has_affine(s) && strcmp(n->op->name, "Conv") != 0)
+    if (s && st_conv_has_affine(s) && strcmp(n->op->name, "Conv") != 0)
         return st_kernel_refuse(why, len, "a per-channel affine epilogue");
     if (s && s->residual) return st_kernel_refuse(why, len, "a residual operand (CUDA's fused Conv + Add)");
     return true;
@@ -172,14 +170,12 @@ static st_status conv_prepare(const st_knode *n, void **priv)
 {
     const st_conv_state *s = n->state;
     *priv = NULL;
-    if (!s || !has_affine(s)) return ST_OK;
+    if (!s || !st_conv_has_affine(s)) return ST_OK;
     int64_t m = n->views[n->n_in].sizes[1];
     size_t bytes = (size_t)(m > 0 ? m : 1) * 4 * sizeof(float);
     float *h = malloc(bytes);
     if (!h) return st_error(ST_ERR_NOMEM, "out of memory");
-    const float *src[4] = {s->ch_scale, s->ch_shift, s->post_scale, s->post_shift};
-    for (int k = 0; k < 4; k++)
-        for (int64_t i = 0; i < m; i++) h[k * m + i] = src[k] ? src[k][i] : (k % 2 == 0 ? 1.0f : 0.0f);
+    st_conv_affine_table(s, m, h);
     cl_int err;
     cl_mem mem = clCreateBuffer(((const st_cl_device *)n->device)->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
                                 h, &err);
@@ -197,7 +193,7 @@ static st_status conv_prepare(const st_knode *n, void **priv)
 st_status st_cl_conv(const st_kctx *k)
 {
     const st_conv_state *s = k->state;
-    if (!has_affine(s)) return conv_plain(k);
+    if (!st_conv_has_affine(s)) return conv_plain(k);
     st_conv_state plain = *s;
     memset(&plain.epi, 0, sizeof plain.epi);
     plain.ch_scale = plain.ch_shift = plain.post_scale = plain.post_shift = NULL;

@@ -86,7 +86,9 @@ static st_status launch_gemm(const st_kctx *k, st_vk_ctx *c, int32_t *p, st_vk_b
     uint32_t tm = 16 * (uint32_t)sh->rm, tn = 16 * (uint32_t)sh->rn;
     uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm), (uint32_t)(Z * splits)};
     st_vks id = no_cm ? (f16 ? st_vk_tiles[tile].f16 : st_vk_tiles[tile].f32)
-                      : c->dev->coopmat ? ST_VKS_conv_cm_f16 : ST_VKS_conv_cm_emu_f16;
+                      : !c->dev->coopmat   ? ST_VKS_conv_cm_emu_f16
+                      : c->dev->coopmat_n == 8 ? ST_VKS_conv_cm_n8_f16
+                                               : ST_VKS_conv_cm_f16;
     if (splits == 1) {
         bind[4] = (st_vk_bind){0};
         return st_vk_dispatch(c, id, p, 42, 5, bind, groups);

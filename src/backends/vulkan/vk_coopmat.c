@@ -6,9 +6,9 @@
  * CooperativeMatrixNV, Float16, StorageBuffer16BitAccess,
  * GroupNonUniform (gl_SubgroupID) and VulkanMemoryModel (its cooperative
  * loads and stores are non-private workgroup accesses), so the device
- * must have all of them, and the one shape the shader uses, 16x16x16
- * with f16 A and B and f32 C and D at subgroup scope, in compute
- * shaders.  The shader splits its 128 invocations into four subgroups of
+ * must have all of them, and a shape the shader is built for, 16x16x16
+ * or 16x8x16 (conv_cm_n8) with f16 A and B and f32 C and D at subgroup
+ * scope, in compute shaders.  The shader splits its 128 invocations into four subgroups of
  * 32 (each owns a 32 x 32 quarter of the block), so the subgroup size
  * must be 32, as NVIDIA's is.  A device without any of it (lavapipe,
  * AMD's and Intel's drivers, which have only VK_KHR_cooperative_matrix)
@@ -40,10 +40,11 @@
  * with their rows' padding (SA_LD, SB_LD, SC_LD) */
 #define CM_SHARED (ST_VK_CM_TM * (ST_VK_CM_TK + 8) * 2 + ST_VK_CM_TK * (ST_VK_CM_TN + 8) * 2 + ST_VK_CM_TM * (ST_VK_CM_TN + 4) * 4)
 
-static bool refuse(char *why, size_t cap, const char *msg)
+/* why = msg; 0: no fragment shape, the path is off */
+static uint32_t refuse(char *why, size_t cap, const char *msg)
 {
     snprintf(why, cap, "%s", msg);
-    return false;
+    return 0;
 }
 
 static const char *type_name(VkComponentTypeNV t)
@@ -57,9 +58,20 @@ static const char *type_name(VkComponentTypeNV t)
     }
 }
 
-/* Whether the driver lists conv_cm.comp's shape; if not, why names the
- * shapes it has (the next version of the shader may use one). */
-static bool has_shape(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
+/* Whether shape pr is MxNxK = 16 x n x 16 with f16 A and B and f32 C and
+ * D at subgroup scope. */
+static bool is_shape(const VkCooperativeMatrixPropertiesNV *pr, uint32_t n)
+{
+    return pr->MSize == 16 && pr->NSize == n && pr->KSize == 16 && pr->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           pr->BType == VK_COMPONENT_TYPE_FLOAT16_NV && pr->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           pr->DType == VK_COMPONENT_TYPE_FLOAT32_NV && pr->scope == VK_SCOPE_SUBGROUP_NV;
+}
+
+/* The N of the fragment shape conv_cm.comp is built for that the driver
+ * lists, 16x16x16 first, else 16x8x16 (the NV extension's first drivers
+ * listed only N = 8); 0 when neither, and then why names the shapes it
+ * has. */
+static uint32_t shape_n(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
 {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
@@ -69,14 +81,13 @@ static bool has_shape(VkInstance inst, VkPhysicalDevice phys, char *why, size_t 
     VkCooperativeMatrixPropertiesNV *pr = calloc(n, sizeof *pr);
     if (!pr) return refuse(why, cap, "out of memory listing cooperative matrix shapes");
     for (uint32_t i = 0; i < n; i++) pr[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-    bool found = false;
+    uint32_t found = 0;
     if (get(phys, &n, pr) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n && !found; i++)
-            found = pr[i].MSize == 16 && pr[i].NSize == 16 && pr[i].KSize == 16 && pr[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                    pr[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && pr[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                    pr[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && pr[i].scope == VK_SCOPE_SUBGROUP_NV;
+        for (uint32_t want = 16; want >= 8 && !found; want /= 2)
+            for (uint32_t i = 0; i < n && !found; i++)
+                if (is_shape(&pr[i], want)) found = want;
     if (!found) {
-        int k = snprintf(why, cap, "no 16x16x16 f16*f16+f32 subgroup shape; the driver has");
+        int k = snprintf(why, cap, "no 16x16x16 or 16x8x16 f16*f16+f32 subgroup shape; the driver has");
         for (uint32_t i = 0; i < n && k > 0 && (size_t)k < cap; i++)
             k += snprintf(why + k, cap - (size_t)k, " %ux%ux%u %s*%s+%s%s", pr[i].MSize, pr[i].NSize, pr[i].KSize,
                           type_name(pr[i].AType), type_name(pr[i].BType), type_name(pr[i].CType),
@@ -86,8 +97,9 @@ static bool has_shape(VkInstance inst, VkPhysicalDevice phys, char *why, size_t 
     return found;
 }
 
-/* Whether the device has everything conv_cm.comp declares and uses. */
-static bool supported(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
+/* The fragment N (16 or 8) when the device has everything conv_cm.comp
+ * declares and uses, else 0. */
+static uint32_t supported(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
 {
     if (!st_vk_device_ext(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return refuse(why, cap, "no VK_NV_cooperative_matrix");
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, NULL};
@@ -104,7 +116,7 @@ static bool supported(VkInstance inst, VkPhysicalDevice phys, char *why, size_t 
         return refuse(why, cap, "no cooperative matrices in compute shaders");
     if (p11.subgroupSize != 32) {
         snprintf(why, cap, "subgroups of %u (the shader's four subgroups need 32)", p11.subgroupSize);
-        return false;
+        return 0;
     }
     if (!(p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
         !(p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
@@ -112,13 +124,14 @@ static bool supported(VkInstance inst, VkPhysicalDevice phys, char *why, size_t 
     if (p.properties.limits.maxComputeSharedMemorySize < CM_SHARED) {
         snprintf(why, cap, "%u bytes of shared memory, the shader needs %d", p.properties.limits.maxComputeSharedMemorySize,
                  CM_SHARED);
-        return false;
+        return 0;
     }
-    return has_shape(inst, phys, why, cap);
+    return shape_n(inst, phys, why, cap);
 }
 
-st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f16, char *why, size_t cap)
+st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f16, uint32_t *frag_n, char *why, size_t cap)
 {
+    *frag_n = 0;
     const char *env = getenv("STRATA_VULKAN_COOPMAT");
     const char *off = env && strcmp(env, "0") == 0 ? "STRATA_VULKAN_COOPMAT=0" : !f16 ? "no shaderFloat16 and 16-bit storage" : NULL;
     if (off) {
@@ -129,7 +142,8 @@ st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f1
         snprintf(why, cap, "STRATA_VULKAN_COOPMAT=emulate: conv_cm.comp with scalar products (a test of its indexing)");
         return ST_VK_CM_EMULATED;
     }
-    return supported(inst, phys, why, cap) ? ST_VK_CM_ON : ST_VK_CM_OFF;
+    *frag_n = supported(inst, phys, why, cap);
+    return *frag_n ? ST_VK_CM_ON : ST_VK_CM_OFF;
 }
 
 const char *st_vk_coopmat_refusal(const st_vk_device *d, bool f16, int32_t mg, int64_t K)
@@ -145,7 +159,9 @@ const char *st_vk_coopmat_state(st_vk_device *d)
 {
     static _Thread_local char line[400];
     if (d->coopmat)
-        snprintf(line, sizeof line, "cooperative matrices on: f16 convs of 16+ channels a group and K >= 16 take conv_cm.comp");
+        snprintf(line, sizeof line,
+                 "cooperative matrices on (16x%ux16 fragments): f16 convs of 16+ channels a group and K >= 16 take conv_cm.comp",
+                 d->coopmat_n);
     else
         snprintf(line, sizeof line, "cooperative matrices off: %s", d->coopmat_why);
     return line;

@@ -28,13 +28,13 @@ typedef enum st_vk_cm_mode {
 } st_vk_cm_mode;
 
 /* ST_VK_CM_ON when phys can run conv_cm.comp: VK_NV_cooperative_matrix
- * with its feature, a 16x16x16 f16 x f16 + f32 subgroup shape in compute
- * shaders, the SPIR-V's other needs (f16 = shaderFloat16 and 16-bit
+ * with its feature, a 16x16x16 or 16x8x16 f16 x f16 + f32 subgroup shape
+ * in compute shaders (*frag_n: 16 or 8, which build runs), the SPIR-V's other needs (f16 = shaderFloat16 and 16-bit
  * storage, the Vulkan memory model, subgroups of 32 with gl_SubgroupID,
  * the shared memory), and STRATA_VULKAN_COOPMAT neither 0 nor emulate.
  * Then device creation must enable the extension, the cooperativeMatrix
  * feature and vulkanMemoryModel.  Otherwise why says what is missing. */
-st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f16, char *why, size_t cap);
+st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f16, uint32_t *frag_n, char *why, size_t cap);
 
 /* NULL when a conv of mg output channels a group and depth K in the
  * given precision takes conv_cm.comp on d, else why not. */

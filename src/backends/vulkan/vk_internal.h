@@ -90,7 +90,8 @@
     X(gemm_splitk_f32, 0)     \
     X(gemm_splitk_f16, 1)     \
     X(conv_cm_f16, 5)         \
-    X(conv_cm_emu_f16, 1)
+    X(conv_cm_emu_f16, 1)     \
+    X(conv_cm_n8_f16, 5)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,
@@ -117,6 +118,7 @@ typedef struct st_vk_device {
     bool f16;                         /* shaderFloat16 + storageBuffer16BitAccess */
     bool b8;                          /* storageBuffer8BitAccess: shaders write bool */
     bool coopmat;                     /* conv_cm.comp runs on cooperative matrices (vk_coopmat.c) */
+    uint32_t coopmat_n;               /* in fragments of 16 x coopmat_n (16 or 8) */
     bool coopmat_emu;                 /* STRATA_VULKAN_COOPMAT=emulate: its scalar build runs instead */
     char coopmat_why[320];            /* if not, why */
     bool validation;                  /* the Khronos layer is on (STRATA_VULKAN_VALIDATION) */

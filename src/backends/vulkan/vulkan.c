@@ -494,7 +494,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     /* tensor cores for f16 convs, where the device has what conv_cm.comp
      * declares (vk_coopmat.c): the extension, its feature and the Vulkan
      * memory model, enabled only then */
-    st_vk_cm_mode cm = st_vk_coopmat_mode(instance, phys, d->f16, d->coopmat_why, sizeof d->coopmat_why);
+    st_vk_cm_mode cm = st_vk_coopmat_mode(instance, phys, d->f16, &d->coopmat_n, d->coopmat_why, sizeof d->coopmat_why);
     d->coopmat = cm == ST_VK_CM_ON;
     d->coopmat_emu = cm == ST_VK_CM_EMULATED;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV ecm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, NULL,

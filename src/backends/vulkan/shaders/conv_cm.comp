@@ -11,7 +11,7 @@
 // input taps (B, [k][n], zero past the pads) in shared memory as f16, as
 // conv.comp does (the im2col columns are never stored), and each
 // subgroup multiplies its 32 x 32 quarter as 2 x 2 fragments of 16 x 16
-// with two 16-deep k fragments.  Everything outside M, N or K is staged
+// (2 x 4 of 16 x 8 in the FN=8 build) with two 16-deep k fragments.  Everything outside M, N or K is staged
 // as zeros, so every invocation runs every cooperative-matrix operation
 // (they must be reached by the whole subgroup) and the zeros add nothing.
 //
@@ -71,8 +71,17 @@ shared float sc[TM * SC_LD];
 #define A_ROW_STEP (NT / TK)
 #define B_LOADS (TK * TN / NT)
 
-#define frag16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define frag32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+// The fragment shape MxNxK: 16x16x16, or 16x8x16 with -DFN=8
+// (conv_cm_n8_f16) where the driver lists only that one (the NV
+// extension's first drivers did); a subgroup's 32 x 32 quarter is then
+// 2 x JN fragments of 16 x FN.
+#ifndef FN
+#define FN 16
+#endif
+#define JN (32 / FN)
+#define frag_a fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define frag_b fcoopmatNV<16, gl_ScopeSubgroup, 16, FN>
+#define frag_c fcoopmatNV<32, gl_ScopeSubgroup, 16, FN>
 // outputs an invocation reads in the epilogue, and computes when emulated
 #define OUT_N (TM * TN / NT)
 
@@ -221,9 +230,9 @@ void main()
 #else
     // this subgroup's 32 x 32 quarter of the block
     int wm = int(gl_SubgroupID) >> 1, wn = int(gl_SubgroupID) & 1;
-    frag32 acc[2][2];
+    frag_c acc[2][JN];
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) acc[i][j] = frag32(0.0);
+        for (int j = 0; j < JN; j++) acc[i][j] = frag_c(0.0);
 #endif
     T ra[A_LOADS], rb[B_LOADS];
     load(ra, rb);
@@ -236,11 +245,12 @@ void main()
         emu_products(acc);
 #else
         for (int kk = 0; kk < TK; kk += 16) {
-            frag16 a[2], b[2];
+            frag_a a[2];
+            frag_b b[JN];
             for (int i = 0; i < 2; i++) coopMatLoadNV(a[i], sa, uint((wm * 32 + i * 16) * SA_LD + kk), uint(SA_LD), false);
-            for (int j = 0; j < 2; j++) coopMatLoadNV(b[j], sb, uint(kk * SB_LD + wn * 32 + j * 16), uint(SB_LD), false);
+            for (int j = 0; j < JN; j++) coopMatLoadNV(b[j], sb, uint(kk * SB_LD + wn * 32 + j * FN), uint(SB_LD), false);
             for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++) acc[i][j] = coopMatMulAddNV(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < JN; j++) acc[i][j] = coopMatMulAddNV(a[i], b[j], acc[i][j]);
         }
 #endif
         barrier();
@@ -249,8 +259,8 @@ void main()
     emu_store(acc);
 #else
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            coopMatStoreNV(acc[i][j], sc, uint((wm * 32 + i * 16) * SC_LD + wn * 32 + j * 16), uint(SC_LD), false);
+        for (int j = 0; j < JN; j++)
+            coopMatStoreNV(acc[i][j], sc, uint((wm * 32 + i * 16) * SC_LD + wn * 32 + j * FN), uint(SC_LD), false);
 #endif
     barrier();
     epilogue(g, s, n0, P);

@@ -16,7 +16,8 @@
 #       float64, on the tensor cores and in conv_cm.comp's scalar build
 #       (STRATA_VULKAN_COOPMAT=emulate; a failure in the first alone
 #       points at the fragments), printing shape, largest error, where,
-#       and which 16-blocks are off for any output that differs;
+#       and which 16-blocks are off for any output that differs; then
+#       the 16x8x16 build (STRATA_VULKAN_COOPMAT=n8);
 #   (c) the same on the tensor cores with STRATA_VULKAN_VALIDATION=1
 #       (Khronos synchronization validation; any message fails);
 #   (d) YOLOv8n 640x640 f16 b1 against strata's CPU f32 output, and timed
@@ -61,6 +62,9 @@ grep -v "strata: vulkan" $OUT/vk_coopmat_tilelog.txt | head -10
 echo "== (b) conv_cm.comp against float64, tensor cores and scalar build $(el)"
 timeout 120 python3 tests/vulkan/coopmat_test.py $S --validation 0 --modes real,emulate 2>&1 | tee $OUT/vk_coopmat_test.txt | head -60
 echo "exit ${PIPESTATUS[0]}"
+echo "-- the 16x8x16 build (STRATA_VULKAN_COOPMAT=n8), where the driver lists that shape $(el)"
+STRATA_VULKAN_COOPMAT=n8 timeout 90 python3 tests/vulkan/coopmat_test.py $S --validation 0 --modes real 2>&1 |
+  tee $OUT/vk_coopmat_n8.txt | grep -v "^ok " | head -30
 
 echo "== (c) the same on the tensor cores under synchronization validation $(el)"
 if [ $VALIDATE = 1 ]; then

@@ -24,7 +24,8 @@
  * (fewer than 8 channels a group) keep conv_direct.comp.
  *
  * STRATA_VULKAN_COOPMAT=0 keeps every conv on conv.comp (to compare);
- * unset or 1, the path is on where the device has it; emulate runs
+ * unset or 1, the path is on where the device has it (n8: in 16x8x16
+ * fragments where the driver lists both, to test that build); emulate runs
  * conv_cm.comp's emulated build (scalar products in place of the
  * fragments) on any device with f16, so that CI on lavapipe tests the
  * shader's staging, epilogue and split.
@@ -68,10 +69,10 @@ static bool is_shape(const VkCooperativeMatrixPropertiesNV *pr, uint32_t n)
 }
 
 /* The N of the fragment shape conv_cm.comp is built for that the driver
- * lists, 16x16x16 first, else 16x8x16 (the NV extension's first drivers
- * listed only N = 8); 0 when neither, and then why names the shapes it
- * has. */
-static uint32_t shape_n(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
+ * lists, N = first (16 or 8) if it does, else the other (the NV
+ * extension's first drivers listed only N = 8); 0 when neither, and then
+ * why names the shapes it has. */
+static uint32_t shape_n(VkInstance inst, VkPhysicalDevice phys, uint32_t first, char *why, size_t cap)
 {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
@@ -81,11 +82,11 @@ static uint32_t shape_n(VkInstance inst, VkPhysicalDevice phys, char *why, size_
     VkCooperativeMatrixPropertiesNV *pr = calloc(n, sizeof *pr);
     if (!pr) return refuse(why, cap, "out of memory listing cooperative matrix shapes");
     for (uint32_t i = 0; i < n; i++) pr[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-    uint32_t found = 0;
+    uint32_t found = 0, order[2] = {first, first == 16 ? 8 : 16};
     if (get(phys, &n, pr) == VK_SUCCESS)
-        for (uint32_t want = 16; want >= 8 && !found; want /= 2)
+        for (int k = 0; k < 2 && !found; k++)
             for (uint32_t i = 0; i < n && !found; i++)
-                if (is_shape(&pr[i], want)) found = want;
+                if (is_shape(&pr[i], order[k])) found = order[k];
     if (!found) {
         int k = snprintf(why, cap, "no 16x16x16 or 16x8x16 f16*f16+f32 subgroup shape; the driver has");
         for (uint32_t i = 0; i < n && k > 0 && (size_t)k < cap; i++)
@@ -99,7 +100,7 @@ static uint32_t shape_n(VkInstance inst, VkPhysicalDevice phys, char *why, size_
 
 /* The fragment N (16 or 8) when the device has everything conv_cm.comp
  * declares and uses, else 0. */
-static uint32_t supported(VkInstance inst, VkPhysicalDevice phys, char *why, size_t cap)
+static uint32_t supported(VkInstance inst, VkPhysicalDevice phys, uint32_t first, char *why, size_t cap)
 {
     if (!st_vk_device_ext(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return refuse(why, cap, "no VK_NV_cooperative_matrix");
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, NULL};
@@ -126,7 +127,7 @@ static uint32_t supported(VkInstance inst, VkPhysicalDevice phys, char *why, siz
                  CM_SHARED);
         return 0;
     }
-    return shape_n(inst, phys, why, cap);
+    return shape_n(inst, phys, first, why, cap);
 }
 
 st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f16, uint32_t *frag_n, char *why, size_t cap)
@@ -142,7 +143,7 @@ st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f1
         snprintf(why, cap, "STRATA_VULKAN_COOPMAT=emulate: conv_cm.comp with scalar products (a test of its indexing)");
         return ST_VK_CM_EMULATED;
     }
-    *frag_n = supported(inst, phys, why, cap);
+    *frag_n = supported(inst, phys, env && strcmp(env, "n8") == 0 ? 8 : 16, why, cap);
     return *frag_n ? ST_VK_CM_ON : ST_VK_CM_OFF;
 }
 

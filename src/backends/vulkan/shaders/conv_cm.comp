@@ -94,29 +94,7 @@ int cs, as, bs, cj, aj, bj;
 // (c, kh, kw) beside it
 int ka, kac, kah, kaw, kb, kbc, kbh, kbw;
 
-void split_k(int k, out int c, out int a, out int b)
-{
-    c = k / KK;
-    int r = k - c * KK;
-    a = r / KW;
-    b = r - a * KW;
-}
-
-// (c, a, b) on by the step (dc, da, db): each digit wraps at most once
-void advance(inout int c, inout int a, inout int b, int dc, int da, int db)
-{
-    b += db;
-    if (b >= KW) {
-        b -= KW;
-        a++;
-    }
-    a += da;
-    if (a >= KH) {
-        a -= KH;
-        c++;
-    }
-    c += dc;
-}
+#include "conv_k.glsl"
 
 // The next step's slices into registers: zero past M, K's range and the
 // pads (an if per load, never ?:, as tile.glsl says why), then every

@@ -297,7 +297,8 @@ def splitk(strata):
             np.save(os.path.join(rdir, k + ".npy"), v.numpy().astype(np.float32))
         forced = [{}, {"STRATA_VULKAN_CUS": "132"}, {"STRATA_VULKAN_CONV_SPLITK": "1"}, {"STRATA_VULKAN_CONV_SPLITK": "3"},
                   {"STRATA_VULKAN_CONV_SPLITK": "16"}]
-        forced += [{"STRATA_VULKAN_CONV_TILE": t, "STRATA_VULKAN_CONV_SPLITK": "5"}
+        # a forced tile is conv.comp's: keep f16 off the tensor cores' one block (coopmat_test.py tests those)
+        forced += [{"STRATA_VULKAN_CONV_TILE": t, "STRATA_VULKAN_CONV_SPLITK": "5", "STRATA_VULKAN_COOPMAT": "0"}
                    for t in ["64x64", "64x32", "32x64", "32x32", "16x64"]]
         check_forced(strata, "conv", path, feeds, rdir, forced, len(ref))
         same_bits(strata, "conv", path, feeds)

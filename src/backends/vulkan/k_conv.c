@@ -1,7 +1,9 @@
 /*
  * k_conv.c — the windowed ops on Vulkan: Conv with 1 or 2 spatial dims as
- * an implicit GEMM, register-blocked and tiled through shared memory
- * (conv.comp: the im2col columns are never stored) with a tile and a
+ * an implicit GEMM (the im2col columns are never stored): in f16 on
+ * tensor cores where the device has cooperative matrices (conv_cm.comp,
+ * vk_coopmat.c says when), else register-blocked and tiled through
+ * shared memory (conv.comp), with a tile and a
  * split of K chosen per problem (vk_tiles.c; a split's partial sums go
  * to the command's scratch, st_vk_scratch, and conv_splitk.comp adds
  * them in a fixed order), or one output per
@@ -17,6 +19,7 @@
 
 #include "backends/vulkan/kernels.h"
 #include "backends/vulkan/shaders/codes.h"
+#include "backends/vulkan/vk_coopmat.h"
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/vk_tiles.h"
 #include "core/status.h"
@@ -55,6 +58,52 @@ static void nchw(const st_view *v, int nsp, int32_t *sz, int32_t *st)
  * at 8, and twice as fast tiled at 16: the tile's full rows outrun the
  * direct loop per multiply-add from about half a 16-row tile up. */
 static bool direct(int32_t mg) { return mg < 8; }
+
+/* The conv as a GEMM of M = p[17] rows (channels a group), N = P
+ * columns and depth K: on tensor cores (conv_cm.comp's 64x64 block) when
+ * vk_coopmat.c lets it, else conv.comp with vk_tiles.c's tile; either
+ * with vk_tiles.c's split of K (its partial sums added by
+ * conv_splitk.comp).  Fills p[39..41]. */
+static st_status launch_gemm(const st_kctx *k, st_vk_ctx *c, int32_t *p, st_vk_bind *bind, bool f16, int64_t P, int64_t K)
+{
+    int64_t OC = p[4], Z = p[15];
+    const char *no_cm = st_vk_coopmat_refusal(c->dev, f16, p[17], K);
+    int step = no_cm ? ST_VK_TILE_K : ST_VK_CM_TK, tile, splits;
+    /* conv_cm.comp's block is tile 0's 64x64 */
+    st_vk_tile_choose(c->dev, "CONV", no_cm ? ST_VK_TILES_ALL : 1u, step, p[17], P, K, Z,
+                      st_vk_most_splits(c->dev, OC * P, Z), &tile, &splits);
+    const st_tile_shape *sh = &st_tile_shapes[tile];
+    int64_t ksteps = (K + step - 1) / step;
+    p[39] = splits;
+    p[40] = (int32_t)((ksteps + splits - 1) / splits * step);
+    p[41] = (int32_t)P;
+    if (st_vk_tile_log())
+        fprintf(stderr,
+                "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: path %s%s%s, tile %s, split %d (%u compute units, %s)\n",
+                k->node->name, p[17], (long long)P, (long long)K, p[15],
+                no_cm ? "tiled (no coopmat: " : c->dev->coopmat ? "coopmat" : "coopmat emulated", no_cm ? no_cm : "",
+                no_cm ? ")" : "", sh->name, splits, c->dev->cus, c->dev->cus_from);
+    uint32_t tm = 16 * (uint32_t)sh->rm, tn = 16 * (uint32_t)sh->rn;
+    uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm), (uint32_t)(Z * splits)};
+    st_vks id = no_cm ? (f16 ? st_vk_tiles[tile].f16 : st_vk_tiles[tile].f32)
+                      : !c->dev->coopmat   ? ST_VKS_conv_cm_emu_f16
+                      : c->dev->coopmat_n == 8 ? ST_VKS_conv_cm_n8_f16
+                                               : ST_VKS_conv_cm_f16;
+    if (splits == 1) {
+        bind[4] = (st_vk_bind){0};
+        return st_vk_dispatch(c, id, p, 42, 5, bind, groups);
+    }
+    /* pass 1 writes every partial sum of every split (each work-group
+     * all of its in-range outputs), so pass 2 never reads stale bytes */
+    int64_t part_bytes = (int64_t)splits * OC * P * 4;
+    ST_TRY(st_vk_scratch(c, part_bytes, true, &bind[4]));
+    ST_TRY(st_vk_dispatch(c, id, p, 42, 5, bind, groups));
+    st_vk_bind b2[3] = {bind[0], {0}, bind[3]};
+    ST_TRY(st_vk_scratch(c, part_bytes, false, &b2[1]));
+    uint32_t g2[3];
+    st_vk_grid1(c, OC * P, 256, g2);
+    return st_vk_dispatch(c, f16 ? ST_VKS_conv_splitk_f16 : ST_VKS_conv_splitk_f32, p, 42, 3, b2, g2);
+}
 
 static st_status vk_conv(const st_kctx *k)
 {
@@ -111,43 +160,16 @@ static st_status vk_conv(const st_kctx *k)
     p[38] = fbits(s->epi.beta);
     bool f16 = st_vk_is_f16(y);
     if (direct(p[17])) {
+        if (st_vk_tile_log())
+            fprintf(stderr, "strata: vulkan Conv '%s': M %d, groups %d: path direct (fewer than 8 channels a group)\n",
+                    k->node->name, p[17], p[15]);
         p[39] = (int32_t)st_view_numel(y);
         uint32_t groups[3];
         st_vk_grid1(c, p[39], 256, groups);
         return st_vk_dispatch(c, f16 ? ST_VKS_conv_direct_f16 : ST_VKS_conv_direct_f32, p, 40, 4, bind, groups);
     }
-    int64_t P = (int64_t)ys[0] * ys[2] * ys[3], K = (int64_t)p[16] * ws[2] * ws[3], OC = ys[1];
-    int tile, splits;
-    st_vk_tile_choose(c->dev, "CONV", ST_VK_TILES_ALL, p[17], P, K, s->group, st_vk_most_splits(c->dev, OC * P, s->group),
-                      &tile, &splits);
-    const st_vk_tile *t = &st_vk_tiles[tile];
-    const st_tile_shape *sh = &st_tile_shapes[tile];
-    int64_t ksteps = (K + ST_VK_TILE_K - 1) / ST_VK_TILE_K;
-    p[39] = splits;
-    p[40] = (int32_t)((ksteps + splits - 1) / splits * ST_VK_TILE_K);
-    p[41] = (int32_t)P;
-    if (st_vk_tile_log())
-        fprintf(stderr, "strata: vulkan Conv '%s': M %d, N %lld, K %lld, groups %d: tile %s, split %d (%u compute units, %s)\n",
-                k->node->name, p[17], (long long)P, (long long)K, p[15], sh->name, splits, c->dev->cus,
-                c->dev->cus_from);
-    uint32_t tm = 16 * (uint32_t)sh->rm, tn = 16 * (uint32_t)sh->rn;
-    uint32_t groups[3] = {(uint32_t)((P + tn - 1) / tn), (uint32_t)((p[17] + tm - 1) / tm),
-                          (uint32_t)(s->group * splits)};
-    st_vks id = f16 ? t->f16 : t->f32;
-    if (splits == 1) {
-        bind[4] = (st_vk_bind){0};
-        return st_vk_dispatch(c, id, p, 42, 5, bind, groups);
-    }
-    /* pass 1 writes every partial sum of every split (each work-group
-     * all of its in-range outputs), so pass 2 never reads stale bytes */
-    int64_t part_bytes = (int64_t)splits * OC * P * 4;
-    ST_TRY(st_vk_scratch(c, part_bytes, true, &bind[4]));
-    ST_TRY(st_vk_dispatch(c, id, p, 42, 5, bind, groups));
-    st_vk_bind b2[3] = {bind[0], {0}, bind[3]};
-    ST_TRY(st_vk_scratch(c, part_bytes, false, &b2[1]));
-    uint32_t g2[3];
-    st_vk_grid1(c, OC * P, 256, g2);
-    return st_vk_dispatch(c, f16 ? ST_VKS_conv_splitk_f16 : ST_VKS_conv_splitk_f32, p, 42, 3, b2, g2);
+    int64_t P = (int64_t)ys[0] * ys[2] * ys[3], K = (int64_t)p[16] * ws[2] * ws[3];
+    return launch_gemm(k, c, p, bind, f16, P, K);
 }
 
 static st_status vk_pool(const st_kctx *k)

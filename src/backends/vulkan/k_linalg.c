@@ -39,7 +39,7 @@ static st_status launch(const st_kctx *k, st_vk_ctx *c, const st_view *y, int32_
         tile = p[0] <= 16 ? 4 : 0;
         splits = 1;
     } else {
-        st_vk_tile_choose(c->dev, "GEMM", ST_VK_TILES_GEMM, p[0], p[1], p[2], batches,
+        st_vk_tile_choose(c->dev, "GEMM", ST_VK_TILES_GEMM, ST_VK_TILE_K, p[0], p[1], p[2], batches,
                           st_vk_most_splits(c->dev, plane, batches), &tile, &splits);
     }
     int64_t ksteps = ((int64_t)p[2] + ST_VK_TILE_K - 1) / ST_VK_TILE_K;

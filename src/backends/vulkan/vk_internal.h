@@ -41,6 +41,7 @@
  * X(name, the ST_VK_NEED_ features it needs) */
 #define ST_VK_NEED_16 1 /* shaderFloat16 + storageBuffer16BitAccess */
 #define ST_VK_NEED_8 2  /* storageBuffer8BitAccess */
+#define ST_VK_NEED_CM 4 /* cooperative matrices (vk_coopmat.c): never made elsewhere */
 #define ST_VK_SHADER_LIST(X)  \
     X(copy32, 0)              \
     X(copy16, 1)              \
@@ -87,7 +88,10 @@
     X(conv_splitk_f32, 0)     \
     X(conv_splitk_f16, 1)     \
     X(gemm_splitk_f32, 0)     \
-    X(gemm_splitk_f16, 1)
+    X(gemm_splitk_f16, 1)     \
+    X(conv_cm_f16, 5)         \
+    X(conv_cm_emu_f16, 1)     \
+    X(conv_cm_n8_f16, 5)
 
 typedef enum st_vks {
 #define ST_VKS_ENUM(n, f) ST_VKS_##n,
@@ -113,6 +117,10 @@ typedef struct st_vk_device {
     pthread_mutex_t queue_lock;       /* the one queue: executors' and transfers' submits */
     bool f16;                         /* shaderFloat16 + storageBuffer16BitAccess */
     bool b8;                          /* storageBuffer8BitAccess: shaders write bool */
+    bool coopmat;                     /* conv_cm.comp runs on cooperative matrices (vk_coopmat.c) */
+    uint32_t coopmat_n;               /* in fragments of 16 x coopmat_n (16 or 8) */
+    bool coopmat_emu;                 /* STRATA_VULKAN_COOPMAT=emulate: its scalar build runs instead */
+    char coopmat_why[320];            /* if not, why */
     bool validation;                  /* the Khronos layer is on (STRATA_VULKAN_VALIDATION) */
     bool host_visible;                /* device memory is host-visible and coherent (lavapipe, UMA) */
     uint32_t dev_type, host_type;     /* memory type indices: storages, the host arena and params */
@@ -156,6 +164,9 @@ static inline VkBuffer st_vk_buf_of(const st_storage *s) { return s && s->dev ? 
 /* A buffer in host-visible coherent memory, mapped (parameter blocks). */
 st_status st_vk_host_buffer(st_vk_device *d, uint64_t size, const char *label, st_vk_buffer **out);
 void st_vk_buffer_free(st_vk_device *d, st_vk_buffer *vb);
+
+/* Whether physical device p has device extension name. */
+bool st_vk_device_ext(VkPhysicalDevice p, const char *name);
 
 /* ST_OK, or ST_ERR_BACKEND "vulkan: <what>: VK_xxx (code)". */
 st_status st_vk_check(VkResult r, const char *what);

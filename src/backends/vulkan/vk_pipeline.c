@@ -146,6 +146,9 @@ st_status st_vk_pipeline(st_vk_device *d, st_vks id, VkPipeline *out)
     if ((needs[id] & ST_VK_NEED_8) && !d->b8)
         return st_error(ST_ERR_INTERNAL, "vulkan: shader %s needs 8-bit storage, which '%s' lacks", st_vks_names[id],
                         d->name);
+    if ((needs[id] & ST_VK_NEED_CM) && !d->coopmat)
+        return st_error(ST_ERR_INTERNAL, "vulkan: shader %s needs cooperative matrices, which '%s' lacks (%s)", st_vks_names[id],
+                        d->name, d->coopmat_why);
     pthread_mutex_lock(&d->pipe_lock);
     st_status r = ST_OK;
     if (!d->pipes[id]) {

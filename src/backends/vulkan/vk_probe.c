@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/vulkan/vk_coopmat.h"
 #include "backends/vulkan/vk_internal.h"
 #include "core/status.h"
 
@@ -161,6 +162,7 @@ int st_vk_probe(st_backend *b, int runs)
         printf("strata probe on Vulkan '%s' (%s): %d runs of a %u-float write to a buffer's tail, then a copy of the "
                "whole buffer, in one command buffer\n",
                d->name, d->driver, runs, p.half);
+        printf("(%s)\n", st_vk_coopmat_state(d));
         static const char *rows[3] = {"(a) write through an alias VkBuffer, no barrier      ",
                                       "(b) write through the parent at an offset, no barrier",
                                       "(c) (b) with strata's range barrier                   "};

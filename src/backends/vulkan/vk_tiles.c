@@ -37,8 +37,8 @@ const st_vk_tile st_vk_tiles[ST_VK_N_TILES] = {
     {ST_VKS_conv_s_f32, ST_VKS_conv_s_f16},             /* 16x64 */
 };
 
-void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, int64_t M, int64_t N, int64_t K, int64_t Z,
-                       int64_t max_splits, int *tile, int *splits)
+void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, int k_step, int64_t M, int64_t N, int64_t K,
+                       int64_t Z, int64_t max_splits, int *tile, int *splits)
 {
     char name[64];
     snprintf(name, sizeof name, "STRATA_VULKAN_%s_TILE", op);
@@ -46,7 +46,7 @@ void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, 
     if (force_tile >= 0 && !(allowed >> force_tile & 1)) force_tile = -1;
     snprintf(name, sizeof name, "STRATA_VULKAN_%s_SPLITK", op);
     const char *fs = getenv(name);
-    st_tile_problem q = {M, N, K, Z, ST_VK_TILE_K, (int64_t)(d->cus > 0 ? d->cus : 128) * ST_VK_FILL, allowed, force_tile,
+    st_tile_problem q = {M, N, K, Z, k_step, (int64_t)(d->cus > 0 ? d->cus : 128) * ST_VK_FILL, allowed, force_tile,
                          fs ? atoll(fs) : 0, max_splits < 1 ? 1 : max_splits};
     st_tile_choose(&q, tile, splits);
 }

@@ -29,10 +29,11 @@ extern const st_vk_tile st_vk_tiles[ST_VK_N_TILES];
 
 /* The tile (index into st_tile_shapes and st_vk_tiles, one of the bits of `allowed`) and the
  * number of K splits (1: none, at most max_splits) for M rows x N columns
- * x K x Z groups or batches on d; op ("CONV", "GEMM") names the env
- * knobs that force them. */
-void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, int64_t M, int64_t N, int64_t K, int64_t Z,
-                       int64_t max_splits, int *tile, int *splits);
+ * x K x Z groups or batches on d, for a kernel that walks K k_step at a
+ * time (ST_VK_TILE_K, or conv_cm.comp's ST_VK_CM_TK); op ("CONV",
+ * "GEMM") names the env knobs that force them. */
+void st_vk_tile_choose(const st_vk_device *d, const char *op, unsigned allowed, int k_step, int64_t M, int64_t N, int64_t K,
+                       int64_t Z, int64_t max_splits, int *tile, int *splits);
 /* The most splits of a problem with `plane` outputs and Z work-group
  * layers besides: the z work-group count, the partial sums' int32 index,
  * the storage-buffer range and 64 MiB of scratch (a split pays off only

@@ -37,6 +37,8 @@
 
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/kernels.h"
+#include "backends/vulkan/vk_coopmat.h"
+#include "backends/vulkan/vk_tiles.h"
 #include "core/fault.h"
 #include "core/status.h"
 
@@ -352,7 +354,7 @@ static st_status instance_get(void)
 
 bool st_vk_validating(void) { return validating; }
 
-static bool device_ext(VkPhysicalDevice p, const char *name)
+bool st_vk_device_ext(VkPhysicalDevice p, const char *name)
 {
     uint32_t n = 0;
     vkEnumerateDeviceExtensionProperties(p, NULL, &n, NULL);
@@ -402,7 +404,7 @@ static int list_devices(VkPhysicalDevice *out, int max, char *why, size_t cap)
             VkPhysicalDeviceProperties p;
             vkGetPhysicalDeviceProperties(all[i], &p);
             if (type_rank(p.deviceType) != rank) continue;
-            if (p.apiVersion < VK_API_VERSION_1_3 || !device_ext(all[i], VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
+            if (p.apiVersion < VK_API_VERSION_1_3 || !st_vk_device_ext(all[i], VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
                 snprintf(why, cap, "'%s' lacks Vulkan 1.3 or VK_KHR_push_descriptor", p.deviceName);
                 continue;
             }
@@ -443,7 +445,7 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
         d->cus = n > 0 ? (uint32_t)n : 1;
         d->cus_from = "cores";
     }
-    if (device_ext(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    if (st_vk_device_ext(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
         VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV,
                                                            NULL};
         VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sm};
@@ -489,6 +491,19 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
         e11.storageBuffer16BitAccess = VK_TRUE;
     }
     if (d->b8) e12.storageBuffer8BitAccess = VK_TRUE;
+    /* tensor cores for f16 convs, where the device has what conv_cm.comp
+     * declares (vk_coopmat.c): the extension, its feature and the Vulkan
+     * memory model, enabled only then */
+    st_vk_cm_mode cm = st_vk_coopmat_mode(instance, phys, d->f16, &d->coopmat_n, d->coopmat_why, sizeof d->coopmat_why);
+    d->coopmat = cm == ST_VK_CM_ON;
+    d->coopmat_emu = cm == ST_VK_CM_EMULATED;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV ecm = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, NULL,
+                                                       VK_TRUE, VK_FALSE};
+    if (d->coopmat) {
+        e12.vulkanMemoryModel = VK_TRUE;
+        e11.pNext = &ecm;
+    }
+    if (st_vk_tile_log()) fprintf(stderr, "strata: vulkan '%s': %s\n", d->name, st_vk_coopmat_state(d));
     /* a compute queue */
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, NULL);
@@ -502,8 +517,8 @@ static st_status device_init(st_vk_device *d, VkPhysicalDevice phys)
     d->ts_bits = qf[d->queue_family].timestampValidBits;
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qi = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, d->queue_family, 1, &prio};
-    const char *ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
-    VkDeviceCreateInfo di = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &ef, 0, 1, &qi, 0, NULL, 1, ext, NULL};
+    const char *ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    VkDeviceCreateInfo di = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &ef, 0, 1, &qi, 0, NULL, d->coopmat ? 2u : 1u, ext, NULL};
     ST_TRY(st_vk_check(vkCreateDevice(phys, &di, NULL, &d->dev), "vkCreateDevice"));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
     d->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(d->dev, "vkCmdPushDescriptorSetKHR");

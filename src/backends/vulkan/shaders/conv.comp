@@ -48,29 +48,7 @@ int cstep, astep, bstep;
 int ka, kac, kah, kaw;
 int kb[B_LOADS], kbc[B_LOADS], kbh[B_LOADS], kbw[B_LOADS];
 
-void split_k(int k, out int c, out int a, out int b)
-{
-    c = k / KK;
-    int r = k - c * KK;
-    a = r / KW;
-    b = r - a * KW;
-}
-
-// (c, a, b) on by one step of TK: each digit wraps at most once
-void advance(inout int c, inout int a, inout int b)
-{
-    b += bstep;
-    if (b >= KW) {
-        b -= KW;
-        a++;
-    }
-    a += astep;
-    if (a >= KH) {
-        a -= KH;
-        c++;
-    }
-    c += cstep;
-}
+#include "conv_k.glsl"
 
 // Column ka of the weights (one (c, kh, kw) for all this invocation's
 // rows) and rows kb[i] of the input taps of its position, into
@@ -85,7 +63,7 @@ void load(out float ra[A_LOADS], out float rb[B_LOADS])
         if (m0 + row < mg && ka < kend) ra[i] = float(w[wo + row * p[24]]);
     }
     ka += TK;
-    advance(kac, kah, kaw);
+    advance(kac, kah, kaw, cstep, astep, bstep);
     for (int i = 0; i < B_LOADS; i++) {
         rb[i] = 0.0;
         if (pos_in && kb[i] < kend) {
@@ -93,7 +71,7 @@ void load(out float ra[A_LOADS], out float rb[B_LOADS])
             if (ih >= 0 && ih < H && iw >= 0 && iw < W) rb[i] = float(x[xb + kbc[i] * p[20] + ih * p[21] + iw * p[22]]);
         }
         kb[i] += TK;
-        advance(kbc[i], kbh[i], kbw[i]);
+        advance(kbc[i], kbh[i], kbw[i], cstep, astep, bstep);
     }
 }
 
@@ -110,9 +88,7 @@ void main()
     int P = p[41];
     KH = p[7];
     KK = KH * KW;
-    cstep = TK / KK;
-    astep = (TK - cstep * KK) / KW;
-    bstep = TK - cstep * KK - astep * KW;
+    split_k(TK, cstep, astep, bstep);
     int K = cg * KK, kbeg = s * p[40];
     kend = min(K, kbeg + p[40]);
     m0 = int(gl_WorkGroupID.y) * TM;

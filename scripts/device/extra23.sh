@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# extra23.sh — the sixth session's third GPU call (2026-12-04), from the
+# repository root with .device/ and .gl/ carried.  Pack:
+#   ZOO_ALL=1 ZOO_IDS="$IDS" bash scripts/device/pack.sh build, then
+#   .device/models/yolo/yolov8n.onnx copied in and .device/bin cut to
+#   strata and libstrata_cuda.so (64 MB in all)
+# In order of need:
+#  - Vulkan's tensor-core conv (scripts/device/vk_coopmat.sh): whether
+#    NVIDIA's driver turns it on, a spread of convs against float64, under
+#    synchronization validation, YOLOv8n f16 timed against conv.comp and CUDA;
+#  - the CUDA conv tests (affine, residual, mobile block, YOLO stem,
+#    channels-last) on this build;
+#  - OpenCL's zoo runs that call 2 did not reach: --sanitize and f16 with
+#    --no-fallback.
+IDS="silero_vad_half silero_vad_op18_ifless silero_vad_v6 oww_melspectrogram oww_embedding oww_hey_jarvis oww_alexa oww_timer
+  blazeface_front blazeface_back mlsd_tiny_320"
+D=.device
+. scripts/device/env.sh
+S=$D/bin/strata
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT/r; R=$OUT/r
+export PYTHONUNBUFFERED=1
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+echo "== Vulkan cooperative matrices $(el)"
+OUT=$R timeout 200 bash scripts/device/vk_coopmat.sh 2>&1 | cut -c1-300 | tail -60
+echo "== CUDA conv tests $(el)"
+for t in affine_test residual_test mobile_block_test yolo_stem_test channels_last_test; do
+  timeout 60 python3 tests/conv/$t.py $S cuda > $R/$t.log 2>&1
+  echo "$t: exit $? ($(grep -c '^PASS' $R/$t.log) PASS lines)"; grep -m3 "^FAIL" $R/$t.log | cut -c1-250
+done
+echo "== OpenCL zoo, --sanitize and f16, the models call 2 did not reach $(el)"
+ZOO_IDS="$IDS" PARITY_BACKENDS=opencl PARITY_MODES="--sanitize --precision=f16" OUT=$R timeout 230 bash scripts/device/parity_tests.sh zoo 2>&1 |
+  grep -E "^(parity|PASS|FAIL)" | cut -c1-230
+rm -rf $R/zoo_parity $R/zoo_parity-f16
+tar -C $OUT -cJf $OUT/r.tar.xz r && rm -rf $R
+el

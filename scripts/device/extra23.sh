@@ -9,7 +9,8 @@
 #    NVIDIA's driver turns it on, a spread of convs against float64, under
 #    synchronization validation, YOLOv8n f16 timed against conv.comp and CUDA;
 #  - the CUDA conv tests (affine, residual, mobile block, YOLO stem,
-#    channels-last) on this build;
+#    channels-last) on this build, which splits k_conv.cu, and the direct
+#    and plane-kernel paths it moved;
 #  - OpenCL's zoo runs that call 2 did not reach: --sanitize and f16 with
 #    --no-fallback.
 IDS="silero_vad_half silero_vad_op18_ifless silero_vad_v6 oww_melspectrogram oww_embedding oww_hey_jarvis oww_alexa oww_timer
@@ -27,6 +28,14 @@ for t in affine_test residual_test mobile_block_test yolo_stem_test channels_las
   timeout 60 python3 tests/conv/$t.py $S cuda > $R/$t.log 2>&1
   echo "$t: exit $? ($(grep -c '^PASS' $R/$t.log) PASS lines)"; grep -m3 "^FAIL" $R/$t.log | cut -c1-250
 done
+# the paths the k_conv.cu split moved that default runs rarely take
+STRATA_CUDA_CONV=direct timeout 60 python3 tests/conv/residual_test.py $S cuda > $R/direct.log 2>&1
+echo "STRATA_CUDA_CONV=direct residual_test: exit $? ($(grep -c '^PASS' $R/direct.log) PASS lines)"; grep -m3 "^FAIL" $R/direct.log | cut -c1-250
+STRATA_CUDA_CONV=direct timeout 60 python3 tests/conv/yolo_stem_test.py $S cuda > $R/direct2.log 2>&1
+echo "STRATA_CUDA_CONV=direct yolo_stem_test: exit $? ($(grep -c '^PASS' $R/direct2.log) PASS lines)"; grep -m3 "^FAIL" $R/direct2.log | cut -c1-250
+STRATA_CUDA_CL_DW_POOL=0 STRATA_CUDA_CL_COPY=0 timeout 60 python3 tests/conv/mobile_block_test.py $S cuda > $R/dwpool.log 2>&1
+echo "STRATA_CUDA_CL_DW_POOL=0 STRATA_CUDA_CL_COPY=0 mobile_block_test: exit $? ($(grep -c '^PASS' $R/dwpool.log) PASS lines)"
+grep -m3 "^FAIL" $R/dwpool.log | cut -c1-250
 echo "== OpenCL zoo, --sanitize and f16, the models call 2 did not reach $(el)"
 ZOO_IDS="$IDS" PARITY_BACKENDS=opencl PARITY_MODES="--sanitize --precision=f16" OUT=$R timeout 230 bash scripts/device/parity_tests.sh zoo 2>&1 |
   grep -E "^(parity|PASS|FAIL)" | cut -c1-230

@@ -48,9 +48,9 @@ IN=/tmp/vkcm_images.npy SIZE=${VKCM_SIZE:-640} RUNS=${VKCM_RUNS:-50}
 python3 -c "import numpy as np; np.save('$IN', np.random.default_rng(26).random((1, 3, $SIZE, $SIZE), dtype=np.float32))"
 
 echo "== (a) cooperative matrices, and the path of each conv $(el)"
-timeout 30 $S probe --backend vulkan --runs 1 2>&1 | head -2
+STRATA_VULKAN_COOPMAT=1 timeout 30 $S probe --backend vulkan --runs 1 2>&1 | head -2
 mkdir -p /tmp/vkcm_o
-STRATA_VULKAN_TILE_LOG=1 timeout 60 $S run "$M" -i $IN --backend vulkan --precision f16 -q -o /tmp/vkcm_o \
+STRATA_VULKAN_COOPMAT=1 STRATA_VULKAN_TILE_LOG=1 timeout 60 $S run "$M" -i $IN --backend vulkan --precision f16 -q -o /tmp/vkcm_o \
   > $OUT/vk_coopmat_tilelog.txt 2>&1
 echo "exit $?"
 grep -m1 "cooperative matrices" $OUT/vk_coopmat_tilelog.txt

@@ -23,9 +23,11 @@
  * scalar tile already fits them (its 16-row tile).  Depthwise-like convs
  * (fewer than 8 channels a group) keep conv_direct.comp.
  *
- * STRATA_VULKAN_COOPMAT=0 keeps every conv on conv.comp (to compare);
- * unset or 1, the path is on where the device has it (n8: in 16x8x16
- * fragments where the driver lists both, to test that build); emulate runs
+ * Opt-in for now: the tensor-core build has never run on hardware that
+ * has cooperative matrices (the 2026-12-04 session lost its last H200
+ * call), so unset or 0 keeps every conv on conv.comp; 1 turns the path
+ * on where the device has it (n8: in 16x8x16 fragments where the driver
+ * lists both, to test that build); emulate runs
  * conv_cm.comp's emulated build (scalar products in place of the
  * fragments) on any device with f16, so that CI on lavapipe tests the
  * shader's staging, epilogue and split.
@@ -134,7 +136,10 @@ st_vk_cm_mode st_vk_coopmat_mode(VkInstance inst, VkPhysicalDevice phys, bool f1
 {
     *frag_n = 0;
     const char *env = getenv("STRATA_VULKAN_COOPMAT");
-    const char *off = env && strcmp(env, "0") == 0 ? "STRATA_VULKAN_COOPMAT=0" : !f16 ? "no shaderFloat16 and 16-bit storage" : NULL;
+    /* opt-in until it has run on a GPU with cooperative matrices (see the
+     * header): lavapipe has none, and no H200 call reached it */
+    const char *off = !env || strcmp(env, "0") == 0 ? "not yet checked on hardware: STRATA_VULKAN_COOPMAT=1 turns it on"
+                      : !f16 ? "no shaderFloat16 and 16-bit storage" : NULL;
     if (off) {
         snprintf(why, cap, "%s", off);
         return ST_VK_CM_OFF;

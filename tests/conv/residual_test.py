@@ -31,9 +31,7 @@ passes/fuse_affine.c), and the residual Adds
 running on their own on the other backends.  Exit 77 when the backend is not available
 (CTest reports it skipped).
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -43,6 +41,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
+from harness import check
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "cpu"
@@ -115,67 +114,26 @@ t = r2 + conv(r2, f["w7"], f["b7"])
 u = conv(t, f["w8"]) + f["bl"]
 refs = dict(y=y, r1=r1, r2=r2, t=t, u=u)
 
-fails = 0
+
+def want_kinds(tag, knobs):
+    folds = BACKEND == "cuda" and knobs.get("STRATA_CONV_RESIDUAL") != "0"
+    # the CPU, CUDA and OpenCL fold the broadcasting Add as a per-channel
+    # affine map (passes/fuse_affine.c, judged by affine_test.py); Vulkan
+    # keeps it
+    return {n: ("fused" if folds and n in FOLDED else "exec") for n in FOLDED | ({"add_broadcast"} if BACKEND == "vulkan" else set())}
+
+
+runs = [(p, tol, cl) for p, tol in (("f32", 1e-5), ("f16", 1e-2)) for cl in ({}, {"STRATA_CHANNELS_LAST": "all"})]
+if BACKEND == "cuda":
+    runs += [(p, tol, knob) for p, tol in (("f32", 1e-5), ("f16", 1e-2))
+             for knob in ({"STRATA_CONV_RESIDUAL": "0"}, {"STRATA_CUDA_CONV_FUSED": "0"})]
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "residual.onnx")
     onnx.save(model, path)
-    xin = os.path.join(tmp, "x.npy")
-    np.save(xin, x)
     if "--save" in sys.argv:
         keep = sys.argv[sys.argv.index("--save") + 1]
         os.makedirs(keep, exist_ok=True)
         onnx.save(model, os.path.join(keep, "residual.onnx"))
         np.save(os.path.join(keep, "x.npy"), x)
-    runs = [(p, tol, cl, None) for p, tol in (("f32", 1e-5), ("f16", 1e-2)) for cl in (None, "all")]
-    if BACKEND == "cuda":
-        runs += [(p, tol, None, knob) for p, tol in (("f32", 1e-5), ("f16", 1e-2))
-                 for knob in ("STRATA_CONV_RESIDUAL=0", "STRATA_CUDA_CONV_FUSED=0")]
-    for prec, tol, cl, knob in runs:
-        env = dict(os.environ)
-        for v in ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED"):
-            env.pop(v, None)
-        if cl:
-            env["STRATA_CHANNELS_LAST"] = cl
-        if knob:
-            env[knob.split("=")[0]] = knob.split("=")[1]
-        tag = "%s%s%s" % (prec, " STRATA_CHANNELS_LAST=" + cl if cl else "", " " + knob if knob else "")
-        plan = subprocess.run([STRATA, "inspect", path, "--plan", "--json", "-q", "--backend", BACKEND, "--precision", prec,
-                               "-i", "x=" + xin], capture_output=True, text=True, env=env)
-        text = plan.stdout + plan.stderr
-        if plan.returncode != 0 and ("not available" in text or "no CUDA device" in text or "no OpenCL" in text or
-                                     "no Vulkan" in text):
-            print("skipped: backend %s not available" % BACKEND)
-            sys.exit(77)
-        if plan.returncode != 0:
-            print("FAIL %s %s: strata inspect: %s" % (BACKEND, tag, text.strip()[-300:]))
-            fails += 1
-            continue
-        js = json.loads(plan.stdout)
-        kinds = {n["name"]: n["kind"] for n in js.get("plan", js)["nodes"]}
-        folds = BACKEND == "cuda" and knob != "STRATA_CONV_RESIDUAL=0"
-        # the CPU, CUDA and OpenCL fold the broadcasting Add as a
-        # per-channel affine map (passes/fuse_affine.c, judged by
-        # affine_test.py); Vulkan keeps it
-        want = {n: ("fused" if folds and n in FOLDED else "exec") for n in FOLDED | ({"add_broadcast"} if BACKEND == "vulkan" else set())}
-        got = {n: kinds.get(n) for n in want}
-        if got != want:
-            print("FAIL %s %s: plan kinds of the Adds %s, expected %s" % (BACKEND, tag, got, want))
-            fails += 1
-        out = os.path.join(tmp, "out_%d" % len(os.listdir(tmp)))
-        os.makedirs(out)
-        r = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q", "-o", out],
-                           capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            print("FAIL %s %s: strata run: %s" % (BACKEND, tag, (r.stderr or r.stdout).strip()[-300:]))
-            fails += 1
-            continue
-        errs = {}
-        for name in outs:
-            got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)
-            ref = refs[name]
-            errs[name] = np.abs(got - ref).max() / np.abs(ref).max() if got.shape == ref.shape else float("inf")
-        ok = all(e <= tol for e in errs.values())
-        fails += not ok
-        print("%s %s %s: max |d| / max |ref| %s against float64 (tolerance %.0e)" % (
-            "PASS" if ok else "FAIL", BACKEND, tag, ", ".join("%s %.2e" % kv for kv in errs.items()), tol))
+    fails = check(STRATA, BACKEND, path, {"x": x}, refs, runs, want_kinds)
 sys.exit(1 if fails else 0)

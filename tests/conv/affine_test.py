@@ -35,7 +35,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
-from harness import check
+from harness import check, kinds
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
@@ -123,5 +123,5 @@ if BACKEND == "cuda":
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "affine.onnx")
     onnx.save(model, path)
-    fails = check(STRATA, BACKEND, path, {"x": x}, refs, runs, want_kinds)
+    fails = check(STRATA, BACKEND, path, {"x": x}, refs, runs, kinds(want_kinds))
 sys.exit(1 if fails else 0)

@@ -22,10 +22,8 @@ pair; a 2x2 stride-2 Conv.  Checks, in f32 and then --precision f16:
 Outputs go to a fresh directory, so nothing stale can pass.  Exit 77 when
 the backend is not available (CTest reports it skipped).
 """
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -35,6 +33,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
+from harness import check
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
@@ -104,56 +103,23 @@ n2 = layernorm(d.transpose(0, 2, 3, 1), f["g2"], f["be2"]).transpose(0, 3, 1, 2)
 ref = conv(n2, f["w3"], f["b3"], stride=2)
 
 WANT_CL = {"s", "r", "d"}
-fails = 0
+
+
+def stored_cl(plan, tag, knobs):
+    """The values stored channels-last: at least WANT_CL on CUDA or with
+    the rule forced on, none otherwise."""
+    cl = {v["name"] for v in plan.get("values", []) if v.get("channels_last")}
+    want = WANT_CL if BACKEND == "cuda" or knobs else set()
+    if not want <= cl or (not want and cl):
+        return ["values stored channels-last: %s, expected %s" % (sorted(cl), sorted(want))]
+    return []
+
+
+runs = [("f32", 1e-5, {}), ("f16", 1e-2, {})]
+if BACKEND != "cuda":  # the rule forced on: the layout and the kernels' strided paths
+    runs += [("f32", 1e-5, {"STRATA_CHANNELS_LAST": "1"}), ("f16", 1e-2, {"STRATA_CHANNELS_LAST": "1"})]
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "stage.onnx")
     onnx.save(model, path)
-    xin = os.path.join(tmp, "x.npy")
-    np.save(xin, x)
-    runs = [("f32", 1e-5, None), ("f16", 1e-2, None)]
-    if BACKEND != "cuda":  # the rule forced on: the layout and the kernels' strided paths
-        runs += [("f32", 1e-5, "1"), ("f16", 1e-2, "1")]
-    for prec, tol, force in runs:
-        env = dict(os.environ)
-        env.pop("STRATA_CHANNELS_LAST", None)
-        if force:
-            env["STRATA_CHANNELS_LAST"] = force
-        tag = prec + (" STRATA_CHANNELS_LAST=1" if force else "")
-        plan = subprocess.run([STRATA, "inspect", path, "--plan", "--json", "-q", "--backend", BACKEND, "--precision", prec,
-                               "-i", "x=" + xin], capture_output=True, text=True, env=env)
-        text = plan.stdout + plan.stderr
-        if plan.returncode != 0 and ("not available" in text or "no CUDA device" in text or "no OpenCL" in text):
-            print("skipped: backend %s not available" % BACKEND)
-            sys.exit(77)
-        if plan.returncode != 0:
-            print("FAIL %s %s: strata inspect: %s" % (BACKEND, tag, text.strip()[-300:]))
-            fails += 1
-            continue
-        js = json.loads(plan.stdout)
-        values = js.get("plan", js).get("values", [])
-        cl = {v["name"] for v in values if v.get("channels_last")}
-        want = WANT_CL if BACKEND == "cuda" or force else set()
-        if not want <= cl or (not want and cl):
-            print("FAIL %s %s: values stored channels-last: %s, expected %s" % (BACKEND, tag, sorted(cl), sorted(want)))
-            fails += 1
-        else:
-            print("PASS %s %s: channels-last values %s" % (BACKEND, tag, sorted(cl)))
-        out = os.path.join(tmp, "out_%s_%s" % (prec, force or "auto"))
-        os.makedirs(out)
-        r_ = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q", "-o", out],
-                            capture_output=True, text=True, env=env)
-        if r_.returncode != 0:
-            print("FAIL %s %s: strata run: %s" % (BACKEND, tag, (r_.stderr or r_.stdout).strip()[-300:]))
-            fails += 1
-            continue
-        got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
-        if got.shape != ref.shape:
-            print("FAIL %s %s: shape %s, expected %s" % (BACKEND, tag, got.shape, ref.shape))
-            fails += 1
-            continue
-        err = np.abs(got - ref).max() / np.abs(ref).max()
-        ok = err <= tol
-        fails += not ok
-        print("%s %s %s: max |d| / max |ref| %.2e against float64 (tolerance %.0e), %d elements" % (
-            "PASS" if ok else "FAIL", BACKEND, tag, err, tol, got.size))
+    fails = check(STRATA, BACKEND, path, {"x": x}, {"y": ref}, runs, stored_cl)
 sys.exit(1 if fails else 0)

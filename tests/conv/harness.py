@@ -3,12 +3,14 @@
 environment knobs, then judge the plan's node kinds and every output
 element against float64 references.
 
-    fails = check(strata, backend, path, inputs, refs, runs, want_kinds)
+    fails = check(strata, backend, path, inputs, refs, runs, judge)
 
-runs: (precision, tolerance, {env var: value}) triples; want_kinds(tag,
-env) gives {node name: "fused" | "exec"} the plan must show (or None).
-Prints one PASS/FAIL line per run and returns the number failed; exits
-77 (CTest's skip) when the backend is not available.
+runs: (precision, tolerance, {env var: value}) triples; judge(plan, tag,
+env) returns what is wrong with the plan (`strata inspect --plan --json`),
+a list of lines, empty when nothing is; kinds(want_kinds) makes one from
+want_kinds(tag, env), the {node name: "fused" | "exec"} the plan must
+show.  Prints one PASS/FAIL line per run and returns the number failed;
+exits 77 (CTest's skip) when the backend is not available.
 """
 import json
 import os
@@ -18,11 +20,21 @@ import sys
 import numpy as np
 
 # the knobs a run may set: every run starts with none of them set
-KNOBS = ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED", "STRATA_CONV_AFFINE")
+KNOBS = ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED", "STRATA_CONV_AFFINE", "STRATA_CUDA_CL_DW_POOL")
 UNAVAILABLE = ("not available", "no CUDA device", "no OpenCL", "no Vulkan")
 
 
-def check(strata, backend, path, inputs, refs, runs, want_kinds):
+def kinds(want_kinds):
+    """A judge: the plan's node kinds against want_kinds(tag, env)."""
+    def judge(plan, tag, knobs):
+        want = want_kinds(tag, knobs) or {}
+        got = {n["name"]: n["kind"] for n in plan["nodes"]}
+        got = {n: got.get(n) for n in want}
+        return [] if got == want else ["plan kinds %s, expected %s" % (got, want)]
+    return judge
+
+
+def check(strata, backend, path, inputs, refs, runs, judge=None):
     fails = 0
     tmp = os.path.dirname(path)
     ins = []
@@ -45,13 +57,9 @@ def check(strata, backend, path, inputs, refs, runs, want_kinds):
             fails += 1
             continue
         js = json.loads(plan.stdout)
-        kinds = {n["name"]: n["kind"] for n in js.get("plan", js)["nodes"]}
-        want = want_kinds(tag, knobs)
-        if want:
-            got = {n: kinds.get(n) for n in want}
-            if got != want:
-                print("FAIL %s %s: plan kinds %s, expected %s" % (backend, tag, got, want))
-                fails += 1
+        for problem in judge(js.get("plan", js), tag, knobs) if judge else []:
+            print("FAIL %s %s: %s" % (backend, tag, problem))
+            fails += 1
         out = os.path.join(tmp, "out_%d" % n_run)
         os.makedirs(out, exist_ok=True)
         r = subprocess.run([strata, "run", path, "--backend", backend, "--precision", prec, "-q", "-o", out] + ins,
@@ -63,6 +71,7 @@ def check(strata, backend, path, inputs, refs, runs, want_kinds):
         errs = {}
         for name, ref in refs.items():
             got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)
+            # a wrong shape fails as an infinite error
             errs[name] = np.abs(got - ref).max() / np.abs(ref).max() if got.shape == ref.shape else float("inf")
         ok = all(e <= tol for e in errs.values())
         fails += not ok

@@ -21,7 +21,6 @@ Outputs go to fresh directories.  Exit 77 when the backend is not
 available (CTest reports it skipped).
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -31,6 +30,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
+from harness import check
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
@@ -85,45 +85,12 @@ m = d * s
 y_ref = conv(m, f["wp"], f["bp"]) + conv(conv(m, f["wq"], f["bq"], pad=2, group=CE), f["wr"])
 g_ref = y_ref.max(axis=(2, 3), keepdims=True)
 
-fails = 0
+runs = [(p, t, c) for p, t in (("f32", 1e-5), ("f16", 1e-2)) for c in ({}, {"STRATA_CHANNELS_LAST": "all"})]
+if BACKEND == "cuda":
+    runs += [("f32", 1e-5, {"STRATA_CHANNELS_LAST": "all", "STRATA_CUDA_CL_DW_POOL": "0"}),
+             ("f16", 1e-2, {"STRATA_CUDA_CL_DW_POOL": "0"})]
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "block.onnx")
     onnx.save(model, path)
-    xin = os.path.join(tmp, "x.npy")
-    np.save(xin, x)
-    runs = [(p, t, c, False) for p, t in (("f32", 1e-5), ("f16", 1e-2)) for c in (None, "all")]
-    if BACKEND == "cuda":
-        runs += [("f32", 1e-5, "all", True), ("f16", 1e-2, None, True)]
-    for prec, tol, force, dwpool in runs:
-        env = dict(os.environ)
-        for v in ("STRATA_CHANNELS_LAST", "STRATA_CUDA_CL_DW_POOL"):
-            env.pop(v, None)
-        if force:
-            env["STRATA_CHANNELS_LAST"] = force
-        if dwpool:
-            env["STRATA_CUDA_CL_DW_POOL"] = "0"
-        tag = "%s%s%s" % (prec, " STRATA_CHANNELS_LAST=all" if force else "", " STRATA_CUDA_CL_DW_POOL=0" if dwpool else "")
-        out = os.path.join(tmp, "out_%d" % len(os.listdir(tmp)))
-        os.makedirs(out)
-        r = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q", "-o", out],
-                           capture_output=True, text=True, env=env)
-        text = r.stdout + r.stderr
-        if r.returncode != 0 and ("not available" in text or "no CUDA device" in text or "no OpenCL" in text):
-            print("skipped: backend %s not available" % BACKEND)
-            sys.exit(77)
-        if r.returncode != 0:
-            print("FAIL %s %s: strata run: %s" % (BACKEND, tag, text.strip()[-300:]))
-            fails += 1
-            continue
-        errs = []
-        for name, ref in (("y", y_ref), ("g", g_ref)):
-            got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)
-            if got.shape != ref.shape:
-                errs.append("%s shape %s, expected %s" % (name, got.shape, ref.shape))
-                continue
-            errs.append(np.abs(got - ref).max() / np.abs(ref).max())
-        ok = all(not isinstance(v, str) and v <= tol for v in errs)
-        fails += not ok
-        print("%s %s %s: max |d| / max |ref| y %s, g %s against float64 (tolerance %.0e)" % (
-            "PASS" if ok else "FAIL", BACKEND, tag, *[v if isinstance(v, str) else "%.2e" % v for v in errs], tol))
+    fails = check(STRATA, BACKEND, path, {"x": x}, {"y": y_ref, "g": g_ref}, runs)
 sys.exit(1 if fails else 0)

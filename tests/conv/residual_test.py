@@ -41,7 +41,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
-from harness import check
+from harness import check, kinds
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "cpu"
@@ -135,5 +135,5 @@ with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(keep, exist_ok=True)
         onnx.save(model, os.path.join(keep, "residual.onnx"))
         np.save(os.path.join(keep, "x.npy"), x)
-    fails = check(STRATA, BACKEND, path, {"x": x}, refs, runs, want_kinds)
+    fails = check(STRATA, BACKEND, path, {"x": x}, refs, runs, kinds(want_kinds))
 sys.exit(1 if fails else 0)

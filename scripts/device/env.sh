@@ -3,6 +3,8 @@
 # (cuDNN there comes with PyTorch's wheels, not with the toolkit).
 D=${D:-.device}
 mkdir -p /tmp/st && tar -xJf "$D/lib.tar.xz" -C /tmp/st
+# the binaries, packed by pack.sh (an older pack left bin/ as it was)
+[ -f "$D/bin.tar.xz" ] && [ ! -d "$D/bin" ] && tar -xJf "$D/bin.tar.xz" -C "$D"
 [ -f "$D/node.tar.xz" ] && [ ! -d "$D/node" ] && tar -xJf "$D/node.tar.xz" -C "$D"
 dirs=/tmp/st/lib
 for name in libcudnn.so.9 libcublasLt.so.13 libcudart.so.13; do

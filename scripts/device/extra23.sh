@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # extra23.sh — the sixth session's third GPU call (2026-12-04), from the
 # repository root with .device/ and .gl/ carried.  Pack:
-#   ZOO_ALL=1 ZOO_IDS="$IDS" bash scripts/device/pack.sh build, then
-#   .device/models/yolo/yolov8n.onnx copied in and .device/bin cut to
-#   strata and libstrata_cuda.so (64 MB in all)
+#   PACK_BINS="strata libstrata_cuda.so" ZOO_ALL=1 ZOO_IDS="$IDS" \
+#     bash scripts/device/pack.sh build
+#   then copy build/models/yolo/yolov8n.onnx into .device/models/yolo/
+#   (the binaries travel in xz since 2026-12-04: about 36 MB in all)
 # In order of need:
 #  - Vulkan's tensor-core conv (scripts/device/vk_coopmat.sh): whether
 #    NVIDIA's driver turns it on, a spread of convs against float64, under

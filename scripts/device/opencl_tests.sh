@@ -7,6 +7,7 @@
 # The machine has NVIDIA's OpenCL library but no ICD file naming it.
 set -u
 D=.device
+. scripts/device/env.sh
 S=$D/bin/strata
 mkdir -p /etc/OpenCL/vendors
 [ -f /etc/OpenCL/vendors/nvidia.icd ] || echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd

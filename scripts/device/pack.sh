@@ -29,6 +29,13 @@ done
 cp -L "$B/$(readelf -d "$B/libstrata.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')" "$D/lib/"
 # OpenBLAS alone is 36 MB and the tool carries 64 MB in all: travel compressed
 tar -C "$D" -cJf "$D/lib.tar.xz" lib && rm -rf "$D/lib"
+# PACK_BINS="strata libstrata_cuda.so ...": only those binaries travel.
+# They travel compressed too (libstrata_cuda.so: 14.8 MB, 2.2 MB in xz, as
+# its device code is mostly uncompressed cubins); env.sh unpacks them.
+if [ -n "${PACK_BINS:-}" ]; then
+  for f in "$D"/bin/*; do case " $PACK_BINS " in *" $(basename "$f") "*) ;; *) rm -f "$f" ;; esac; done
+fi
+tar -C "$D" -cJf "$D/bin.tar.xz" bin && rm -rf "$D/bin"
 # ATTN_ONLY=1: the binaries and the transformer fixtures with ONNX
 # Runtime's references (19 MB) for scripts/device/attn_tests.sh, nothing
 # else (with the other models they pass the 64 MB the tool carries)

@@ -9,7 +9,7 @@ runs: (precision, tolerance, {env var: value}) triples; judge(plan, tag,
 env) returns what is wrong with the plan (`strata inspect --plan --json`),
 a list of lines, empty when nothing is; kinds(want_kinds) makes one from
 want_kinds(tag, env), the {node name: "fused" | "exec"} the plan must
-show.  Prints one PASS/FAIL line per run and returns the number failed;
+show; judge_run(stderr, tag, env) the same for what `strata run` printed.  Prints one PASS/FAIL line per run and returns the number failed;
 exits 77 (CTest's skip) when the backend is not available.
 """
 import json
@@ -20,7 +20,8 @@ import sys
 import numpy as np
 
 # the knobs a run may set: every run starts with none of them set
-KNOBS = ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED", "STRATA_CONV_AFFINE", "STRATA_CUDA_CL_DW_POOL")
+KNOBS = ("STRATA_CHANNELS_LAST", "STRATA_CONV_RESIDUAL", "STRATA_CUDA_CONV_FUSED", "STRATA_CONV_AFFINE", "STRATA_CUDA_CL_DW_POOL",
+         "STRATA_CUDA_VERBOSE")
 UNAVAILABLE = ("not available", "no CUDA device", "no OpenCL", "no Vulkan")
 
 
@@ -34,7 +35,7 @@ def kinds(want_kinds):
     return judge
 
 
-def check(strata, backend, path, inputs, refs, runs, judge=None):
+def check(strata, backend, path, inputs, refs, runs, judge=None, judge_run=None, tag_prefix=""):
     fails = 0
     tmp = os.path.dirname(path)
     ins = []
@@ -45,7 +46,7 @@ def check(strata, backend, path, inputs, refs, runs, judge=None):
     for n_run, (prec, tol, knobs) in enumerate(runs):
         env = {k: v for k, v in os.environ.items() if k not in KNOBS}
         env.update(knobs)
-        tag = " ".join([prec] + ["%s=%s" % kv for kv in knobs.items()])
+        tag = tag_prefix + " ".join([prec] + ["%s=%s" % kv for kv in knobs.items()])
         plan = subprocess.run([strata, "inspect", path, "--plan", "--json", "-q", "--backend", backend, "--precision", prec] + ins,
                               capture_output=True, text=True, env=env)
         text = plan.stdout + plan.stderr
@@ -68,6 +69,9 @@ def check(strata, backend, path, inputs, refs, runs, judge=None):
             print("FAIL %s %s: strata run: %s" % (backend, tag, (r.stderr or r.stdout).strip()[-300:]))
             fails += 1
             continue
+        for problem in judge_run(r.stderr, tag, knobs) if judge_run else []:
+            print("FAIL %s %s: %s" % (backend, tag, problem))
+            fails += 1
         errs = {}
         for name, ref in refs.items():
             got = np.load(os.path.join(out, name + ".npy")).astype(np.float64)

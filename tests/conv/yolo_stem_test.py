@@ -24,9 +24,7 @@ CUDA in f16 the plan must mark a, b and p channels-last.  Outputs are
 written to fresh directories, so nothing stale can pass.  Exit 77 when the
 backend is not available (CTest reports it skipped).
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -36,6 +34,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from conv_ref import conv
+from harness import check
 
 STRATA = sys.argv[1]
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
@@ -90,77 +89,42 @@ def reference(x, k):
     return conv(np.concatenate([up(p), up(b)], axis=1), f["w2"], f["b2"])
 
 
+def stored_cl(plan, tag, knobs):
+    """a, b and p stored channels-last where the rule is forced, and on
+    CUDA in f16 (its layout rule at batch 2)."""
+    cl = {v["name"] for v in plan.get("values", []) if v.get("channels_last")}
+    want = {"a", "b", "p"} if "STRATA_CHANNELS_LAST" in knobs or (BACKEND == "cuda" and tag.split()[1] == "f16") else set()
+    return [] if want <= cl else ["values stored channels-last: %s, expected at least %s" % (sorted(cl), sorted(want))]
+
+
+def fused_convs(width):
+    """On CUDA f16, conv b (3x3, bias, SiLU, channels-last in and out) runs
+    as one cuDNN graph (conv_fused.cu) where its channels are 16-byte runs;
+    the 3-channel stem has its own kernel and the head writes the NCHW
+    graph output.  With STRATA_CUDA_CONV_FUSED=0 no conv may say fused."""
+    def judge(stderr, tag, knobs):
+        n = stderr.count("fused with its bias and activation")
+        if knobs.get("STRATA_CUDA_CONV_FUSED") == "0":
+            return ["%d convs fused although STRATA_CUDA_CONV_FUSED=0" % n] if n else []
+        if BACKEND == "cuda" and tag.split()[1] == "f16" and width == "x8" and n < 1:
+            return ["conv b not fused with its bias and SiLU: %s" % stderr.strip()[-300:]]
+        return []
+    return judge
+
+
+runs = [(p, t, dict(f, STRATA_CUDA_VERBOSE="1")) for p, t in (("f32", 1e-5), ("f16", 1e-2))
+        for f in ({}, {"STRATA_CHANNELS_LAST": "all"})]
+if BACKEND == "cuda":  # unfused: conv, then bias and SiLU as a separate pass
+    runs += [("f16", 1e-2, dict(f, STRATA_CUDA_VERBOSE="1", STRATA_CUDA_CONV_FUSED="0"))
+             for f in ({}, {"STRATA_CHANNELS_LAST": "all"})]
 fails = 0
 with tempfile.TemporaryDirectory() as tmp:
-    for tag_w, dims in (("x8", (16, 32, 24, 22, 26)), ("odd", (12, 20, 7, 17, 23))):
+    for width, dims in (("x8", (16, 32, 24, 22, 26)), ("odd", (12, 20, 7, 17, 23))):
         model, x, k = build(*dims)
-        ref = reference(x, k)
-        path = os.path.join(tmp, "stem_%s.onnx" % tag_w)
+        d = os.path.join(tmp, width)
+        os.makedirs(d)
+        path = os.path.join(d, "stem.onnx")
         onnx.save(model, path)
-        xin = os.path.join(tmp, "x_%s.npy" % tag_w)
-        np.save(xin, x)
-        runs = [(p, t, f, False) for p, t in (("f32", 1e-5), ("f16", 1e-2)) for f in (None, "all")]
-        if BACKEND == "cuda":  # unfused: conv, then bias and SiLU as a separate pass
-            runs += [("f16", 1e-2, None, False), ("f16", 1e-2, "all", False)]
-            runs = [(p, t, f, p == "f16" and i < 4) for i, (p, t, f, _) in enumerate(runs)]  # fused by default
-        for prec, tol, force, fused in runs:
-                env = dict(os.environ)
-                env.pop("STRATA_CHANNELS_LAST", None)
-                env.pop("STRATA_CUDA_CONV_FUSED", None)
-                if force:
-                    env["STRATA_CHANNELS_LAST"] = force
-                unfused = BACKEND == "cuda" and prec == "f16" and not fused
-                if unfused:
-                    env["STRATA_CUDA_CONV_FUSED"] = "0"
-                env["STRATA_CUDA_VERBOSE"] = "1"
-                tag = "%s %s%s%s" % (tag_w, prec, " STRATA_CHANNELS_LAST=all" if force else "",
-                                     " STRATA_CUDA_CONV_FUSED=0" if unfused else "")
-                plan = subprocess.run([STRATA, "inspect", path, "--plan", "--json", "-q", "--backend", BACKEND, "--precision",
-                                       prec, "-i", "x=" + xin], capture_output=True, text=True, env=env)
-                text = plan.stdout + plan.stderr
-                if plan.returncode != 0 and ("not available" in text or "no CUDA device" in text or "no OpenCL" in text):
-                    print("skipped: backend %s not available" % BACKEND)
-                    sys.exit(77)
-                if plan.returncode != 0:
-                    print("FAIL %s %s: strata inspect: %s" % (BACKEND, tag, text.strip()[-300:]))
-                    fails += 1
-                    continue
-                js = json.loads(plan.stdout)
-                cl = {v["name"] for v in js.get("plan", js).get("values", []) if v.get("channels_last")}
-                want = {"a", "b", "p"} if force or (BACKEND == "cuda" and prec == "f16") else set()
-                if not want <= cl:
-                    print("FAIL %s %s: values stored channels-last: %s, expected at least %s" % (BACKEND, tag, sorted(cl), sorted(want)))
-                    fails += 1
-                out = os.path.join(tmp, "out_%d" % len(os.listdir(tmp)))
-                os.makedirs(out)
-                r = subprocess.run([STRATA, "run", path, "-i", "x=" + xin, "--backend", BACKEND, "--precision", prec, "-q",
-                                    "-o", out], capture_output=True, text=True, env=env)
-                if r.returncode != 0:
-                    print("FAIL %s %s: strata run: %s" % (BACKEND, tag, (r.stderr or r.stdout).strip()[-300:]))
-                    fails += 1
-                    continue
-                n_fused = r.stderr.count("fused with its bias and activation")
-                if fused:
-                    # b (3x3, bias, SiLU, channels-last in and out) runs as one
-                    # cuDNN graph (conv_fused.cu) where its channels are 16-byte
-                    # runs; the 3-channel stem has its own kernel, and the head
-                    # writes the NCHW graph output
-                    print("%s %s: %d convs fused" % (BACKEND, tag, n_fused))
-                    if tag_w == "x8" and n_fused < 1:
-                        print("FAIL %s %s: conv b not fused with its bias and SiLU: %s" % (
-                            BACKEND, tag, r.stderr.strip()[-300:]))
-                        fails += 1
-                elif n_fused:
-                    print("FAIL %s %s: %d convs fused although STRATA_CUDA_CONV_FUSED=0" % (BACKEND, tag, n_fused))
-                    fails += 1
-                got = np.load(os.path.join(out, "y.npy")).astype(np.float64)
-                if got.shape != ref.shape:
-                    print("FAIL %s %s: shape %s, expected %s" % (BACKEND, tag, got.shape, ref.shape))
-                    fails += 1
-                    continue
-                err = np.abs(got - ref).max() / np.abs(ref).max()
-                ok = err <= tol
-                fails += not ok
-                print("%s %s %s: channels-last %s; max |d| / max |ref| %.2e against float64 (tolerance %.0e), %d elements" % (
-                    "PASS" if ok else "FAIL", BACKEND, tag, sorted(cl), err, tol, got.size))
+        fails += check(STRATA, BACKEND, path, {"x": x}, {"y": reference(x, k)}, runs, stored_cl, fused_convs(width),
+                       tag_prefix=width + " ")
 sys.exit(1 if fails else 0)

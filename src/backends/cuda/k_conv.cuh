@@ -124,7 +124,7 @@ struct conv_cache {
     st_cf_plan *cf;                  /* MODE_FUSED: conv, bias and activation as one cuDNN graph */
     char key[640];                   /* the problem, for conv_tune.c (st_cuda_conv_describe) */
     bool set_up;                     /* the first run's path choice was made (setup_conv) */
-    float *aff;                      /* the affine epilogue's S, T, PS, PT on the device (k_conv_affine.cu) */
+    float *aff;                      /* the affine epilogue's S, T, PS, PT on the device (k_conv.cu's conv_affine) */
 };
 
 /* ---- across the files ---- */

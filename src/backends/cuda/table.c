@@ -31,7 +31,7 @@ const st_kernel_table st_cuda_kernel_table = {
      * (passes/channels_last.c): ConvNeXt's LayerNorms then read contiguous
      * rows, and the depthwise conv has an NHWC kernel (k_conv_direct.cu).
      * The affine ops around a conv's activation (PP-OCR's LCNet) run as
-     * one pass after it (k_conv_affine.cu). */
+     * one pass after it (k_conv.cu's conv_affine). */
     ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP | ST_CAP_CHANNELS_LAST | ST_CAP_CONV_RESIDUAL,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,

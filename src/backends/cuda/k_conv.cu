@@ -1113,9 +1113,54 @@ __global__ void residual_kernel(st_walk w, void *y, const void *r, st_dtype t, s
     }
 }
 
+/* Y = act(Y S[m] + T[m]) PS[m] + PT[m] per output channel m
+ * (st_conv_state.ch_scale ... post_shift, passes/fuse_affine.c) over the
+ * conv's output, which holds conv + bias.  The walk's second operand
+ * steps by one along the channel dim only, so its offset is m; dims are
+ * walked in Y's stride order (channels-last Y walks its channels as the
+ * row).  aff holds S, T, PS, PT, m floats each; pre and post say which
+ * pair applies. */
+__global__ void affine_kernel(st_walk w, void *y, st_dtype t, const float *aff, int64_t m, bool pre, bool post,
+                              st_epilogue epi)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < w.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[ST_CUDA_MAXOPS];
+        st_walk_offsets(w, i, off);
+        int64_t c = off[1];
+        float v = st_ldf(t, y, off[0]);
+        if (pre) v = v * aff[c] + aff[m + c];
+        v = st_epilogue_f(epi, v);
+        if (post) v = v * aff[2 * m + c] + aff[3 * m + c];
+        st_stf(t, y, off[0], v);
+    }
+}
+
+/* The affine arrays on the device, uploaded on the command's first run
+ * (never captured) into its cache; the identity where a pair is absent. */
+static st_status affine_upload(conv_cache *c, const st_conv_state *s, int64_t m, cudaStream_t stream)
+{
+    size_t bytes = (size_t)m * 4 * sizeof(float);
+    float *h = (float *)malloc(bytes);
+    if (!h) return st_error(ST_ERR_NOMEM, "out of memory");
+    st_conv_affine_table(s, m, h);
+    st_cuda_exclusive_lock();
+    cudaError_t err = cudaMalloc(&c->aff, bytes);
+    st_cuda_exclusive_unlock();
+    if (err != cudaSuccess) {
+        c->aff = NULL;
+        free(h);
+        return st_cuda_ok(err, "cudaMalloc (Conv's affine epilogue)");
+    }
+    /* pageable source: the copy is done when this returns, so h may go */
+    err = cudaMemcpyAsync(c->aff, h, bytes, cudaMemcpyHostToDevice, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    free(h);
+    return st_cuda_ok(err, "cudaMemcpyAsync (Conv's affine epilogue)");
+}
+
 /* A conv with an affine epilogue: conv + bias by whichever path fits
- * (the state without its activation and affine maps), then
- * k_conv_affine.cu's pass of maps and activation.  Before, each op of the chain was a pass of its own,
+ * (the state without its activation and affine maps), then affine_kernel
+ * in one pass.  Before, each op of the chain was a pass of its own,
  * each rounding to the session's dtype: PP-OCRv4's recogniser in f16 was
  * 1.1% of max|ref| off on CUDA and OpenCL, 0.66% on the CPU, whose
  * kernels apply the chain in registers. */
@@ -1130,10 +1175,19 @@ static st_status conv_affine(const st_kctx *k, const st_conv_state *s)
     ST_TRY(conv_run(k, &plain, &res_done));
     if (st_operand_numel(y) == 0) return ST_OK;
     conv_cache *c = (conv_cache *)ctx->slot->data;
-    if (!c && (ctx->capturing || !(c = cache_of(ctx))))
-        return ctx->capturing ? st_error(ST_ERR_BACKEND, "cuda: Conv: no cache (the command's first run was captured)")
-                              : st_error(ST_ERR_NOMEM, "out of memory");
-    return st_cuda_conv_affine(k, s, c);
+    if (!c || !c->aff) {
+        if (ctx->capturing)
+            return st_error(ST_ERR_BACKEND, "cuda: Conv: no affine epilogue on the device (the command's first run was captured)");
+        if (!c && !(c = cache_of(ctx))) return st_error(ST_ERR_NOMEM, "out of memory");
+        ST_TRY(affine_upload(c, s, y->sizes[1], st_stream(k)));
+    }
+    int64_t chan[ST_MAX_RANK] = {0};
+    chan[1] = 1;
+    st_walk w = st_walk2(y->rank, y->sizes, y->strides, chan);
+    bool pre = s->ch_scale || s->ch_shift, post = s->post_scale || s->post_shift;
+    affine_kernel<<<st_blocks(w.n, THREADS), THREADS, 0, st_stream(k)>>>(w, y->data, y->dtype, c->aff, y->sizes[1], pre, post,
+                                                                          s->epi);
+    return ST_OK;
 }
 
 extern "C" st_status st_cuda_conv(const st_kctx *k)
@@ -1157,7 +1211,7 @@ extern "C" st_status st_cuda_conv(const st_kctx *k)
 
 /* Conv and ConvTranspose: cuDNN (or the direct kernels) in f32, f16 and
  * bf16; Conv also with the per-channel affine epilogue
- * (ST_CAP_CONV_AFFINE: conv_affine, k_conv_affine.cu) and the residual. */
+ * (ST_CAP_CONV_AFFINE: conv_affine) and the residual. */
 /* Conv's prepare: k->priv is non-NULL when W is a constant, which lets
  * the first run keep a re-laid-out copy of it (want_krsc). */
 static char conv_w_const;

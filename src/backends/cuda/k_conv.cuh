@@ -4,8 +4,6 @@
  *                        strided and packed operands), patchify as one
  *                        cuBLASLt GEMM, the bias and activation epilogue,
  *                        the residual that follows
- *   k_conv_affine.cu     the per-channel affine epilogue (BatchNorm, Mul,
- *                        Add around the activation) in one pass after
  *   k_conv_direct.cu     strata's own conv kernels: the direct fallback,
  *                        depthwise convs, a network's first conv (C = 3)
  *   k_conv_transpose.cu  ConvTranspose (cuDNN's backward-data conv)
@@ -138,10 +136,6 @@ st_status st_cuda_conv_describe(conv_cache *c, const st_conv_state *s, const st_
 bool st_cuda_conv_math(st_dtype t, bool tf32, cudnnMathType_t cand, cudnnMathType_t *use);
 /* k_conv.cu: Conv's and ConvTranspose's accepts */
 bool st_cuda_conv_accepts(const st_knode *n, char *why, size_t len);
-
-/* k_conv_affine.cu: the affine epilogue over Y = conv + bias, its maps
- * uploaded into c on the first run */
-st_status st_cuda_conv_affine(const st_kctx *k, const st_conv_state *s, conv_cache *c);
 
 /* k_conv_direct.cu: the direct fallback, any conv */
 void st_cuda_conv_direct(const st_kctx *k, const st_conv_state *s);

@@ -59,9 +59,9 @@ typedef struct st_cuda_ctx {
 bool st_cuda_accepts_no_f64(const st_knode *n, char *why, size_t len);
 
 /* The families' table entries (cuda/table.c lists them). */
-extern const st_kernel st_cuda_k_elementwise[], st_cuda_k_shape[], st_cuda_k_linalg[], st_cuda_k_conv[], st_cuda_k_pool[],
-    st_cuda_k_conv_transpose[], st_cuda_k_norm[], st_cuda_k_reduce[], st_cuda_k_resize[], st_cuda_k_quant[], st_cuda_k_qint[],
-    st_cuda_k_qlinear[], st_cuda_k_attention[], st_cuda_k_index[], st_cuda_k_rnn[], st_cuda_k_rownorm[], st_cuda_k_sample[];
+extern const st_kernel st_cuda_k_elementwise[], st_cuda_k_shape[], st_cuda_k_linalg[], st_cuda_k_conv[], st_cuda_k_norm[],
+    st_cuda_k_reduce[], st_cuda_k_resize[], st_cuda_k_quant[], st_cuda_k_qint[], st_cuda_k_qlinear[],
+    st_cuda_k_attention[], st_cuda_k_index[], st_cuda_k_rnn[], st_cuda_k_rownorm[], st_cuda_k_sample[];
 extern const st_kernel_table st_cuda_kernel_table;
 
 /* Kernels, one per op family (src/backends/cuda/k_<family>.cu). */
@@ -77,8 +77,8 @@ st_status st_cuda_gather(const st_kctx *k);
 st_status st_cuda_matmul(const st_kctx *k);          /* k_linalg.cu */
 st_status st_cuda_gemm(const st_kctx *k);
 st_status st_cuda_conv(const st_kctx *k);            /* k_conv.cu */
-st_status st_cuda_pool(const st_kctx *k);            /* k_pool.cu */
-st_status st_cuda_conv_transpose(const st_kctx *k);  /* k_conv_transpose.cu */
+st_status st_cuda_pool(const st_kctx *k);
+st_status st_cuda_conv_transpose(const st_kctx *k);
 st_status st_cuda_norm(const st_kctx *k);            /* k_norm.cu: Softmax ... LRN, BatchNormalization */
 st_status st_cuda_reduce(const st_kctx *k);          /* k_reduce.cu */
 st_status st_cuda_argminmax(const st_kctx *k);

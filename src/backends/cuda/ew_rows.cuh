@@ -18,7 +18,6 @@
 #define ST_CUDA_EW_ROWS_CUH
 
 #include "backends/cuda/common.cuh"
-#include "backends/cuda/vec.cuh"
 
 #define ST_EWR_MAXOPS 3   /* output + two inputs */
 #define ST_EWR_OUTER 3
@@ -30,6 +29,19 @@ struct st_ewr {
     int64_t ostride[ST_EWR_MAXOPS][ST_EWR_OUTER];
     int64_t istride[ST_EWR_MAXOPS];     /* along the row */
     char *ptr[ST_EWR_MAXOPS];
+};
+
+template <typename T> __device__ __forceinline__ float st_to_f(T v);
+template <> __device__ __forceinline__ float st_to_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ float st_to_f<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float st_to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T st_from_f(float v);
+template <> __device__ __forceinline__ float st_from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half st_from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 st_from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T, int VEC> struct alignas(sizeof(T) * VEC) st_vec {
+    T v[VEC];
 };
 
 /* Loads VEC row elements of operand k at element offset off into f. */

@@ -1,6 +1,6 @@
 /*
  * k_resize.cu — the CUDA kernel of Resize/Upsample.  (ConvTranspose, the
- * family's other op, is k_conv_transpose.cu: cuDNN's set-up as Conv's.)
+ * family's other op, shares cuDNN's set-up with Conv in k_conv.cu.)
  *
  * The shape rule (ops/resize.c) has already turned every coordinate
  * transformation mode into tap tables: per axis and output coordinate,
@@ -205,7 +205,7 @@ static st_status nn2_maps(rs_cache *c, const st_resize_state *s, cudaStream_t st
 
 /* The 2x nearest Resize; over channels-last values it moves channel runs,
  * unless STRATA_CUDA_CL_COPY=0 (the element-per-thread kernel then runs,
- * for A/B runs; the same knob governs k_pool.cu's channels-last pool). */
+ * for A/B runs; the same knob governs k_conv.cu's channels-last pool). */
 static st_status nn2_launch(const rs_cache *c, const st_resize_state *s, const st_operand *x, const st_operand *y,
                             cudaStream_t stream)
 {

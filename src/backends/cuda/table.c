@@ -8,11 +8,10 @@
 #include "backends/cuda/cuda_ctx.h"
 
 static const st_kernel *const FAMILIES[] = {
-    st_cuda_k_elementwise, st_cuda_k_shape,   st_cuda_k_linalg,    st_cuda_k_conv,
-    st_cuda_k_pool,        st_cuda_k_conv_transpose,
-    st_cuda_k_norm,        st_cuda_k_reduce,  st_cuda_k_resize,    st_cuda_k_quant,
+    st_cuda_k_elementwise, st_cuda_k_shape, st_cuda_k_linalg, st_cuda_k_conv,
+    st_cuda_k_norm,        st_cuda_k_reduce, st_cuda_k_resize, st_cuda_k_quant,
     st_cuda_k_qint,        st_cuda_k_qlinear, st_cuda_k_attention,
-    st_cuda_k_index,       st_cuda_k_rnn,     st_cuda_k_rownorm,   st_cuda_k_sample,
+    st_cuda_k_index,       st_cuda_k_rnn,     st_cuda_k_rownorm, st_cuda_k_sample,
 };
 
 const st_kernel_table st_cuda_kernel_table = {
@@ -29,9 +28,9 @@ const st_kernel_table st_cuda_kernel_table = {
      * into MatMul in every float dtype (k_linalg.cu: cuBLASLt's bias
      * epilogue).  Values that transposes want NHWC are stored so
      * (passes/channels_last.c): ConvNeXt's LayerNorms then read contiguous
-     * rows, and the depthwise conv has an NHWC kernel (k_conv_direct.cu).
-     * The affine ops around a conv's activation (PP-OCR's LCNet) run as
-     * one pass after it (k_conv.cu's conv_affine). */
+     * rows, and the depthwise conv has an NHWC kernel (k_conv.cu).  The
+     * affine ops around a conv's activation (PP-OCR's LCNet) run as one
+     * pass after it (k_conv.cu's conv_affine). */
     ST_CAP_CONV_AFFINE | ST_CAP_QDQ | ST_CAP_ATTENTION_F16 | ST_CAP_MATMUL_EPI | ST_CAP_MATMUL_EPI_LP | ST_CAP_CHANNELS_LAST | ST_CAP_CONV_RESIDUAL,
     (int)(sizeof FAMILIES / sizeof *FAMILIES),
     FAMILIES,

@@ -10,8 +10,9 @@
 #    NVIDIA's driver turns it on, a spread of convs against float64, under
 #    synchronization validation, YOLOv8n f16 timed against conv.comp and CUDA;
 #  - the CUDA conv tests (affine, residual, mobile block, YOLO stem,
-#    channels-last) on this build, which splits k_conv.cu, and the direct
-#    and plane-kernel paths it moved;
+#    channels-last) on this build, and the direct and plane-kernel paths
+#    that default runs rarely take (run it again on branch
+#    cuda-split-verified-pending, which splits k_conv.cu, before merging it);
 #  - OpenCL's zoo runs that call 2 did not reach: --sanitize and f16 with
 #    --no-fallback.
 IDS="silero_vad_half silero_vad_op18_ifless silero_vad_v6 oww_melspectrogram oww_embedding oww_hey_jarvis oww_alexa oww_timer
@@ -29,7 +30,7 @@ for t in affine_test residual_test mobile_block_test yolo_stem_test channels_las
   timeout 60 python3 tests/conv/$t.py $S cuda > $R/$t.log 2>&1
   echo "$t: exit $? ($(grep -c '^PASS' $R/$t.log) PASS lines)"; grep -m3 "^FAIL" $R/$t.log | cut -c1-250
 done
-# the paths the k_conv.cu split moved that default runs rarely take
+# the conv paths that default runs rarely take (the ones the split moves)
 STRATA_CUDA_CONV=direct timeout 60 python3 tests/conv/residual_test.py $S cuda > $R/direct.log 2>&1
 echo "STRATA_CUDA_CONV=direct residual_test: exit $? ($(grep -c '^PASS' $R/direct.log) PASS lines)"; grep -m3 "^FAIL" $R/direct.log | cut -c1-250
 STRATA_CUDA_CONV=direct timeout 60 python3 tests/conv/yolo_stem_test.py $S cuda > $R/direct2.log 2>&1
